@@ -1,0 +1,121 @@
+// Builds a running gateway from a configuration: Redis -> stores -> caches -> invalidation -> HTTP.
+// main.ts calls it for the real process; tests call it in-process with port 0.
+import type { Redis } from 'ioredis';
+import { ActionLog } from './actions/action-log.js';
+import { ApiKeyAuth } from './auth/api-keys.js';
+import { AudienceTokens } from './auth/audience-tokens.js';
+import { SigningKeyring } from './auth/signing-keyring.js';
+import type { GatewayConfig } from './config.js';
+import { CorsPolicy } from './http/cors.js';
+import { HttpServer } from './http/server.js';
+import { DestinationCounts } from './layouts/destinations.js';
+import { LayoutCache } from './layouts/layout-cache.js';
+import type { Logger } from './log.js';
+import { actionRoutes } from './routes/action.js';
+import type { RouteDeps } from './routes/deps.js';
+import { fallbackRoutes } from './routes/fallback.js';
+import { layoutRoute } from './routes/layout.js';
+import { tokenRoute } from './routes/token.js';
+import { connectServiceRedis } from './store/redis.js';
+import { createStores, type Stores } from './store/stores.js';
+import { InvalidationListener } from './sync/invalidation.js';
+
+export interface Gateway {
+  readonly port: number;
+  readonly stores: Stores;
+  readonly deps: RouteDeps;
+  /** Stop listening, answer what is in flight (at most drainMs), disconnect from Redis. */
+  close(drainMs?: number): Promise<void>;
+}
+
+export interface GatewayOptions {
+  log: Logger;
+  now?: () => number;
+}
+
+export async function startGateway(config: GatewayConfig, opts: GatewayOptions): Promise<Gateway> {
+  const { log } = opts;
+  const now = opts.now ?? Date.now;
+  const settings = { url: config.redisUrl, commandTimeoutMs: config.redisCommandTimeoutMs };
+  const redis = await connectServiceRedis({ ...settings, name: 'audience-gateway' });
+  watchConnection(redis, log, 'redis');
+  const subscriber = await connectServiceRedis({ ...settings, name: 'audience-gateway-sub' });
+  watchConnection(subscriber, log, 'redis subscriber');
+
+  const stores = createStores(redis, config.redisPrefix);
+  await stores.signingKeys.ensureCurrent(now());
+  const keyring = new SigningKeyring(stores.signingKeys);
+  const apiKeys = new ApiKeyAuth(stores.apiKeys, now, (e) => log.warn({ err: e }, 'could not record lastUsedAt'));
+  const layouts = new LayoutCache(stores.layouts);
+  await Promise.all([keyring.reload(), apiKeys.reload()]);
+
+  const listener = new InvalidationListener(
+    subscriber,
+    stores.keys,
+    {
+      apply(m) {
+        if (m.kind === 'key-revoked') apiKeys.keyRevoked(m.id);
+        else if (m.kind === 'key-created') apiKeys.keyCreated(m.id);
+        else if (m.kind === 'layout') layouts.invalidate(m.id);
+        else keyring.reload().catch((e: unknown) => log.warn({ err: e }, 'signing key reload failed'));
+      },
+      async recheck() {
+        await Promise.all([apiKeys.reload(), keyring.reload(), layouts.recheck()]).catch((e: unknown) => log.warn({ err: e }, 'cache re-check failed'));
+      },
+    },
+    config.cacheRecheckMs,
+  );
+  await listener.start();
+
+  const deps: RouteDeps = {
+    apiKeys,
+    tokens: new AudienceTokens(
+      { issuer: config.tokenIssuer, audience: config.tokenAudience, ttlSeconds: config.tokenTtlSeconds, cacheMax: config.tokenCacheMax },
+      keyring,
+      (keyId) => apiKeys.isRevoked(keyId),
+      now,
+    ),
+    layouts,
+    destinations: new DestinationCounts(redis, stores.keys, now),
+    actions: new ActionLog(redis, stores.keys, config.streamMaxLen),
+    cors: new CorsPolicy(config.corsOrigins),
+  };
+
+  const server = new HttpServer({
+    maxBodyBytes: config.maxBodyBytes,
+    now,
+    onError: (e, head) => log.error({ err: e, requestId: head.id }, 'unexpected error'),
+  });
+  server.mount(layoutRoute(deps)).mount(tokenRoute(deps));
+  for (const r of actionRoutes(deps)) server.mount(r);
+  for (const r of fallbackRoutes([
+    { pattern: '/layout/:layoutId', allow: 'GET' },
+    { pattern: '/token', allow: 'POST' },
+    { pattern: '/action', allow: 'POST, OPTIONS' },
+  ]))
+    server.mount(r);
+  const port = await server.listen(config.host, config.port);
+
+  return {
+    port,
+    stores,
+    deps,
+    async close(drainMs = 5000) {
+      await server.close(drainMs);
+      listener.stop();
+      redis.disconnect();
+    },
+  };
+}
+
+function watchConnection(redis: Redis, log: Logger, what: string): void {
+  let down = false;
+  redis.on('close', () => {
+    if (!down) log.warn(`${what} connection lost; reconnecting`);
+    down = true;
+  });
+  redis.on('ready', () => {
+    if (down) log.info(`${what} connection restored`);
+    down = false;
+  });
+}

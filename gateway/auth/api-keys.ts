@@ -1,0 +1,94 @@
+// API-key authentication (x-api-key: <keyId>.<secret>) with an in-process cache of key records.
+// Unknown keyIds and wrong secrets take the same path and the same constant-time comparison.
+// Revocation is read from an in-process set kept current by the invalidation channel and a
+// periodic re-check, so checking it costs no Redis round trip (and can be repeated at reply time).
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { LRUCache } from 'lru-cache';
+import { AppError, orUnavailable } from '../errors.js';
+import type { ApiKeyRecord, ApiKeyStore, KeyScope } from '../store/api-keys.js';
+
+export interface AuthedKey {
+  keyId: string;
+  teamId: string;
+  scope: KeyScope;
+}
+
+const KEY_ID = /^ak_[0-9a-f]{16}$/;
+const SECRET = /^[A-Za-z0-9_-]{43}$/;
+
+/** Splits `<keyId>.<secret>`; null when the value cannot be a key. */
+export function parseApiKey(value: string): { keyId: string; secret: string } | null {
+  const dot = value.indexOf('.');
+  if (dot < 0) return null;
+  const keyId = value.slice(0, dot);
+  const secret = value.slice(dot + 1);
+  return KEY_ID.test(keyId) && SECRET.test(secret) ? { keyId, secret } : null;
+}
+
+/** Whether the key may be used with a layout of the given team. */
+export function keyCoversLayout(key: AuthedKey, layoutId: string, layoutTeamId: string): boolean {
+  if (layoutTeamId !== key.teamId) return false;
+  return key.scope.kind === 'team' || key.scope.layouts.includes(layoutId);
+}
+
+/** lastUsedAt is written at most this often per key and process: it is a hint, not an audit log. */
+const LAST_USED_EVERY_MS = 60_000;
+
+export class ApiKeyAuth {
+  /** keyId -> record, or null for a keyId Redis does not know (bounded, so random keyIds cannot exhaust memory). */
+  private readonly cache = new LRUCache<string, { record: ApiKeyRecord | null }>({ max: 50_000 });
+  private revoked = new Set<string>();
+  private readonly lastUsedWritten = new Map<string, number>();
+  private readonly dummyHash = randomBytes(32);
+
+  constructor(
+    private readonly store: ApiKeyStore,
+    private readonly now: () => number = Date.now,
+    private readonly onBackgroundError: (e: unknown) => void = () => {},
+  ) {}
+
+  /** Loads the revoked set; call before serving and on every re-check. */
+  async reload(): Promise<void> {
+    this.revoked = new Set(await this.store.revokedIds());
+    for (const [keyId, entry] of this.cache.entries()) if (entry.record === null) this.cache.delete(keyId);
+  }
+
+  keyCreated(keyId: string): void {
+    this.cache.delete(keyId);
+  }
+
+  keyRevoked(keyId: string): void {
+    this.revoked.add(keyId);
+  }
+
+  isRevoked(keyId: string): boolean {
+    return this.revoked.has(keyId);
+  }
+
+  /** The key named by the header value, or AppError api_key_missing / api_key_invalid / api_key_revoked / unavailable. */
+  async authenticate(header: string): Promise<AuthedKey> {
+    if (header === '') throw new AppError('api_key_missing');
+    const parsed = parseApiKey(header);
+    if (!parsed) throw new AppError('api_key_invalid');
+    let entry = this.cache.get(parsed.keyId);
+    if (!entry) {
+      entry = { record: await orUnavailable(this.store.get(parsed.keyId)) };
+      this.cache.set(parsed.keyId, entry);
+    }
+    const expected = entry.record ? Buffer.from(entry.record.secretHash, 'hex') : this.dummyHash;
+    const given = createHash('sha256').update(parsed.secret).digest();
+    const match = timingSafeEqual(given, expected.length === 32 ? expected : this.dummyHash);
+    if (!match || !entry.record) throw new AppError('api_key_invalid');
+    const record = entry.record;
+    if (record.revokedAt !== null || this.revoked.has(record.keyId)) throw new AppError('api_key_revoked');
+    this.noteUse(record.keyId);
+    return { keyId: record.keyId, teamId: record.teamId, scope: record.scope };
+  }
+
+  private noteUse(keyId: string): void {
+    const now = this.now();
+    if (now - (this.lastUsedWritten.get(keyId) ?? 0) < LAST_USED_EVERY_MS) return;
+    this.lastUsedWritten.set(keyId, now);
+    this.store.touchLastUsed(keyId, now).catch(this.onBackgroundError);
+  }
+}

@@ -1,0 +1,37 @@
+// The signing keys in memory: which kid signs, and which kids still verify. Reloaded whole on
+// every invalidation message and re-check (there are only a handful of keys).
+import { AppError } from '../errors.js';
+import type { SigningKey, SigningKeyStore } from '../store/signing-keys.js';
+
+export class SigningKeyring {
+  private keys = new Map<string, SigningKey>();
+  private current: string | null = null;
+
+  constructor(private readonly store: SigningKeyStore) {}
+
+  async reload(): Promise<void> {
+    const { current, keys } = await this.store.load();
+    this.keys = new Map(keys.map((k) => [k.kid, k]));
+    this.current = current;
+  }
+
+  /** The key new tokens are signed with. */
+  signer(): { kid: string; secret: Uint8Array } {
+    const key = this.current === null ? undefined : this.keys.get(this.current);
+    if (!key) throw new AppError('unavailable', 'No signing key is loaded yet.');
+    return { kid: key.kid, secret: key.secret };
+  }
+
+  /** 'active' verifies; 'retired' once did; 'unknown' never existed here. */
+  status(kid: string | undefined): 'active' | 'retired' | 'unknown' {
+    const key = kid === undefined ? undefined : this.keys.get(kid);
+    if (!key) return 'unknown';
+    return key.retiredAt === null ? 'active' : 'retired';
+  }
+
+  /** The secret of an active key, for verification. */
+  secret(kid: string): Uint8Array | undefined {
+    const key = this.keys.get(kid);
+    return key && key.retiredAt === null ? key.secret : undefined;
+  }
+}

@@ -1,0 +1,197 @@
+#!/usr/bin/env node
+// audiencectl: the control plane from a shell. Talks to Redis directly (REDIS_URL, REDIS_PREFIX);
+// every gateway learns of each change through the invalidation channel.
+import { readFileSync } from 'node:fs';
+import { Command, CommanderError } from 'commander';
+import type { Redis } from 'ioredis';
+import { loadConfig } from '../config.js';
+import { AppError } from '../errors.js';
+import { connectToolRedis } from '../store/redis.js';
+import { createStores, type Stores } from '../store/stores.js';
+import { CliOutput, isoOrDash, table } from './output.js';
+
+interface Ctx {
+  stores: Stores;
+  out: CliOutput;
+}
+
+type Action = (ctx: Ctx, ...args: never[]) => Promise<void>;
+
+/** Wraps a command body: parses --json, connects to Redis, reports errors, sets the exit code. */
+function run(body: Action) {
+  return async (...args: unknown[]): Promise<void> => {
+    const cmd = args[args.length - 1] as Command;
+    const out = new CliOutput(cmd.opts<{ json?: boolean }>().json === true);
+    let redis: Redis | undefined;
+    try {
+      const config = loadConfig();
+      redis = await connectToolRedis(config.redisUrl);
+      await body({ stores: createStores(redis, config.redisPrefix), out }, ...(args.slice(0, -1) as never[]));
+    } catch (e) {
+      process.exitCode = out.failure(e);
+    } finally {
+      redis?.disconnect();
+    }
+  };
+}
+
+function readJsonFile(file: string): unknown {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (e) {
+    throw new AppError('invalid_argument', `cannot read ${file}: ${(e as Error).message}`);
+  }
+  try {
+    return JSON.parse(text);
+  } catch (e) {
+    throw new AppError('invalid_layout', `${file} is not JSON: ${(e as Error).message}`);
+  }
+}
+
+const program = new Command('audiencectl')
+  .description('Manage teams, layouts, API keys and signing keys of audience-control (REDIS_URL selects Redis).')
+  .showHelpAfterError()
+  .exitOverride();
+
+function leaf(parent: Command, name: string, description: string): Command {
+  return parent.command(name).description(description).option('--json', 'print one JSON object');
+}
+
+const team = program.command('team').description('teams');
+leaf(team, 'create', 'create a team')
+  .requiredOption('--name <name>', 'team name')
+  .action(
+    run(async ({ stores, out }, opts: { name: string }) => {
+      const t = await stores.teams.create(opts.name);
+      out.result({ teamId: t.teamId }, `team ${t.teamId} created (${t.name})`);
+    }),
+  );
+leaf(team, 'list', 'list teams').action(
+  run(async ({ stores, out }) => {
+    const teams = await stores.teams.list();
+    out.result({ teams }, table([['TEAM', 'NAME', 'CREATED'], ...teams.map((t) => [t.teamId, t.name, isoOrDash(t.createdAt)])]));
+  }),
+);
+
+const layout = program.command('layout').description('layouts');
+leaf(layout, 'import', 'create or replace a layout from a definition file')
+  .argument('<file>', 'layout definition (JSON, see schemas/layout-definition.schema.json)')
+  .requiredOption('--team <teamId>', 'owning team')
+  .action(
+    run(async ({ stores, out }, file: string, opts: { team: string }) => {
+      await stores.teams.require(opts.team);
+      const r = await stores.layouts.import(opts.team, readJsonFile(file));
+      out.result({ layoutId: r.layoutId, replaced: r.replaced }, `layout ${r.layoutId} ${r.replaced ? 'replaced' : 'created'}`);
+    }),
+  );
+leaf(layout, 'list', "list a team's layouts")
+  .requiredOption('--team <teamId>', 'team')
+  .action(
+    run(async ({ stores, out }, opts: { team: string }) => {
+      await stores.teams.require(opts.team);
+      const layouts = await stores.layouts.listByTeam(opts.team);
+      const rows = layouts.map((l) => ({ layoutId: l.layoutId, name: l.name, activePageId: l.activePageId, pages: l.pages.map((p) => p.pageId) }));
+      out.result({ layouts: rows }, table([['LAYOUT', 'NAME', 'ACTIVE PAGE', 'PAGES'], ...rows.map((r) => [r.layoutId, r.name, r.activePageId, r.pages.join(',')])]));
+    }),
+  );
+leaf(layout, 'show', 'show a layout with all its pages')
+  .argument('<layoutId>')
+  .action(
+    run(async ({ stores, out }, layoutId: string) => {
+      const l = await stores.layouts.get(layoutId);
+      if (!l) throw new AppError('layout_not_found', `no layout ${JSON.stringify(layoutId)}`);
+      const object = { layoutId: l.layoutId, teamId: l.teamId, name: l.name, activePageId: l.activePageId, pages: l.pages };
+      const lines = [`${l.layoutId} (${l.name}), team ${l.teamId}, active page ${l.activePageId}`];
+      for (const p of l.pages) {
+        lines.push(`page ${p.pageId}${p.pageId === l.activePageId ? ' (active)' : ''}: ${p.name}`);
+        for (const c of p.controls) lines.push(`  lid ${c.lid}  ${c.address}  ${c.type}  ${c.props.label}`);
+      }
+      out.result(object, lines.join('\n'));
+    }),
+  );
+leaf(layout, 'activate', 'make a page the active one (every gateway switches at once)')
+  .argument('<layoutId>')
+  .argument('<pageId>')
+  .action(
+    run(async ({ stores, out }, layoutId: string, pageId: string) => {
+      await stores.layouts.activate(layoutId, pageId);
+      out.result({ layoutId, activePageId: pageId }, `layout ${layoutId}: page ${pageId} is active`);
+    }),
+  );
+
+const key = program.command('key').description('API keys');
+leaf(key, 'create', 'issue an API key; its secret is printed this once')
+  .requiredOption('--team <teamId>', 'owning team')
+  .option('--name <label>', 'a label to recognise the key by')
+  .option('--layouts <ids>', "comma-separated allow-list (default: all of the team's layouts)")
+  .action(
+    run(async ({ stores, out }, opts: { team: string; name?: string; layouts?: string }) => {
+      await stores.teams.require(opts.team);
+      const created = await stores.apiKeys.create(opts.team, {
+        ...(opts.name !== undefined && { name: opts.name }),
+        ...(opts.layouts !== undefined && { layouts: opts.layouts.split(',') }),
+      });
+      out.result(
+        { keyId: created.keyId, apiKey: created.apiKey },
+        `API key ${created.keyId} created. Its secret is shown this once; store it now:\n${created.apiKey}`,
+      );
+    }),
+  );
+leaf(key, 'list', "list a team's API keys (never their secrets)")
+  .requiredOption('--team <teamId>', 'team')
+  .action(
+    run(async ({ stores, out }, opts: { team: string }) => {
+      await stores.teams.require(opts.team);
+      const keys = await stores.apiKeys.listByTeam(opts.team);
+      const scope = (k: (typeof keys)[number]) => (k.scope.kind === 'team' ? 'team' : k.scope.layouts.join(','));
+      out.result(
+        { keys },
+        table([
+          ['KEY', 'NAME', 'SCOPE', 'CREATED', 'LAST USED', 'STATUS'],
+          ...keys.map((k) => [k.keyId, k.name, scope(k), isoOrDash(k.createdAt), isoOrDash(k.lastUsedAt), k.revokedAt === null ? 'active' : `revoked ${isoOrDash(k.revokedAt)}`]),
+        ]),
+      );
+    }),
+  );
+leaf(key, 'revoke', 'revoke an API key at once on every gateway')
+  .argument('<keyId>')
+  .action(
+    run(async ({ stores, out }, keyId: string) => {
+      const k = await stores.apiKeys.revoke(keyId);
+      out.result({ keyId, revokedAt: new Date(k.revokedAt ?? Date.now()).toISOString() }, `API key ${keyId} revoked`);
+    }),
+  );
+
+const signing = program.command('signing-key').description('audience-token signing keys');
+leaf(signing, 'list', 'list signing keys').action(
+  run(async ({ stores, out }) => {
+    const keys = await stores.signingKeys.list();
+    out.result({ keys }, table([['KID', 'CREATED', 'RETIRED', 'CURRENT'], ...keys.map((k) => [k.kid, isoOrDash(k.createdAt), isoOrDash(k.retiredAt), k.current ? 'yes' : ''])]));
+  }),
+);
+leaf(signing, 'rotate', 'sign new tokens with a new key; tokens signed earlier keep verifying').action(
+  run(async ({ stores, out }) => {
+    const k = await stores.signingKeys.rotate();
+    out.result({ kid: k.kid }, `signing key ${k.kid} is now current`);
+  }),
+);
+leaf(signing, 'retire', 'stop accepting tokens signed with a key')
+  .argument('<kid>')
+  .action(
+    run(async ({ stores, out }, kid: string) => {
+      const k = await stores.signingKeys.retire(kid);
+      out.result({ kid: k.kid, retiredAt: new Date(k.retiredAt ?? Date.now()).toISOString() }, `signing key ${kid} retired`);
+    }),
+  );
+
+try {
+  await program.parseAsync(process.argv);
+} catch (e) {
+  if (!(e instanceof CommanderError)) throw e;
+  process.exitCode = e.exitCode === 0 ? 0 : 2;
+  // commander already explained the usage error on stderr; --json callers also get it as an object.
+  if (e.exitCode !== 0 && process.argv.includes('--json')) {
+    process.stdout.write(`${JSON.stringify({ error: { code: 'invalid_argument', message: e.message.replace(/^error: /, '') } })}\n`);
+  }
+}

@@ -1,0 +1,64 @@
+// Gateway configuration: environment -> object checked against schemas/gateway-config.schema.json, frozen.
+// Each key is declared once in that schema with its default, its environment variable and its trade-off.
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { createAjv, SCHEMA_DIR } from '../schemas/validators.js';
+
+export interface GatewayConfig {
+  readonly port: number;
+  readonly host: string;
+  readonly redisUrl: string;
+  readonly redisPrefix: string;
+  readonly redisCommandTimeoutMs: number;
+  readonly tokenTtlSeconds: number;
+  readonly tokenIssuer: string;
+  readonly tokenAudience: string;
+  readonly tokenCacheMax: number;
+  readonly cacheRecheckMs: number;
+  readonly corsOrigins: string;
+  readonly streamMaxLen: number;
+  readonly maxBodyBytes: number;
+  readonly logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+}
+
+interface PropertySchema {
+  'x-env': string;
+  default: unknown;
+  description: string;
+}
+
+const SCHEMA_ID = 'gateway-config.schema.json';
+
+/** The declared settings: key -> {x-env, default, description}. */
+export function configProperties(): Record<string, PropertySchema> {
+  const schema = JSON.parse(readFileSync(join(SCHEMA_DIR, SCHEMA_ID), 'utf8')) as { properties: Record<string, PropertySchema> };
+  return schema.properties;
+}
+
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}
+
+/**
+ * Builds the configuration from environment variables plus explicit overrides (tests, embedders).
+ * Unknown override keys and bad values throw a ConfigError naming the key and its variable.
+ */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Partial<GatewayConfig> = {}): GatewayConfig {
+  const props = configProperties();
+  const raw: Record<string, unknown> = {};
+  for (const [key, prop] of Object.entries(props)) {
+    const v = env[prop['x-env']];
+    if (v !== undefined && v !== '') raw[key] = v;
+  }
+  Object.assign(raw, overrides);
+  const validate = createAjv({ coerce: true }).getSchema(SCHEMA_ID);
+  if (!validate) throw new Error(`${SCHEMA_ID} missing`);
+  if (!validate(raw)) {
+    const e = validate.errors?.[0];
+    const key = e?.keyword === 'additionalProperties' ? String(e.params.additionalProperty) : (e?.instancePath.slice(1) ?? '');
+    const envName = props[key]?.['x-env'];
+    const where = envName ? `${key} (${envName})` : key;
+    throw new ConfigError(`invalid configuration: ${where} ${e?.keyword === 'additionalProperties' ? 'is not a setting' : (e?.message ?? 'is invalid')}`);
+  }
+  return Object.freeze(raw) as unknown as GatewayConfig;
+}

@@ -1,0 +1,102 @@
+// Runs a private redis-server child on loopback: the embedded default of `npm start` and the
+// server every test talks to. AOF is on, so a kill -9 loses nothing Redis acknowledged.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdirSync } from 'node:fs';
+import { createConnection, createServer } from 'node:net';
+
+export interface RedisServerOptions {
+  /** data directory (AOF files) */
+  dir: string;
+  /** fixed port; a free one when omitted */
+  port?: number;
+  appendOnly?: boolean;
+}
+
+export interface RedisServer {
+  readonly port: number;
+  readonly url: string;
+  readonly pid: number | undefined;
+  /** SIGTERM and wait for exit. */
+  stop(): Promise<void>;
+  /** SIGKILL and wait for exit (an abrupt crash). */
+  kill(): Promise<void>;
+  /** Start again on the same port and directory, after stop() or kill(). */
+  restart(): Promise<void>;
+}
+
+/** A port that was free a moment ago on 127.0.0.1. */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const addr = srv.address();
+      srv.close(() => (typeof addr === 'object' && addr ? resolve(addr.port) : reject(new Error('no port'))));
+    });
+  });
+}
+
+/** Resolves once `PING` answers `+PONG` on the port, or rejects after `timeoutMs`. */
+export async function waitForRedis(port: number, timeoutMs = 10_000): Promise<void> {
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    const ok = await new Promise<boolean>((resolve) => {
+      const sock = createConnection({ host: '127.0.0.1', port });
+      sock.setTimeout(500);
+      sock.once('connect', () => sock.write('PING\r\n'));
+      sock.once('data', (d) => {
+        sock.destroy();
+        resolve(d.toString().startsWith('+PONG'));
+      });
+      sock.once('error', () => resolve(false));
+      sock.once('timeout', () => {
+        sock.destroy();
+        resolve(false);
+      });
+    });
+    if (ok) return;
+    if (Date.now() > until) throw new Error(`redis-server on port ${port} did not answer within ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+export async function startRedisServer(opts: RedisServerOptions): Promise<RedisServer> {
+  const port = opts.port ?? (await freePort());
+  mkdirSync(opts.dir, { recursive: true });
+  const args = [
+    '--port', String(port),
+    '--bind', '127.0.0.1',
+    '--dir', opts.dir,
+    '--appendonly', opts.appendOnly === false ? 'no' : 'yes',
+    '--save', '',
+    '--daemonize', 'no',
+    '--logfile', '',
+    '--loglevel', 'warning',
+  ];
+  let child: ChildProcess;
+  const launch = async (): Promise<void> => {
+    child = spawn('redis-server', args, { stdio: ['ignore', 'ignore', 'inherit'] });
+    const failed = new Promise<never>((_, reject) => {
+      child.once('error', (e) => reject(new Error(`cannot run redis-server: ${e.message}`)));
+      child.once('exit', (code) => reject(new Error(`redis-server exited with code ${code}`)));
+    });
+    await Promise.race([waitForRedis(port), failed]);
+  };
+  const signal = async (sig: NodeJS.Signals): Promise<void> => {
+    if (child.exitCode !== null || child.signalCode !== null) return;
+    const exited = new Promise((r) => child.once('exit', r));
+    child.kill(sig);
+    await exited;
+  };
+  await launch();
+  return {
+    port,
+    url: `redis://127.0.0.1:${port}`,
+    get pid() {
+      return child.pid;
+    },
+    stop: () => signal('SIGTERM'),
+    kill: () => signal('SIGKILL'),
+    restart: launch,
+  };
+}

@@ -1,0 +1,71 @@
+// Every error the gateway and audiencectl report: a stable code, its HTTP status and a default message.
+// Callers switch on `code`; the README's error table lists each one (a test keeps them in step).
+
+export const ERRORS = {
+  // request shape
+  invalid_json: { status: 400, message: 'The request body is not valid JSON.' },
+  invalid_body: { status: 400, message: 'The request body does not match the schema.' },
+  unsupported_media_type: { status: 415, message: 'Send the body as Content-Type: application/json.' },
+  body_too_large: { status: 413, message: 'The request body is larger than the limit.' },
+  not_found: { status: 404, message: 'No such route.' },
+  method_not_allowed: { status: 405, message: 'That method is not allowed on this route.' },
+  origin_not_allowed: { status: 403, message: 'This origin may not call the API from a browser.' },
+  // API keys (x-api-key)
+  api_key_missing: { status: 401, message: 'Send the API key in the x-api-key header.' },
+  api_key_invalid: { status: 401, message: 'The API key is malformed, unknown or wrong.' },
+  api_key_revoked: { status: 401, message: 'The API key has been revoked.' },
+  // audience tokens (Authorization: Bearer)
+  token_missing: { status: 401, message: 'Send the audience token as Authorization: Bearer <token>.' },
+  token_invalid: { status: 401, message: 'The audience token is malformed, tampered with, or signed with an unknown key.' },
+  token_expired: { status: 401, message: 'The audience token has expired; mint a new one.' },
+  token_revoked: { status: 401, message: 'The audience token was minted by a revoked API key or signed with a retired signing key.' },
+  token_layout_mismatch: { status: 401, message: 'The audience token was minted for another layout.' },
+  // layouts and actions
+  layout_not_found: { status: 404, message: 'No such layout for this API key.' },
+  control_not_found: { status: 400, message: 'No control with this lid on the layout\'s active page.' },
+  type_mismatch: { status: 400, message: 'The action type differs from the control\'s type.' },
+  invalid_value: { status: 400, message: 'The value does not fit the control.' },
+  // availability
+  unavailable: { status: 503, message: 'The service cannot reach its data store; try again shortly.' },
+  internal: { status: 500, message: 'Unexpected error.' },
+  // control plane (audiencectl, admin API)
+  invalid_argument: { status: 400, message: 'An argument is missing or invalid.' },
+  invalid_layout: { status: 400, message: 'The layout definition is invalid.' },
+  team_not_found: { status: 404, message: 'No such team.' },
+  layout_owned_by_other_team: { status: 409, message: 'That layoutId belongs to another team.' },
+  page_not_found: { status: 404, message: 'No such page in the layout.' },
+  key_not_found: { status: 404, message: 'No such API key.' },
+  signing_key_not_found: { status: 404, message: 'No such signing key.' },
+  signing_key_in_use: { status: 409, message: 'That signing key is the current one; rotate first, then retire it.' },
+} as const satisfies Record<string, { status: number; message: string }>;
+
+export type ErrorCode = keyof typeof ERRORS;
+
+/** An error with a stable code; the HTTP layer turns it into `{success:false, error:{code,message}}`. */
+export class AppError extends Error {
+  readonly code: ErrorCode;
+  readonly status: number;
+  /** `status` overrides the table's only where the spec fixes another (POST /token's 400 layout_not_found). */
+  constructor(code: ErrorCode, message?: string, status?: number) {
+    super(message ?? ERRORS[code].message);
+    this.name = 'AppError';
+    this.code = code;
+    this.status = status ?? ERRORS[code].status;
+  }
+}
+
+/** A Redis failure (refused, timed out, not connected) is always `unavailable`, never a 500. */
+export function unavailable(cause: unknown): AppError {
+  const e = new AppError('unavailable');
+  e.cause = cause;
+  return e;
+}
+
+/** Awaits a data-store call; any failure that is not already an AppError becomes `unavailable` (503). */
+export async function orUnavailable<T>(p: Promise<T>): Promise<T> {
+  try {
+    return await p;
+  } catch (e) {
+    throw e instanceof AppError ? e : unavailable(e);
+  }
+}

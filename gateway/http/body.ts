@@ -1,0 +1,26 @@
+// Reading a request body with a cap: chunks are copied (uWS detaches the ArrayBuffer after the
+// callback) and reading stops at the first byte over the limit, so a huge body is never buffered.
+import type { HttpResponse } from 'uWebSockets.js';
+
+export function readBody(res: HttpResponse, maxBytes: number, onBody: (body: Buffer) => void, onTooLarge: () => void): void {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  let over = false;
+  res.onData((chunk, isLast) => {
+    if (over) return;
+    size += chunk.byteLength;
+    if (size > maxBytes) {
+      over = true;
+      onTooLarge();
+      return;
+    }
+    chunks.push(Buffer.from(chunk.slice(0)));
+    if (isLast) onBody(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size));
+  });
+}
+
+/** True for `application/json`, with or without parameters such as charset. */
+export function isJsonContentType(value: string): boolean {
+  const semi = value.indexOf(';');
+  return (semi < 0 ? value : value.slice(0, semi)).trim().toLowerCase() === 'application/json';
+}

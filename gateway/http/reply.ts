@@ -1,0 +1,67 @@
+// Writing replies: JSON bodies, the error body shape, status lines. Every write happens inside
+// res.cork (one syscall) and only if the client has not gone away.
+import type { HttpResponse } from 'uWebSockets.js';
+import { AppError, ERRORS } from '../errors.js';
+
+export interface Reply {
+  status: number;
+  body: unknown;
+  headers?: readonly (readonly [string, string])[];
+}
+
+const STATUS_TEXT: Record<number, string> = {
+  200: '200 OK',
+  204: '204 No Content',
+  400: '400 Bad Request',
+  401: '401 Unauthorized',
+  403: '403 Forbidden',
+  404: '404 Not Found',
+  405: '405 Method Not Allowed',
+  409: '409 Conflict',
+  413: '413 Content Too Large',
+  415: '415 Unsupported Media Type',
+  429: '429 Too Many Requests',
+  500: '500 Internal Server Error',
+  503: '503 Service Unavailable',
+};
+
+export function ok(body: unknown, headers?: Reply['headers']): Reply {
+  return headers ? { status: 200, body, headers } : { status: 200, body };
+}
+
+/** `{"success": false, "error": {"code", "message"}}` with the code's status. */
+export function errorReply(e: AppError, headers?: Reply['headers']): Reply {
+  const body = { success: false, error: { code: e.code, message: e.message } };
+  return headers ? { status: e.status, body, headers } : { status: e.status, body };
+}
+
+export function internalError(): AppError {
+  return new AppError('internal', ERRORS.internal.message);
+}
+
+/** Per-request state the route wrapper keeps: whether the client left and whether we answered. */
+export interface ResponseState {
+  aborted: boolean;
+  done: boolean;
+}
+
+/**
+ * Sends the reply unless the client is gone or it was already sent. `close` ends the connection
+ * after the reply (used when the request body was not read, so it cannot be parsed as the next request).
+ */
+export function send(res: HttpResponse, state: ResponseState, requestId: string, reply: Reply, common: readonly (readonly [string, string])[], close = false): void {
+  if (state.aborted || state.done) return;
+  state.done = true;
+  res.cork(() => {
+    res.writeStatus(STATUS_TEXT[reply.status] ?? String(reply.status));
+    res.writeHeader('x-request-id', requestId);
+    for (const [k, v] of common) res.writeHeader(k, v);
+    if (reply.headers) for (const [k, v] of reply.headers) res.writeHeader(k, v);
+    if (reply.status === 204) {
+      res.endWithoutBody(0, close);
+    } else {
+      res.writeHeader('content-type', 'application/json');
+      res.end(JSON.stringify(reply.body), close);
+    }
+  });
+}

@@ -1,0 +1,147 @@
+// The uWS edge: mounts routes with the discipline uWS demands (onAborted before any await, headers
+// read synchronously, bodies copied, replies corked), gives each request an id, maps thrown errors
+// to the error body, and closes gracefully (stop listening, let in-flight requests finish).
+import { randomBytes } from 'node:crypto';
+import type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket } from 'uWebSockets.js';
+import { AppError } from '../errors.js';
+import { isJsonContentType, readBody } from './body.js';
+import { errorReply, internalError, send, type Reply, type ResponseState } from './reply.js';
+import { nativeUws } from './uws.js';
+
+/** The request headers routes may read; uWS only lets us read them before the first await. */
+const CAPTURED = ['content-type', 'content-length', 'authorization', 'x-api-key', 'origin', 'x-request-id', 'access-control-request-method'] as const;
+export type CapturedHeader = (typeof CAPTURED)[number];
+
+export interface RequestHead {
+  readonly id: string;
+  readonly method: string;
+  readonly params: readonly string[];
+  readonly headers: Readonly<Record<CapturedHeader, string>>;
+  /** ms since the epoch, when the request arrived */
+  readonly receivedAt: number;
+}
+
+export type Method = 'get' | 'post' | 'put' | 'del' | 'options' | 'any';
+
+export interface Route {
+  method: Method;
+  pattern: string;
+  /** number of `:param` segments in the pattern */
+  params?: number;
+  /** read a JSON body (415 unless application/json, 413 over the limit) */
+  body?: boolean;
+  /** extra headers on every reply of this route, errors included (CORS) */
+  replyHeaders?: (head: RequestHead) => readonly (readonly [string, string])[];
+  handle: (head: RequestHead, body: Buffer | null) => Promise<Reply> | Reply;
+}
+
+export interface ServerOptions {
+  maxBodyBytes: number;
+  now?: () => number;
+  onError?: (e: unknown, head: RequestHead) => void;
+}
+
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,64}$/;
+const NO_HEADERS: readonly (readonly [string, string])[] = [];
+
+export class HttpServer {
+  readonly app: TemplatedApp;
+  private listenSocket: us_listen_socket | null = null;
+  private inFlight = 0;
+  private seq = 0;
+  private readonly bootId = randomBytes(4).toString('hex');
+  private readonly now: () => number;
+
+  constructor(private readonly opts: ServerOptions) {
+    this.app = nativeUws().App();
+    this.now = opts.now ?? Date.now;
+  }
+
+  mount(route: Route): this {
+    const register = this.app[route.method].bind(this.app) as (p: string, h: (res: HttpResponse, req: HttpRequest) => void) => void;
+    register(route.pattern, (res, req) => this.serve(route, res, req));
+    return this;
+  }
+
+  private serve(route: Route, res: HttpResponse, req: HttpRequest): void {
+    const state: ResponseState = { aborted: false, done: false };
+    this.inFlight++;
+    res.onAborted(() => {
+      if (!state.done) this.inFlight--;
+      state.aborted = true;
+    });
+    const head = this.capture(req, route.params ?? 0);
+    const extra = route.replyHeaders ? route.replyHeaders(head) : NO_HEADERS;
+    const finish = (reply: Reply, close = false): void => {
+      if (!state.aborted && !state.done) this.inFlight--;
+      send(res, state, head.id, reply, extra, close);
+    };
+    const fail = (e: unknown): void => {
+      if (!(e instanceof AppError)) this.opts.onError?.(e, head);
+      finish(errorReply(e instanceof AppError ? e : internalError()));
+    };
+    const run = (body: Buffer | null): void => {
+      try {
+        const out = route.handle(head, body);
+        if (out instanceof Promise) out.then(finish, fail);
+        else finish(out);
+      } catch (e) {
+        fail(e);
+      }
+    };
+    if (!route.body) return run(null);
+    // An early reply leaves the body unread, so the connection is closed after it.
+    if (!isJsonContentType(head.headers['content-type'])) return finish(errorReply(new AppError('unsupported_media_type')), true);
+    const declared = Number(head.headers['content-length'] || '0');
+    if (declared > this.opts.maxBodyBytes) return finish(errorReply(new AppError('body_too_large', `The request body is larger than ${this.opts.maxBodyBytes} bytes.`)), true);
+    readBody(res, this.opts.maxBodyBytes, run, () =>
+      finish(errorReply(new AppError('body_too_large', `The request body is larger than ${this.opts.maxBodyBytes} bytes.`)), true),
+    );
+  }
+
+  private capture(req: HttpRequest, paramCount: number): RequestHead {
+    const headers = {} as Record<CapturedHeader, string>;
+    for (const h of CAPTURED) headers[h] = req.getHeader(h);
+    const params: string[] = [];
+    for (let i = 0; i < paramCount; i++) params.push(decodeURIComponentSafe(req.getParameter(i)));
+    const given = headers['x-request-id'];
+    const id = given && REQUEST_ID.test(given) ? given : `${this.bootId}-${(++this.seq).toString(36)}`;
+    return { id, method: req.getMethod(), params, headers, receivedAt: this.now() };
+  }
+
+  /** Listens and resolves with the bound port (useful with port 0). */
+  listen(host: string, port: number): Promise<number> {
+    return new Promise((resolve, reject) => {
+      this.app.listen(host, port, (socket) => {
+        if (!socket) return reject(new Error(`cannot listen on ${host}:${port}`));
+        this.listenSocket = socket;
+        resolve(nativeUws().us_socket_local_port(socket as never));
+      });
+    });
+  }
+
+  /** Stops accepting connections, then waits (at most `drainMs`) for in-flight requests to be answered. */
+  async close(drainMs = 5000): Promise<void> {
+    if (this.listenSocket) nativeUws().us_listen_socket_close(this.listenSocket);
+    this.listenSocket = null;
+    const until = Date.now() + drainMs;
+    while (this.inFlight > 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+function decodeURIComponentSafe(s: string): string {
+  try {
+    return decodeURIComponent(s);
+  } catch {
+    return s;
+  }
+}
+
+/** Parses a JSON body; invalid_json on failure. */
+export function parseJson(body: Buffer | null): unknown {
+  try {
+    return JSON.parse(body ? body.toString('utf8') : '');
+  } catch {
+    throw new AppError('invalid_json');
+  }
+}

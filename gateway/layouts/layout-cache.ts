@@ -1,0 +1,73 @@
+// Layouts in memory, so /action and /layout need no Redis read once a layout is warm. An entry is
+// dropped when the invalidation channel names its layout, and re-checked against the layout's
+// version every few seconds in case a message was missed.
+import type { Control, Page } from '../../schemas/types.js';
+import { orUnavailable } from '../errors.js';
+import type { LayoutStore, StoredLayout } from '../store/layouts.js';
+
+export interface LiveLayout {
+  layoutId: string;
+  teamId: string;
+  name: string;
+  activePageId: string;
+  version: number;
+  pages: Page[];
+  /** The active page's controls by lid. */
+  controls: ReadonlyMap<number, Control>;
+  /** The controls array of the active page, as discovery returns it. */
+  activeControls: readonly Control[];
+}
+
+function toLive(s: StoredLayout): LiveLayout {
+  const active = s.pages.find((p) => p.pageId === s.activePageId);
+  const controls = active?.controls ?? [];
+  return { ...s, controls: new Map(controls.map((c) => [c.lid, c])), activeControls: controls };
+}
+
+export class LayoutCache {
+  private readonly entries = new Map<string, LiveLayout>();
+  private readonly loading = new Map<string, Promise<LiveLayout | null>>();
+  /** Bumped by every invalidation, so a load that started before one is not cached after it. */
+  private epoch = 0;
+
+  constructor(private readonly store: LayoutStore) {}
+
+  /** The layout, from memory or Redis; null if it does not exist. Redis failures become `unavailable`. */
+  get(layoutId: string): Promise<LiveLayout | null> | LiveLayout | null {
+    const hit = this.entries.get(layoutId);
+    if (hit) return hit;
+    let pending = this.loading.get(layoutId);
+    if (!pending) {
+      pending = this.load(layoutId);
+      this.loading.set(layoutId, pending);
+    }
+    return pending;
+  }
+
+  private async load(layoutId: string): Promise<LiveLayout | null> {
+    const epoch = this.epoch;
+    try {
+      const stored = await orUnavailable(this.store.get(layoutId));
+      const live = stored ? toLive(stored) : null;
+      if (live && epoch === this.epoch) this.entries.set(layoutId, live);
+      return live;
+    } finally {
+      this.loading.delete(layoutId);
+    }
+  }
+
+  invalidate(layoutId: string): void {
+    this.epoch++;
+    this.entries.delete(layoutId);
+    this.loading.delete(layoutId);
+  }
+
+  /** Drops every cached layout whose version in Redis differs (or that is gone). */
+  async recheck(): Promise<void> {
+    const ids = [...this.entries.keys()];
+    const versions = await Promise.all(ids.map((id) => this.store.version(id)));
+    ids.forEach((id, i) => {
+      if (versions[i] !== this.entries.get(id)?.version) this.invalidate(id);
+    });
+  }
+}

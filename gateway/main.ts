@@ -1,0 +1,47 @@
+#!/usr/bin/env node
+// audience-gateway: the REST API process. Wiring only: config -> gateway -> signals.
+//   audience-gateway                 serve (settings from the environment; see the README)
+//   audience-gateway --check-config  validate the settings and exit (systemd ExecStartPre)
+import { startGateway } from './app.js';
+import { ConfigError, loadConfig } from './config.js';
+import { nativeUws } from './http/uws.js';
+import { createLogger } from './log.js';
+import { redactUrl } from './store/redis.js';
+
+async function main(argv: string[]): Promise<number> {
+  let config;
+  try {
+    config = loadConfig();
+  } catch (e) {
+    if (e instanceof ConfigError) {
+      process.stderr.write(`audience-gateway: ${e.message}\n`);
+      return 2;
+    }
+    throw e;
+  }
+  if (argv.includes('--check-config')) {
+    process.stdout.write(`audience-gateway: configuration OK\n`);
+    return 0;
+  }
+  nativeUws();
+  const log = createLogger('audience-gateway', config.logLevel);
+  const gateway = await startGateway(config, { log });
+  log.info({ port: gateway.port, host: config.host, redis: redactUrl(config.redisUrl) }, 'audience-gateway listening');
+  await new Promise<void>((resolve) => {
+    const stop = (signal: string) => {
+      log.info({ signal }, 'stopping: draining in-flight requests');
+      gateway.close().then(resolve, resolve);
+    };
+    process.once('SIGTERM', stop);
+    process.once('SIGINT', stop);
+  });
+  return 0;
+}
+
+main(process.argv.slice(2)).then(
+  (code) => process.exit(code),
+  (e: unknown) => {
+    process.stderr.write(`audience-gateway: ${e instanceof Error ? e.message : String(e)}\n`);
+    process.exit(1);
+  },
+);

@@ -1,0 +1,16 @@
+// What the route handlers need, built once by app.ts.
+import type { ActionLog } from '../actions/action-log.js';
+import type { ApiKeyAuth } from '../auth/api-keys.js';
+import type { AudienceTokens } from '../auth/audience-tokens.js';
+import type { CorsPolicy } from '../http/cors.js';
+import type { DestinationCounts } from '../layouts/destinations.js';
+import type { LayoutCache } from '../layouts/layout-cache.js';
+
+export interface RouteDeps {
+  apiKeys: ApiKeyAuth;
+  tokens: AudienceTokens;
+  layouts: LayoutCache;
+  destinations: DestinationCounts;
+  actions: ActionLog;
+  cors: CorsPolicy;
+}

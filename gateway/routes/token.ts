@@ -1,0 +1,26 @@
+// POST /token (spec 4.2): mints an audience token for a layout in the API key's scope.
+import { describeFirstError, validateTokenRequest } from '../../schemas/validators.js';
+import { keyCoversLayout } from '../auth/api-keys.js';
+import { AppError } from '../errors.js';
+import { ok } from '../http/reply.js';
+import { parseJson, type Route } from '../http/server.js';
+import type { RouteDeps } from './deps.js';
+
+export function tokenRoute(d: RouteDeps): Route {
+  return {
+    method: 'post',
+    pattern: '/token',
+    body: true,
+    async handle(head, raw) {
+      const key = await d.apiKeys.authenticate(head.headers['x-api-key']);
+      const body = parseJson(raw);
+      if (!validateTokenRequest(body)) throw new AppError('invalid_body', describeFirstError(validateTokenRequest.errors));
+      const layout = await d.layouts.get(body.layoutId);
+      // The spec fixes 400 here; scope and existence are indistinguishable.
+      if (!layout || !keyCoversLayout(key, body.layoutId, layout.teamId)) throw new AppError('layout_not_found', undefined, 400);
+      const { token, expiresAt } = await d.tokens.mint(key, body.layoutId);
+      if (d.apiKeys.isRevoked(key.keyId)) throw new AppError('api_key_revoked');
+      return ok({ token, expiresAt: new Date(expiresAt).toISOString() });
+    },
+  };
+}

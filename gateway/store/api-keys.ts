@@ -1,0 +1,116 @@
+// API keys in Redis. Only a SHA-256 hash of the secret is stored: the secret is 256 random bits,
+// so a fast hash is as strong as a slow one here, and it keeps authentication cheap.
+import { createHash, randomBytes } from 'node:crypto';
+import type { Redis } from 'ioredis';
+import { AppError } from '../errors.js';
+import { publishInvalidation } from './invalidation.js';
+import type { RedisKeys } from './keys.js';
+import type { LayoutStore } from './layouts.js';
+
+/** The team's layouts (now and future), or an explicit allow-list of them. */
+export type KeyScope = { kind: 'team' } | { kind: 'layouts'; layouts: string[] };
+
+export interface ApiKeyRecord {
+  keyId: string;
+  teamId: string;
+  name: string;
+  /** hex SHA-256 of the secret */
+  secretHash: string;
+  scope: KeyScope;
+  createdAt: number;
+  lastUsedAt: number | null;
+  revokedAt: number | null;
+}
+
+/** What may be shown of a key: everything but its hash. */
+export type ApiKeyInfo = Omit<ApiKeyRecord, 'secretHash'>;
+
+export function hashSecret(secret: string): string {
+  return createHash('sha256').update(secret).digest('hex');
+}
+
+export class ApiKeyStore {
+  constructor(
+    private readonly redis: Redis,
+    private readonly keys: RedisKeys,
+    private readonly layouts: LayoutStore,
+  ) {}
+
+  /**
+   * Issues a key for the team. The returned apiKey (`<keyId>.<secret>`) is the only copy of the secret.
+   * With `layouts`, the key is limited to those layouts, each of which must belong to the team.
+   */
+  async create(teamId: string, opts: { name?: string; layouts?: string[] } = {}, now = Date.now()): Promise<{ keyId: string; apiKey: string; info: ApiKeyInfo }> {
+    const name = (opts.name ?? '').trim() || 'unnamed';
+    if (name.length > 200) throw new AppError('invalid_argument', 'key name must be at most 200 characters');
+    let scope: KeyScope = { kind: 'team' };
+    if (opts.layouts) {
+      const list = [...new Set(opts.layouts.map((l) => l.trim()).filter(Boolean))];
+      if (list.length === 0) throw new AppError('invalid_argument', 'an allow-list needs at least one layoutId');
+      for (const id of list) await this.layouts.requireOwned(teamId, id);
+      scope = { kind: 'layouts', layouts: list.sort() };
+    }
+    const keyId = `ak_${randomBytes(8).toString('hex')}`;
+    const secret = randomBytes(32).toString('base64url');
+    const record: ApiKeyRecord = { keyId, teamId, name, secretHash: hashSecret(secret), scope, createdAt: now, lastUsedAt: null, revokedAt: null };
+    await this.redis
+      .multi()
+      .hset(this.keys.apiKey(keyId), {
+        team: teamId,
+        name,
+        secretHash: record.secretHash,
+        scope: JSON.stringify(scope),
+        createdAt: String(now),
+      })
+      .sadd(this.keys.teamKeys(teamId), keyId)
+      .exec();
+    await publishInvalidation(this.redis, this.keys, { kind: 'key-created', id: keyId });
+    const { secretHash: _, ...info } = record;
+    return { keyId, apiKey: `${keyId}.${secret}`, info };
+  }
+
+  async get(keyId: string): Promise<ApiKeyRecord | null> {
+    const h = await this.redis.hgetall(this.keys.apiKey(keyId));
+    if (!h.team || !h.secretHash) return null;
+    return {
+      keyId,
+      teamId: h.team,
+      name: h.name ?? '',
+      secretHash: h.secretHash,
+      scope: JSON.parse(h.scope ?? '{"kind":"team"}') as KeyScope,
+      createdAt: Number(h.createdAt),
+      lastUsedAt: h.lastUsedAt ? Number(h.lastUsedAt) : null,
+      revokedAt: h.revokedAt ? Number(h.revokedAt) : null,
+    };
+  }
+
+  async listByTeam(teamId: string): Promise<ApiKeyInfo[]> {
+    const ids = await this.redis.smembers(this.keys.teamKeys(teamId));
+    const records = await Promise.all(ids.map((id) => this.get(id)));
+    return records
+      .filter((r): r is ApiKeyRecord => r !== null && r.teamId === teamId)
+      .map(({ secretHash: _, ...info }) => info)
+      .sort((a, b) => a.createdAt - b.createdAt);
+  }
+
+  /** Revokes a key at once on every gateway. Revoking twice keeps the first revocation time. */
+  async revoke(keyId: string, now = Date.now()): Promise<ApiKeyInfo> {
+    const record = await this.get(keyId);
+    if (!record) throw new AppError('key_not_found', `no API key ${JSON.stringify(keyId)}`);
+    if (record.revokedAt === null) {
+      record.revokedAt = now;
+      await this.redis.multi().hsetnx(this.keys.apiKey(keyId), 'revokedAt', String(now)).sadd(this.keys.revokedKeys(), keyId).exec();
+    }
+    await publishInvalidation(this.redis, this.keys, { kind: 'key-revoked', id: keyId });
+    const { secretHash: _, ...info } = record;
+    return info;
+  }
+
+  async revokedIds(): Promise<string[]> {
+    return this.redis.smembers(this.keys.revokedKeys());
+  }
+
+  async touchLastUsed(keyId: string, at: number): Promise<void> {
+    await this.redis.hset(this.keys.apiKey(keyId), 'lastUsedAt', String(at));
+  }
+}

@@ -1,0 +1,83 @@
+// Layouts in Redis: one hash per layout ({layoutId}-tagged) plus each team's set of layoutIds.
+import type { Redis } from 'ioredis';
+import type { LayoutDefinition, Page } from '../../schemas/types.js';
+import { AppError } from '../errors.js';
+import { checkLayoutDefinition } from '../layouts/check-definition.js';
+import { publishInvalidation } from './invalidation.js';
+import type { RedisKeys } from './keys.js';
+import { runScript } from './scripts.js';
+
+export interface StoredLayout {
+  layoutId: string;
+  teamId: string;
+  name: string;
+  activePageId: string;
+  pages: Page[];
+  updatedAt: number;
+  /** Incremented on every write; caches compare it to notice a change. */
+  version: number;
+}
+
+export class LayoutStore {
+  constructor(
+    private readonly redis: Redis,
+    private readonly keys: RedisKeys,
+  ) {}
+
+  async get(layoutId: string): Promise<StoredLayout | null> {
+    const h = await this.redis.hgetall(this.keys.layout(layoutId));
+    if (!h.team || !h.pages || !h.activePageId) return null;
+    return {
+      layoutId,
+      teamId: h.team,
+      name: h.name ?? layoutId,
+      activePageId: h.activePageId,
+      pages: JSON.parse(h.pages) as Page[],
+      updatedAt: Number(h.updatedAt ?? 0),
+      version: Number(h.version ?? 0),
+    };
+  }
+
+  /** The layout's version, or null if it does not exist (cheap: used by the periodic cache re-check). */
+  async version(layoutId: string): Promise<number | null> {
+    const v = await this.redis.hget(this.keys.layout(layoutId), 'version');
+    return v === null ? null : Number(v);
+  }
+
+  /** The layout if it belongs to the team; layout_not_found otherwise (another team's layout is indistinguishable from none). */
+  async requireOwned(teamId: string, layoutId: string): Promise<StoredLayout> {
+    const layout = await this.get(layoutId);
+    if (!layout || layout.teamId !== teamId) throw new AppError('layout_not_found', `no layout ${JSON.stringify(layoutId)} in this team`);
+    return layout;
+  }
+
+  /** Creates or replaces a layout of the team; refuses a layoutId another team owns. */
+  async import(teamId: string, input: unknown, now = Date.now()): Promise<{ layoutId: string; replaced: boolean }> {
+    const def: LayoutDefinition = checkLayoutDefinition(input);
+    const r = await runScript(this.redis, 'importLayout', [this.keys.layout(def.layoutId)], [
+      teamId,
+      def.name,
+      def.activePageId,
+      JSON.stringify(def.pages),
+      now,
+    ]);
+    if (r === -1) throw new AppError('layout_owned_by_other_team', `layoutId "${def.layoutId}" belongs to another team`);
+    await this.redis.sadd(this.keys.teamLayouts(teamId), def.layoutId);
+    await publishInvalidation(this.redis, this.keys, { kind: 'layout', id: def.layoutId });
+    return { layoutId: def.layoutId, replaced: r === 2 };
+  }
+
+  async listByTeam(teamId: string): Promise<StoredLayout[]> {
+    const ids = (await this.redis.smembers(this.keys.teamLayouts(teamId))).sort();
+    const layouts = await Promise.all(ids.map((id) => this.get(id)));
+    return layouts.filter((l): l is StoredLayout => l !== null && l.teamId === teamId);
+  }
+
+  /** Switches the active page; every gateway learns it through the invalidation channel. */
+  async activate(layoutId: string, pageId: string, now = Date.now()): Promise<void> {
+    const r = await runScript(this.redis, 'activatePage', [this.keys.layout(layoutId)], [pageId, now]);
+    if (r === 0) throw new AppError('layout_not_found', `no layout ${JSON.stringify(layoutId)}`);
+    if (r === -1) throw new AppError('page_not_found', `layout "${layoutId}" has no page ${JSON.stringify(pageId)}`);
+    await publishInvalidation(this.redis, this.keys, { kind: 'layout', id: layoutId });
+  }
+}

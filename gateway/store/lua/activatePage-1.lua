@@ -1,0 +1,14 @@
+-- Makes a page of a layout the active one.
+-- KEYS[1]  the layout hash
+-- ARGV[1]  pageId   ARGV[2] now (ms)
+-- returns  1 done, 0 no such layout, -1 no such page in the layout
+local pages = redis.call('HGET', KEYS[1], 'pages')
+if not pages then return 0 end
+for _, page in ipairs(cjson.decode(pages)) do
+  if page.pageId == ARGV[1] then
+    redis.call('HSET', KEYS[1], 'activePageId', ARGV[1], 'updatedAt', ARGV[2])
+    redis.call('HINCRBY', KEYS[1], 'version', 1)
+    return 1
+  end
+end
+return -1

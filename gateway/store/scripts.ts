@@ -1,0 +1,27 @@
+// Loads the Lua scripts in lua/ (named verbNoun-N.lua, N = number of KEYS) and runs them with EVALSHA.
+import { readFileSync, readdirSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { Redis } from 'ioredis';
+
+const LUA_DIR = join(dirname(fileURLToPath(import.meta.url)), 'lua');
+
+const defined = new WeakSet<Redis>();
+
+/** Defines every script on the client once; afterwards `runScript(redis, 'importLayout', keys, args)`. */
+function defineScripts(redis: Redis): void {
+  if (defined.has(redis)) return;
+  for (const file of readdirSync(LUA_DIR)) {
+    const m = /^([A-Za-z]+)-(\d+)\.lua$/.exec(file);
+    if (!m) continue;
+    redis.defineCommand(m[1]!, { numberOfKeys: Number(m[2]), lua: readFileSync(join(LUA_DIR, file), 'utf8') });
+  }
+  defined.add(redis);
+}
+
+export async function runScript(redis: Redis, name: string, keys: string[], args: (string | number)[]): Promise<unknown> {
+  defineScripts(redis);
+  const fn = (redis as unknown as Record<string, (...a: (string | number)[]) => Promise<unknown>>)[name];
+  if (typeof fn !== 'function') throw new Error(`no Lua script ${name} in ${LUA_DIR}`);
+  return fn.call(redis, ...keys, ...args);
+}

@@ -1,0 +1,29 @@
+// The control-plane stores over one Redis connection, built together because they refer to each other.
+import type { Redis } from 'ioredis';
+import { ApiKeyStore } from './api-keys.js';
+import { RedisKeys } from './keys.js';
+import { LayoutStore } from './layouts.js';
+import { SigningKeyStore } from './signing-keys.js';
+import { TeamStore } from './teams.js';
+
+export interface Stores {
+  redis: Redis;
+  keys: RedisKeys;
+  teams: TeamStore;
+  layouts: LayoutStore;
+  apiKeys: ApiKeyStore;
+  signingKeys: SigningKeyStore;
+}
+
+export function createStores(redis: Redis, prefix: string): Stores {
+  const keys = new RedisKeys(prefix);
+  const layouts = new LayoutStore(redis, keys);
+  return {
+    redis,
+    keys,
+    teams: new TeamStore(redis, keys),
+    layouts,
+    apiKeys: new ApiKeyStore(redis, keys, layouts),
+    signingKeys: new SigningKeyStore(redis, keys),
+  };
+}

@@ -1,0 +1,28 @@
+// Codec of action stream entries: one field `action` holding the entry as JSON.
+// The gateway encodes; the bridge decodes and validates against action-entry.schema.json.
+import type { ActionEntry } from './types.js';
+import { describeFirstError, validateActionEntry } from './validators.js';
+
+/** The stream field that holds an entry. */
+export const ACTION_FIELD = 'action';
+
+export function encodeActionEntry(entry: ActionEntry): string {
+  return JSON.stringify(entry);
+}
+
+export type DecodeResult = { ok: true; entry: ActionEntry } | { ok: false; reason: string };
+
+/** Decodes the flat field list XREAD returns ([name, value, name, value, ...]). Never throws. */
+export function decodeActionEntry(fields: readonly string[]): DecodeResult {
+  let raw: string | undefined;
+  for (let i = 0; i + 1 < fields.length; i += 2) if (fields[i] === ACTION_FIELD) raw = fields[i + 1];
+  if (raw === undefined) return { ok: false, reason: `no "${ACTION_FIELD}" field` };
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(raw);
+  } catch {
+    return { ok: false, reason: 'not JSON' };
+  }
+  if (!validateActionEntry(parsed)) return { ok: false, reason: describeFirstError(validateActionEntry.errors, 'entry') };
+  return { ok: true, entry: parsed };
+}

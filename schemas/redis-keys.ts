@@ -1,0 +1,17 @@
+// Redis names shared by gateway and bridge: a layout's action stream and its presence set.
+// Every key of one layout carries the hash tag {layoutId} so Redis Cluster keeps a layout on one shard.
+
+/** The stream the gateway appends a layout's accepted actions to, and the bridge reads. */
+export function actionStreamKey(prefix: string, layoutId: string): string {
+  return `${prefix}layout:{${layoutId}}:actions`;
+}
+
+/** Sorted set of the layout's live destinations: member `bridgeId|host:port`, score = expiry (ms epoch). */
+export function presenceKey(prefix: string, layoutId: string): string {
+  return `${prefix}layout:{${layoutId}}:destinations`;
+}
+
+/** Where the bridge copies stream entries it cannot use, with the reason. */
+export function deadLetterKey(prefix: string, layoutId: string): string {
+  return `${prefix}layout:{${layoutId}}:dead-letters`;
+}

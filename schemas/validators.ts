@@ -1,0 +1,69 @@
+// Compiled validators for every schema in this folder, built once per process with ajv.
+// The JSON files are the contract; this module is how both processes apply it.
+import { readFileSync, readdirSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
+import { CONTROL_TYPES, type ActionEntry, type ActionRequest, type ControlType, type LayoutDefinition, type TokenRequest } from './types.js';
+
+/** The folder holding the *.schema.json files (copied next to the compiled module by the build). */
+export const SCHEMA_DIR = dirname(fileURLToPath(import.meta.url));
+
+function loadSchemas(ajv: Ajv): void {
+  for (const file of readdirSync(SCHEMA_DIR).filter((f) => f.endsWith('.schema.json')).sort()) {
+    ajv.addSchema(JSON.parse(readFileSync(join(SCHEMA_DIR, file), 'utf8')) as object);
+  }
+}
+
+/** A fresh ajv with this project's schemas and options; `coerce` also turns strings into numbers (for environment variables). */
+export function createAjv(opts: { coerce?: boolean } = {}): Ajv {
+  const ajv = new Ajv({
+    allErrors: false,
+    strict: true,
+    strictRequired: false,
+    allowUnionTypes: true,
+    useDefaults: opts.coerce === true,
+    coerceTypes: opts.coerce === true,
+  });
+  ajv.addKeyword({ keyword: 'x-env', schemaType: 'string' });
+  loadSchemas(ajv);
+  return ajv;
+}
+
+function compile<T>(ajv: Ajv, id: string): ValidateFunction<T> {
+  const fn = ajv.getSchema<T>(id);
+  if (!fn) throw new Error(`schema ${id} is missing from ${SCHEMA_DIR}`);
+  return fn;
+}
+
+const ajv = createAjv();
+
+export const validateActionRequest = compile<ActionRequest>(ajv, 'action-request.schema.json');
+export const validateTokenRequest = compile<TokenRequest>(ajv, 'token-request.schema.json');
+export const validateLayoutDefinition = compile<LayoutDefinition>(ajv, 'layout-definition.schema.json');
+export const validateActionEntry = compile<ActionEntry>(ajv, 'action-entry.schema.json');
+
+/** One validator per control type for the action's value. */
+export const validateValue: Readonly<Record<ControlType, ValidateFunction>> = Object.freeze(
+  Object.fromEntries(CONTROL_TYPES.map((t) => [t, compile(ajv, `action-value.schema.json#/$defs/${t}`)])) as Record<
+    ControlType,
+    ValidateFunction
+  >,
+);
+
+/** The first schema error as a sentence that names the offending field. */
+export function describeFirstError(errors: ErrorObject[] | null | undefined, what = 'body'): string {
+  const e = errors?.[0];
+  if (!e) return `${what} is invalid`;
+  const at = e.instancePath ? `${what}${e.instancePath.replaceAll('/', '.')}` : what;
+  switch (e.keyword) {
+    case 'required':
+      return `${at} is missing the field "${String(e.params.missingProperty)}"`;
+    case 'additionalProperties':
+      return `${at} has an unknown field "${String(e.params.additionalProperty)}"`;
+    case 'enum':
+      return `${at} must be one of ${(e.params.allowedValues as unknown[]).map((v) => JSON.stringify(v)).join(', ')}`;
+    default:
+      return `${at} ${e.message ?? 'is invalid'}`;
+  }
+}

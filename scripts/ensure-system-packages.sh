@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Installs the Debian packages a job needs when they are missing.
+#   ensure-system-packages.sh start   the demo: redis-server
+#   ensure-system-packages.sh test    the test suite: redis-server and the real peers the tests talk to
+# As root it uses apt-get; otherwise it stops and says what to install.
+set -euo pipefail
+job=${1:-start}
+
+# command on PATH -> Debian package that provides it
+declare -A need=([redis-server]=redis-server)
+if [ "$job" = test ]; then
+  need+=()
+fi
+
+missing=()
+for cmd in "${!need[@]}"; do
+  command -v "$cmd" >/dev/null 2>&1 || missing+=("${need[$cmd]}")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+if [ "$(id -u)" -ne 0 ] || ! command -v apt-get >/dev/null 2>&1; then
+  echo "audience-control: missing system packages: ${missing[*]}" >&2
+  echo "Install them (Debian: sudo apt-get install ${missing[*]}) and run this again." >&2
+  exit 1
+fi
+echo "audience-control: installing ${missing[*]} with apt-get" >&2
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
