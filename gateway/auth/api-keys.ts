@@ -1,7 +1,9 @@
 // API-key authentication (x-api-key: <keyId>.<secret>) with an in-process cache of key records.
 // Unknown keyIds and wrong secrets take the same path and the same constant-time comparison.
-// Revocation is read from an in-process set kept current by the invalidation channel and a
-// periodic re-check, so checking it costs no Redis round trip (and can be repeated at reply time).
+// Revocation is known two ways. An in-process set, kept current by the invalidation channel and a
+// periodic re-check, serves the /action hot path with no Redis round trip. The API-key routes
+// also confirm against Redis as their last step before answering, so a revocation committed
+// before that read fails the request even if it was received earlier (spec 3: in-flight requests fail).
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
 import { AppError, orUnavailable } from '../errors.js';
@@ -63,6 +65,14 @@ export class ApiKeyAuth {
 
   isRevoked(keyId: string): boolean {
     return this.revoked.has(keyId);
+  }
+
+  /** The final check of an API-key request, read from Redis: api_key_revoked, or unavailable when Redis cannot say. */
+  async confirmNotRevoked(keyId: string): Promise<void> {
+    if (this.revoked.has(keyId) || (await orUnavailable(this.store.isRevoked(keyId)))) {
+      this.revoked.add(keyId);
+      throw new AppError('api_key_revoked');
+    }
   }
 
   /** The key named by the header value, or AppError api_key_missing / api_key_invalid / api_key_revoked / unavailable. */

@@ -19,8 +19,8 @@ export function layoutRoute(d: RouteDeps): Route {
       const layout = LAYOUT_ID.test(layoutId) ? await d.layouts.get(layoutId) : null;
       if (!layout || !keyCoversLayout(key, layoutId, layout.teamId)) throw new AppError('layout_not_found');
       const destinationCount = await d.destinations.count(layoutId);
-      // A revocation that arrived while this request was in flight fails it too (spec 3).
-      if (d.apiKeys.isRevoked(key.keyId)) throw new AppError('api_key_revoked');
+      // Last, so a revocation committed while this request was in flight fails it too (spec 3).
+      await d.apiKeys.confirmNotRevoked(key.keyId);
       return ok({ layoutId, activePageId: layout.activePageId, controls: layout.activeControls, destinationCount });
     },
   };

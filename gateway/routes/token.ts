@@ -19,7 +19,8 @@ export function tokenRoute(d: RouteDeps): Route {
       // The spec fixes 400 here; scope and existence are indistinguishable.
       if (!layout || !keyCoversLayout(key, body.layoutId, layout.teamId)) throw new AppError('layout_not_found', undefined, 400);
       const { token, expiresAt } = await d.tokens.mint(key, body.layoutId);
-      if (d.apiKeys.isRevoked(key.keyId)) throw new AppError('api_key_revoked');
+      // Last, so a revocation committed while this request was in flight fails it too (spec 3).
+      await d.apiKeys.confirmNotRevoked(key.keyId);
       return ok({ token, expiresAt: new Date(expiresAt).toISOString() });
     },
   };

@@ -106,6 +106,10 @@ export class ApiKeyStore {
     return info;
   }
 
+  async isRevoked(keyId: string): Promise<boolean> {
+    return (await this.redis.sismember(this.keys.revokedKeys(), keyId)) === 1;
+  }
+
   async revokedIds(): Promise<string[]> {
     return this.redis.smembers(this.keys.revokedKeys());
   }
