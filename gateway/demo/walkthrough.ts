@@ -1,0 +1,46 @@
+// The copy-paste walk-through `npm start` prints: discover -> token -> action, then the CLI.
+export interface WalkthroughInput {
+  api: string;
+  redisUrl: string;
+  redisNote: string;
+  apiKey: string;
+  layoutId: string;
+  teamId: string;
+}
+
+export function walkthrough(w: WalkthroughInput): string {
+  const ctl = `REDIS_URL=${w.redisUrl} node dist/gateway/cli/main.js`;
+  return `
+audience-control is running
+  API      ${w.api}
+  Redis    ${w.redisUrl} (${w.redisNote})
+  Team     ${w.teamId}
+  Layout   ${w.layoutId}
+  API key  ${w.apiKey}
+           (a fresh demo key each start: the secret is shown once and never stored)
+
+Try it in another terminal (copy-paste):
+
+  export API=${w.api} KEY=${w.apiKey}
+
+  # 1. discover the controls on the active page
+  curl -s $API/layout/${w.layoutId} -H "x-api-key: $KEY"; echo
+
+  # 2. mint an audience token (your backend does this and hands the token to the app)
+  TOKEN=$(curl -s $API/token -H "x-api-key: $KEY" -H 'content-type: application/json' -d '{"layoutId":"${w.layoutId}"}' | node -pe 'JSON.parse(require("fs").readFileSync(0)).token')
+
+  # 3. send actions as the audience app would
+  curl -s $API/action -H "authorization: Bearer $TOKEN" -H 'content-type: application/json' -d '{"layoutId":"${w.layoutId}","lid":2,"type":"Slider","value":0.75}'; echo
+  curl -s $API/action -H "authorization: Bearer $TOKEN" -H 'content-type: application/json' -d '{"layoutId":"${w.layoutId}","lid":6,"type":"XYPad","value":[0.2,0.9]}'; echo
+
+  # 4. switch the active page, discover again
+  ${ctl} layout activate ${w.layoutId} encore
+  curl -s $API/layout/${w.layoutId} -H "x-api-key: $KEY"; echo
+
+  # 5. see what reached the stream
+  ${ctl} layout show ${w.layoutId}
+  redis-cli -u ${w.redisUrl} XREVRANGE 'ac:layout:{${w.layoutId}}:actions' + - COUNT 5
+
+Stop with Ctrl-C.
+`;
+}

@@ -1,0 +1,158 @@
+// How control-plane changes reach running gateways: key revocation (next request, in-flight
+// requests, a missed invalidation message, several instances), page switches, signing keys.
+import { decodeProtectedHeader } from 'jose';
+import { afterEach, describe, expect, it } from 'vitest';
+import { DEMO_LAYOUT, eventually, getLayout, mintToken, postAction, postJson, startTestGateway, type TestGateway } from '../helpers/gateway.js';
+import { useRedis } from '../helpers/redis.js';
+import { TcpProxy } from '../helpers/tcp-proxy.js';
+
+const redis = useRedis();
+const open: TestGateway[] = [];
+afterEach(async () => {
+  await Promise.all(open.splice(0).map((g) => g.close()));
+});
+async function gateway(o: Parameters<typeof startTestGateway>[0]): Promise<TestGateway> {
+  const g = await startTestGateway(o);
+  open.push(g);
+  return g;
+}
+/** A second gateway instance on the same data as the first. */
+function twin(first: TestGateway): Promise<TestGateway> {
+  return gateway({ redisUrl: redis.get().server.url, sameDataAs: first });
+}
+
+describe('API key revocation', () => {
+  it('rejects the key from the very next request, on every instance, and the tokens it minted', async () => {
+    const a = await gateway({ redisUrl: redis.get().server.url });
+    const b = await twin(a);
+    const token = await mintToken(a, a.layoutId, a.apiKey);
+    expect((await getLayout(a, a.layoutId, a.apiKey)).status).toBe(200);
+    expect((await getLayout(b, b.layoutId, a.apiKey)).status).toBe(200);
+    expect((await postAction(a, token, { layoutId: a.layoutId, lid: 1, type: 'Button' })).status).toBe(200);
+
+    await a.admin.apiKeys.revoke(a.keyId);
+
+    for (const g of [a, b]) {
+      const l = await getLayout(g, g.layoutId, a.apiKey);
+      expect(l.status).toBe(401);
+      expect(l.body.error.code).toBe('api_key_revoked');
+      const tk = await postJson(`${g.url}/token`, { layoutId: g.layoutId }, { 'x-api-key': a.apiKey });
+      expect(tk.body.error.code).toBe('api_key_revoked');
+    }
+    // /action checks revocation in memory (no Redis read on the hot path): it follows within 100 ms.
+    for (const g of [a, b]) {
+      await eventually(async () => (await postAction(g, token, { layoutId: g.layoutId, lid: 1, type: 'Button' })).status === 401, 100);
+      const act = await postAction(g, token, { layoutId: g.layoutId, lid: 1, type: 'Button' });
+      expect(act.body.error.code).toBe('token_revoked');
+    }
+  });
+
+  it('fails requests already received but not yet answered', async () => {
+    const proxy = new TcpProxy(redis.get().server.port);
+    await proxy.start();
+    try {
+      const t = await gateway({ redisUrl: `redis://127.0.0.1:${proxy.port}` });
+      expect((await getLayout(t, t.layoutId, t.apiKey)).status).toBe(200); // key now cached
+      await t.admin.layouts.import(t.teamId, { ...DEMO_LAYOUT, layoutId: 'cold-layout' });
+      // Hold the gateway's data connection (not its subscriber): the next Redis read waits in the proxy.
+      proxy.hold((l) => l.hello.includes('audience-gateway') && !l.hello.includes('audience-gateway-sub'));
+      const inFlightLayout = getLayout(t, 'cold-layout', t.apiKey);
+      const inFlightToken = postJson(`${t.url}/token`, { layoutId: 'cold-layout' }, { 'x-api-key': t.apiKey });
+      await new Promise((r) => setTimeout(r, 100));
+      await t.admin.apiKeys.revoke(t.keyId); // committed while both requests wait on Redis
+      proxy.release();
+      const [l, tk] = await Promise.all([inFlightLayout, inFlightToken]);
+      expect(l.status).toBe(401);
+      expect(l.body.error.code).toBe('api_key_revoked');
+      expect(tk.status).toBe(401);
+    } finally {
+      proxy.release();
+      await proxy.stop();
+    }
+  });
+
+  it('catches a revocation whose message was missed: API-key routes at once, /action within the re-check period', async () => {
+    const t = await gateway({ redisUrl: redis.get().server.url, overrides: { cacheRecheckMs: 200 } });
+    const token = await mintToken(t, t.layoutId, t.apiKey);
+    const act = () => postAction(t, token, { layoutId: t.layoutId, lid: 1, type: 'Button' });
+    expect((await act()).status).toBe(200);
+    // Revoke behind the gateway's back: the record and the revoked set, but no message.
+    const c = redis.get().client;
+    await c.hset(`${t.config.redisPrefix}apikey:${t.keyId}`, 'revokedAt', String(Date.now()));
+    await c.sadd(`${t.config.redisPrefix}apikeys:revoked`, t.keyId);
+    const started = Date.now();
+    // /action only knows what reached memory: the periodic re-check (200 ms here) must find it.
+    await eventually(async () => (await act()).status === 401, 2000);
+    expect(Date.now() - started).toBeLessThan(1000);
+    expect((await act()).body.error.code).toBe('token_revoked');
+    // the API-key routes read Redis as their last step
+    const other = await t.admin.apiKeys.create(t.teamId, { name: 'other' });
+    await c.hset(`${t.config.redisPrefix}apikey:${other.keyId}`, 'revokedAt', String(Date.now()));
+    await c.sadd(`${t.config.redisPrefix}apikeys:revoked`, other.keyId);
+    expect((await getLayout(t, t.layoutId, other.apiKey)).status).toBe(401);
+  });
+
+  it('serves a key created after the gateway cached its absence', async () => {
+    const t = await gateway({ redisUrl: redis.get().server.url });
+    const created = await t.admin.apiKeys.create(t.teamId, { name: 'late' });
+    // the same keyId can only be asked for after creation, but a cached "unknown" must not outlive creation
+    expect((await getLayout(t, t.layoutId, created.apiKey)).status).toBe(200);
+  });
+});
+
+describe('page switches', () => {
+  it('reach every instance within 100 ms: discovery and actions follow the active page', async () => {
+    const a = await gateway({ redisUrl: redis.get().server.url });
+    const b = await twin(a);
+    const token = await mintToken(a, a.layoutId, a.apiKey);
+    expect((await postAction(b, token, { layoutId: a.layoutId, lid: 2, type: 'Slider', value: 0.5 })).status).toBe(200);
+
+    await a.admin.layouts.activate(a.layoutId, 'encore');
+
+    for (const g of [a, b]) {
+      await eventually(async () => (await getLayout(g, a.layoutId, a.apiKey)).body.activePageId === 'encore', 100);
+      const d = await getLayout(g, a.layoutId, a.apiKey);
+      expect(d.body.controls.map((c: { lid: number }) => c.lid)).toEqual([7, 8, 9]);
+      expect((await postAction(g, token, { layoutId: a.layoutId, lid: 7, type: 'Button' })).status).toBe(200);
+      const old = await postAction(g, token, { layoutId: a.layoutId, lid: 2, type: 'Slider', value: 0.5 });
+      expect(old.body.error.code).toBe('control_not_found');
+    }
+  });
+
+  it('is caught by the re-check when its message was missed', async () => {
+    const t = await gateway({ redisUrl: redis.get().server.url, overrides: { cacheRecheckMs: 200 } });
+    expect((await getLayout(t, t.layoutId, t.apiKey)).body.activePageId).toBe('main');
+    const c = redis.get().client;
+    await c.hset(`${t.config.redisPrefix}layout:{${t.layoutId}}`, 'activePageId', 'encore');
+    await c.hincrby(`${t.config.redisPrefix}layout:{${t.layoutId}}`, 'version', 1);
+    await eventually(async () => (await getLayout(t, t.layoutId, t.apiKey)).body.activePageId === 'encore', 2000);
+  });
+});
+
+describe('signing keys', () => {
+  it('rotate: new tokens carry the new kid, older tokens keep verifying; retire: they stop', async () => {
+    const t = await gateway({ redisUrl: redis.get().server.url });
+    const oldToken = await mintToken(t, t.layoutId, t.apiKey);
+    const oldKid = decodeProtectedHeader(oldToken).kid!;
+    const body = { layoutId: t.layoutId, lid: 1, type: 'Button' };
+    expect((await postAction(t, oldToken, body)).status).toBe(200); // cached from here on
+
+    const rotated = await t.admin.signingKeys.rotate();
+    await eventually(async () => decodeProtectedHeader(await mintToken(t, t.layoutId, t.apiKey)).kid === rotated.kid);
+    const newToken = await mintToken(t, t.layoutId, t.apiKey);
+    expect((await postAction(t, oldToken, body)).status).toBe(200);
+    expect((await postAction(t, newToken, body)).status).toBe(200);
+
+    await expect(t.admin.signingKeys.retire(rotated.kid)).rejects.toMatchObject({ code: 'signing_key_in_use' });
+    await t.admin.signingKeys.retire(oldKid);
+    await eventually(async () => (await postAction(t, oldToken, body)).status === 401);
+    const r = await postAction(t, oldToken, body);
+    expect(r.body.error.code).toBe('token_revoked');
+    expect((await postAction(t, newToken, body)).status).toBe(200);
+    // a gateway started later agrees
+    const later = await twin(t);
+    expect((await postAction(later, oldToken, body)).body.error.code).toBe('token_revoked');
+    expect((await postAction(later, newToken, body)).status).toBe(200);
+  });
+});
+

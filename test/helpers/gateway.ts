@@ -1,0 +1,105 @@
+// An in-process gateway on port 0 over a real Redis, with a seeded team, layout and API key,
+// and small HTTP helpers built on fetch.
+import { readFileSync } from 'node:fs';
+import { Redis } from 'ioredis';
+import { startGateway, type Gateway } from '../../gateway/app.js';
+import { loadConfig, type GatewayConfig } from '../../gateway/config.js';
+import { createLogger } from '../../gateway/log.js';
+import { createStores, type Stores } from '../../gateway/store/stores.js';
+import type { LayoutDefinition } from '../../schemas/types.js';
+import { randomPrefix } from './redis.js';
+
+export const DEMO_LAYOUT = JSON.parse(readFileSync(new URL('../../gateway/demo/demo-layout.json', import.meta.url), 'utf8')) as LayoutDefinition;
+
+export interface TestGateway {
+  gw: Gateway;
+  url: string;
+  config: GatewayConfig;
+  /** stores on their own connection, as audiencectl would use them */
+  admin: Stores;
+  teamId: string;
+  apiKey: string;
+  keyId: string;
+  layoutId: string;
+  close(): Promise<void>;
+}
+
+export interface TestGatewayOptions {
+  redisUrl: string;
+  prefix?: string;
+  overrides?: Partial<GatewayConfig>;
+  now?: () => number;
+  /** a layout to import instead of the demo layout */
+  layout?: LayoutDefinition;
+  /** another instance on existing data: skip seeding and reuse these ids */
+  sameDataAs?: Pick<TestGateway, 'teamId' | 'apiKey' | 'keyId' | 'layoutId' | 'config'>;
+}
+
+export async function startTestGateway(o: TestGatewayOptions): Promise<TestGateway> {
+  const prefix = o.sameDataAs?.config.redisPrefix ?? o.prefix ?? randomPrefix();
+  const config = loadConfig({}, { port: 0, host: '127.0.0.1', redisUrl: o.redisUrl, redisPrefix: prefix, logLevel: 'silent', ...o.overrides });
+  const adminRedis = new Redis(o.redisUrl, { maxRetriesPerRequest: 1 });
+  const admin = createStores(adminRedis, prefix);
+  const layout = o.layout ?? DEMO_LAYOUT;
+  let seeded = o.sameDataAs;
+  if (!seeded) {
+    const team = await admin.teams.create('Test team');
+    await admin.layouts.import(team.teamId, layout);
+    const key = await admin.apiKeys.create(team.teamId, { name: 'test' });
+    seeded = { teamId: team.teamId, apiKey: key.apiKey, keyId: key.keyId, layoutId: layout.layoutId, config };
+  }
+  const gw = await startGateway(config, { log: createLogger('test-gateway', 'silent'), ...(o.now && { now: o.now }) });
+  return {
+    gw,
+    url: `http://127.0.0.1:${gw.port}`,
+    config,
+    admin,
+    teamId: seeded.teamId,
+    apiKey: seeded.apiKey,
+    keyId: seeded.keyId,
+    layoutId: seeded.layoutId,
+    async close() {
+      await gw.close(1000);
+      adminRedis.disconnect();
+    },
+  };
+}
+
+export interface JsonResponse {
+  status: number;
+  headers: Headers;
+  body: any; // eslint-disable-line @typescript-eslint/no-explicit-any -- tests read arbitrary JSON
+}
+
+export async function call(url: string, init: RequestInit = {}): Promise<JsonResponse> {
+  const res = await fetch(url, init);
+  const text = await res.text();
+  return { status: res.status, headers: res.headers, body: text ? (JSON.parse(text) as unknown) : null };
+}
+
+export function getLayout(t: Pick<TestGateway, 'url'>, layoutId: string, apiKey: string | null): Promise<JsonResponse> {
+  return call(`${t.url}/layout/${layoutId}`, { headers: apiKey === null ? {} : { 'x-api-key': apiKey } });
+}
+
+export function postJson(url: string, body: unknown, headers: Record<string, string> = {}): Promise<JsonResponse> {
+  return call(url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: typeof body === 'string' ? body : JSON.stringify(body) });
+}
+
+export async function mintToken(t: Pick<TestGateway, 'url'>, layoutId: string, apiKey: string): Promise<string> {
+  const r = await postJson(`${t.url}/token`, { layoutId }, { 'x-api-key': apiKey });
+  if (r.status !== 200) throw new Error(`token: ${r.status} ${JSON.stringify(r.body)}`);
+  return r.body.token as string;
+}
+
+export function postAction(t: Pick<TestGateway, 'url'>, token: string, body: unknown, headers: Record<string, string> = {}): Promise<JsonResponse> {
+  return postJson(`${t.url}/action`, body, { authorization: `Bearer ${token}`, ...headers });
+}
+
+/** Polls `check` until it returns true or `ms` pass. */
+export async function eventually(check: () => boolean | Promise<boolean>, ms = 2000): Promise<void> {
+  const until = Date.now() + ms;
+  while (!(await check())) {
+    if (Date.now() > until) throw new Error(`condition not met within ${ms} ms`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}

@@ -1,0 +1,41 @@
+// A real redis-server per test file, on a free port, with its data in a temp directory.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll } from 'vitest';
+import { startRedisServer, type RedisServer } from '../../gateway/dev/redis-server.js';
+
+export interface TestRedis {
+  server: RedisServer;
+  /** a plain client for assertions and setup */
+  client: Redis;
+}
+
+/** Starts redis-server before the file's tests and stops it after. */
+export function useRedis(): { get: () => TestRedis } {
+  let t: TestRedis | undefined;
+  let dir = '';
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'ac-redis-'));
+    const server = await startRedisServer({ dir });
+    t = { server, client: new Redis(server.url, { maxRetriesPerRequest: 1 }) };
+  });
+  afterAll(async () => {
+    t?.client.disconnect();
+    await t?.server.stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+  return {
+    get: () => {
+      if (!t) throw new Error('redis not started');
+      return t;
+    },
+  };
+}
+
+/** A fresh key prefix, so tests sharing one Redis never see each other's data. */
+export function randomPrefix(): string {
+  return `t${randomBytes(4).toString('hex')}:`;
+}

@@ -1,0 +1,78 @@
+// A TCP proxy in front of Redis whose links can be held: held bytes wait in the proxy, as on a
+// network that stopped delivering (a black-holed Redis), and flow again on release.
+import { createConnection, createServer, type Server, type Socket } from 'node:net';
+
+export interface ProxyLink {
+  /** what the client sent first (ioredis sends CLIENT SETNAME <connectionName>) */
+  hello: string;
+  held: boolean;
+}
+
+export class TcpProxy {
+  private server: Server | undefined;
+  readonly links: ProxyLink[] = [];
+  private readonly releasers = new Set<() => void>();
+  private holdNew = false;
+  private readonly sockets = new Set<Socket>();
+  port = 0;
+
+  constructor(private readonly targetPort: number) {}
+
+  async start(): Promise<number> {
+    this.server = createServer((client) => this.link(client));
+    await new Promise<void>((r) => this.server!.listen(0, '127.0.0.1', r));
+    this.port = (this.server.address() as { port: number }).port;
+    return this.port;
+  }
+
+  private link(client: Socket): void {
+    const upstream = createConnection({ host: '127.0.0.1', port: this.targetPort });
+    this.sockets.add(client).add(upstream);
+    const link: ProxyLink = { hello: '', held: this.holdNew };
+    this.links.push(link);
+    const pipe = (from: Socket, to: Socket, first: boolean) => {
+      const queue: Buffer[] = [];
+      const flush = () => {
+        while (!link.held && queue.length) to.write(queue.shift()!);
+      };
+      this.releasers.add(flush);
+      from.on('data', (d: Buffer) => {
+        if (first && link.hello.length < 200) link.hello += d.toString('latin1');
+        queue.push(d);
+        flush();
+      });
+    };
+    pipe(client, upstream, true);
+    pipe(upstream, client, false);
+    const close = () => {
+      client.destroy();
+      upstream.destroy();
+    };
+    client.on('error', close).on('close', close);
+    upstream.on('error', close).on('close', close);
+  }
+
+  /** Holds every link whose first bytes match; with no filter, every link including new ones. */
+  hold(filter?: (l: ProxyLink) => boolean): void {
+    if (!filter) this.holdNew = true;
+    for (const l of this.links) if (!filter || filter(l)) l.held = true;
+  }
+
+  release(): void {
+    this.holdNew = false;
+    for (const l of this.links) l.held = false;
+    for (const r of this.releasers) r();
+  }
+
+  /** Cuts every link, as a network failure would. */
+  cut(): void {
+    for (const s of this.sockets) s.destroy();
+    this.sockets.clear();
+  }
+
+  async stop(): Promise<void> {
+    const closed = new Promise((r) => this.server?.close(r));
+    this.cut();
+    await closed;
+  }
+}
