@@ -115,7 +115,7 @@ export class HttpServer {
       this.app.listen(host, port, (socket) => {
         if (!socket) return reject(new Error(`cannot listen on ${host}:${port}`));
         this.listenSocket = socket;
-        resolve(nativeUws().us_socket_local_port(socket as never));
+        resolve(nativeUws().us_socket_local_port(socket));
       });
     });
   }

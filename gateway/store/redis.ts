@@ -27,10 +27,15 @@ export function serviceRedisOptions(s: RedisSettings): RedisOptions {
 /** Connects a client for a service; rejects if the first connection fails. */
 export async function connectServiceRedis(s: RedisSettings): Promise<Redis> {
   const redis = new Redis(s.url, serviceRedisOptions(s));
-  redis.on('error', () => {
-    /* reported through command failures and the 'close'/'ready' events; without a listener ioredis logs to stderr */
-  });
-  await redis.connect();
+  let lastError = '';
+  // Later errors surface as command failures and 'close'/'ready' events; without a listener ioredis logs them to stderr.
+  redis.on('error', (e: Error) => (lastError = e.message));
+  try {
+    await redis.connect();
+  } catch (e) {
+    redis.disconnect();
+    throw new Error(`cannot reach Redis at ${redactUrl(s.url)}: ${lastError || (e as Error).message}; set REDIS_URL`);
+  }
   return redis;
 }
 

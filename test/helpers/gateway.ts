@@ -68,7 +68,7 @@ export async function startTestGateway(o: TestGatewayOptions): Promise<TestGatew
 export interface JsonResponse {
   status: number;
   headers: Headers;
-  body: any; // eslint-disable-line @typescript-eslint/no-explicit-any -- tests read arbitrary JSON
+  body: any;
 }
 
 export async function call(url: string, init: RequestInit = {}): Promise<JsonResponse> {

@@ -1,0 +1,165 @@
+// audiencectl end to end against a real Redis: every command, --json output, and clear non-zero
+// exits on bad input, including each rule of the layout definition.
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { audiencectl } from '../helpers/cli.js';
+import { DEMO_LAYOUT } from '../helpers/gateway.js';
+import { randomPrefix, useRedis } from '../helpers/redis.js';
+
+const redis = useRedis();
+const dir = mkdtempSync(join(tmpdir(), 'ac-cli-'));
+let env: { REDIS_URL: string; REDIS_PREFIX: string };
+const ctl = (...args: string[]) => audiencectl(env, ...args);
+
+function file(name: string, content: unknown): string {
+  const p = join(dir, name);
+  writeFileSync(p, typeof content === 'string' ? content : JSON.stringify(content));
+  return p;
+}
+
+let team: string;
+beforeAll(async () => {
+  env = { REDIS_URL: redis.get().server.url, REDIS_PREFIX: randomPrefix() };
+  const r = await ctl('team', 'create', '--name', 'Acme', '--json');
+  expect(r.code).toBe(0);
+  team = r.json.teamId;
+  expect(team).toMatch(/^team_[0-9a-f]{12}$/);
+});
+
+describe('team and layout commands', () => {
+  it('imports, lists, shows and activates a layout', async () => {
+    const imported = await ctl('layout', 'import', '--team', team, file('demo.json', DEMO_LAYOUT), '--json');
+    expect(imported.code).toBe(0);
+    expect(imported.json).toEqual({ layoutId: 'demo-show', replaced: false });
+    const list = await ctl('layout', 'list', '--team', team, '--json');
+    expect(list.json.layouts).toEqual([{ layoutId: 'demo-show', name: 'Demo show', activePageId: 'main', pages: ['main', 'encore'] }]);
+    const act = await ctl('layout', 'activate', 'demo-show', 'encore', '--json');
+    expect(act.json).toEqual({ layoutId: 'demo-show', activePageId: 'encore' });
+    const show = await ctl('layout', 'show', 'demo-show', '--json');
+    expect(show.json.activePageId).toBe('encore');
+    expect(show.json.pages).toHaveLength(2);
+    const human = await ctl('layout', 'show', 'demo-show');
+    expect(human.stdout).toContain('page encore (active)');
+  });
+
+  it('replaces a layout of the same team and refuses one owned by another team', async () => {
+    const again = await ctl('layout', 'import', '--team', team, file('demo2.json', { ...DEMO_LAYOUT, name: 'Renamed' }), '--json');
+    expect(again.json).toEqual({ layoutId: 'demo-show', replaced: true });
+    const other = (await ctl('team', 'create', '--name', 'Rival', '--json')).json.teamId as string;
+    const stolen = await ctl('layout', 'import', '--team', other, file('steal.json', DEMO_LAYOUT), '--json');
+    expect(stolen.code).not.toBe(0);
+    expect(stolen.json.error.code).toBe('layout_owned_by_other_team');
+    expect((await ctl('layout', 'show', 'demo-show', '--json')).json.name).toBe('Renamed');
+  });
+
+  it.each([
+    ['a page switch to an unknown page', ['layout', 'activate', 'demo-show', 'nope'], 'page_not_found'],
+    ['an unknown layout', ['layout', 'show', 'nope'], 'layout_not_found'],
+    ['an unknown team', ['layout', 'list', '--team', 'team_000000000000'], 'team_not_found'],
+    ['an empty team name', ['team', 'create', '--name', '  '], 'invalid_argument'],
+    ['a missing option', ['key', 'create'], 'invalid_argument'],
+    ['an unknown command', ['frobnicate'], 'invalid_argument'],
+  ])('exits non-zero with a clear message on %s', async (_what, args, code) => {
+    const r = await ctl(...args, '--json');
+    expect(r.code).not.toBe(0);
+    expect(r.json.error.code).toBe(code);
+    expect(r.stderr.length).toBeGreaterThan(10);
+  });
+
+  it('says what to do when Redis is not there', async () => {
+    const r = await audiencectl({ REDIS_URL: 'redis://127.0.0.1:1', REDIS_PREFIX: 'x:' }, 'team', 'list');
+    expect(r.code).not.toBe(0);
+    expect(r.stderr).toMatch(/cannot reach Redis at redis:\/\/127\.0\.0\.1:1.*REDIS_URL/);
+  });
+});
+
+describe('layout definition rules', () => {
+  const base = () => structuredClone(DEMO_LAYOUT) as unknown as { layoutId: string; activePageId: string; pages: { pageId: string; controls: Record<string, unknown>[] }[] };
+  const cases: [string, (d: ReturnType<typeof base>) => void, RegExp][] = [
+    ['a duplicate lid', (d) => (d.pages[1]!.controls[0]!.lid = 1), /lid 1 is used twice/],
+    ['a duplicate address', (d) => (d.pages[1]!.controls[0]!.address = '/001'), /address \/001 is used twice/],
+    ['an address without a slash', (d) => (d.pages[0]!.controls[0]!.address = '001'), /address/],
+    ['an address with letters', (d) => (d.pages[0]!.controls[0]!.address = '/a1'), /address/],
+    ['options on a non-Index control', (d) => (d.pages[0]!.controls[0]!.options = [{ index: 0, label: 'x' }]), /layout/],
+    ['an Index without options', (d) => delete d.pages[0]!.controls[3]!.options, /options/],
+    ['option indices not 0..n-1', (d) => (d.pages[0]!.controls[3]!.options = [{ index: 0, label: 'a' }, { index: 2, label: 'b' }]), /exactly 0\.\.1/],
+    ['a duplicate option index', (d) => (d.pages[0]!.controls[3]!.options = [{ index: 0, label: 'a' }, { index: 0, label: 'b' }]), /exactly 0\.\.1/],
+    ['an activePageId that is not a page', (d) => (d.activePageId = 'ghost'), /activePageId "ghost"/],
+    ['a duplicate pageId', (d) => (d.pages[1]!.pageId = 'main'), /pageId "main" appears twice/],
+    ['an unknown control type', (d) => (d.pages[0]!.controls[0]!.type = 'Knob'), /type/],
+    ['a control without props.label', (d) => (d.pages[0]!.controls[0]!.props = {}), /label/],
+    ['an unknown top-level field', (d) => Object.assign(d, { colour: 'red' }), /unknown field "colour"/],
+    ['a layoutId with a brace', (d) => (d.layoutId = 'a{b}'), /layoutId/],
+  ];
+  it.each(cases)('refuses %s, naming it', async (_what, mutate, message) => {
+    const d = base();
+    d.layoutId = 'rules-test';
+    mutate(d);
+    const r = await ctl('layout', 'import', '--team', team, file(`bad-${Math.random()}.json`, d), '--json');
+    expect(r.code).not.toBe(0);
+    expect(r.json.error.code).toBe('invalid_layout');
+    expect(r.json.error.message).toMatch(message);
+  });
+
+  it('refuses a file that is not JSON or cannot be read', async () => {
+    const notJson = await ctl('layout', 'import', '--team', team, file('x.json', '{nope'), '--json');
+    expect(notJson.json.error.code).toBe('invalid_layout');
+    const missing = await ctl('layout', 'import', '--team', team, join(dir, 'missing.json'), '--json');
+    expect(missing.json.error.code).toBe('invalid_argument');
+  });
+});
+
+describe('key commands', () => {
+  it('prints the secret once at creation and never again', async () => {
+    const created = await ctl('key', 'create', '--team', team, '--name', 'backend', '--json');
+    expect(created.code).toBe(0);
+    expect(created.json.apiKey).toMatch(new RegExp(`^${created.json.keyId}\\.[A-Za-z0-9_-]{43}$`));
+    const secret = (created.json.apiKey as string).split('.')[1]!;
+    const list = await ctl('key', 'list', '--team', team, '--json');
+    const human = await ctl('key', 'list', '--team', team);
+    for (const out of [list.stdout, human.stdout]) expect(out).not.toContain(secret);
+    expect(list.json.keys.find((k: { keyId: string }) => k.keyId === created.json.keyId)).toMatchObject({ name: 'backend', scope: { kind: 'team' }, revokedAt: null });
+    expect(await redis.get().client.hget(`${env.REDIS_PREFIX}apikey:${created.json.keyId}`, 'secretHash')).not.toContain(secret);
+  });
+
+  it('creates allow-listed keys only for the team’s own layouts', async () => {
+    const ok = await ctl('key', 'create', '--team', team, '--layouts', 'demo-show', '--json');
+    expect(ok.code).toBe(0);
+    const list = await ctl('key', 'list', '--team', team, '--json');
+    expect(list.json.keys.find((k: { keyId: string }) => k.keyId === ok.json.keyId).scope).toEqual({ kind: 'layouts', layouts: ['demo-show'] });
+    const other = (await ctl('team', 'create', '--name', 'Third', '--json')).json.teamId as string;
+    const foreign = await ctl('key', 'create', '--team', other, '--layouts', 'demo-show', '--json');
+    expect(foreign.code).not.toBe(0);
+    expect(foreign.json.error.code).toBe('layout_not_found');
+  });
+
+  it('revokes a key and says so in the list; an unknown key is an error', async () => {
+    const k = (await ctl('key', 'create', '--team', team, '--json')).json.keyId as string;
+    const r = await ctl('key', 'revoke', k, '--json');
+    expect(r.code).toBe(0);
+    expect(Date.parse(r.json.revokedAt)).toBeGreaterThan(0);
+    const list = await ctl('key', 'list', '--team', team);
+    expect(list.stdout).toMatch(new RegExp(`${k}.*revoked`));
+    const unknown = await ctl('key', 'revoke', 'ak_0000000000000000', '--json');
+    expect(unknown.json.error.code).toBe('key_not_found');
+  });
+});
+
+describe('signing-key commands', () => {
+  it('rotates, lists, refuses to retire the current key and retires an old one', async () => {
+    const first = await ctl('signing-key', 'rotate', '--json');
+    const second = await ctl('signing-key', 'rotate', '--json');
+    expect(second.json.kid).not.toBe(first.json.kid);
+    const list = await ctl('signing-key', 'list', '--json');
+    expect(list.json.keys.filter((k: { current: boolean }) => k.current).map((k: { kid: string }) => k.kid)).toEqual([second.json.kid]);
+    const refuse = await ctl('signing-key', 'retire', second.json.kid, '--json');
+    expect(refuse.json.error.code).toBe('signing_key_in_use');
+    const retire = await ctl('signing-key', 'retire', first.json.kid, '--json');
+    expect(retire.code).toBe(0);
+    expect(retire.json.kid).toBe(first.json.kid);
+    const unknown = await ctl('signing-key', 'retire', 'sk_nope', '--json');
+    expect(unknown.json.error.code).toBe('signing_key_not_found');
+  });
+});

@@ -1,0 +1,77 @@
+// `npm start` as a newcomer meets it: embedded Redis, demo seed, and a walk-through whose commands,
+// pasted into a shell, work. A second start keeps the data (AOF) and replaces the demo key.
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterEach, describe, expect, it } from 'vitest';
+import { freePort } from '../../gateway/dev/redis-server.js';
+import { eventually } from '../helpers/gateway.js';
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const START = join(ROOT, 'dist/gateway/demo/start.js');
+const running: ChildProcess[] = [];
+afterEach(() => {
+  for (const c of running.splice(0)) c.kill('SIGKILL');
+});
+
+async function start(env: Record<string, string>): Promise<{ child: ChildProcess; out: () => string }> {
+  const { REDIS_URL: _, ...inherited } = process.env;
+  const child = spawn(process.execPath, [START], { cwd: ROOT, env: { ...inherited, LOG_LEVEL: 'warn', ...env } });
+  running.push(child);
+  let out = '';
+  child.stdout.on('data', (d) => (out += d));
+  child.stderr.on('data', (d) => (out += d));
+  await eventually(() => out.includes('Stop with Ctrl-C'), 20_000);
+  return { child, out: () => out };
+}
+
+function bash(script: string): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    execFile('bash', ['-euo', 'pipefail', '-c', script], { cwd: ROOT, timeout: 20_000 }, (err, stdout, stderr) =>
+      resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
+    );
+  });
+}
+
+async function stop(child: ChildProcess): Promise<number | null> {
+  const exited = new Promise<number | null>((r) => child.once('exit', r));
+  child.kill('SIGTERM');
+  return exited;
+}
+
+describe('npm start', () => {
+  it('seeds a demo, prints a walk-through that works as pasted, and keeps its data across restarts', async () => {
+    const env = { AUDIENCE_VAR_DIR: mkdtempSync(join(tmpdir(), 'ac-demo-')), EMBEDDED_REDIS_PORT: String(await freePort()), PORT: String(await freePort()) };
+    const first = await start(env);
+    const text = first.out();
+    expect(text).toContain(`API      http://127.0.0.1:${env.PORT}`);
+    expect(text).toMatch(/embedded, AOF in .*redis/);
+    const walk = text.slice(text.indexOf('  export API='), text.indexOf('  # 5.'));
+    const r = await bash(walk);
+    expect(r.stderr).toBe('');
+    const lines = r.stdout.trim().split('\n');
+    const discovery = JSON.parse(lines[0]!) as { controls: { type: string }[]; activePageId: string };
+    expect(discovery.activePageId).toBe('main');
+    expect(discovery.controls.map((c) => c.type)).toEqual(['Button', 'Slider', 'Toggle', 'Index', 'String', 'XYPad']);
+    expect(lines[1]).toBe('{"success":true}');
+    expect(lines[2]).toBe('{"success":true}');
+    expect(lines[3]).toMatch(/page encore is active/);
+    expect(JSON.parse(lines[4]!).activePageId).toBe('encore');
+    const firstKey = /export API=\S+ KEY=(\S+)/.exec(text)![1]!;
+    expect(await stop(first.child)).toBe(0);
+
+    const second = await start(env);
+    const secondKey = /export API=\S+ KEY=(\S+)/.exec(second.out())![1]!;
+    expect(secondKey).not.toBe(firstKey);
+    const api = `http://127.0.0.1:${env.PORT}`;
+    const old = await fetch(`${api}/layout/demo-show`, { headers: { 'x-api-key': firstKey } });
+    expect(old.status).toBe(401);
+    const now = await fetch(`${api}/layout/demo-show`, { headers: { 'x-api-key': secondKey } });
+    expect(((await now.json()) as { activePageId: string }).activePageId).toBe('encore'); // kept by AOF
+    const stream = await bash(`redis-cli -p ${env.EMBEDDED_REDIS_PORT} XLEN 'ac:layout:{demo-show}:actions'`);
+    expect(Number(stream.stdout.trim())).toBe(2);
+    expect(await stop(second.child)).toBe(0);
+  });
+});

@@ -1,0 +1,91 @@
+// The audience-gateway process: configuration checks, refusing the slow uWS fallback, serving,
+// and a graceful SIGTERM.
+import { execFile, spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import { ConfigError, configProperties, loadConfig } from '../../gateway/config.js';
+import { freePort } from '../../gateway/dev/redis-server.js';
+import { eventually } from '../helpers/gateway.js';
+import { useRedis } from '../helpers/redis.js';
+
+const BIN = fileURLToPath(new URL('../../dist/gateway/main.js', import.meta.url));
+const redis = useRedis();
+
+function runBin(env: Record<string, string>, args: string[] = []): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    execFile(process.execPath, [BIN, ...args], { env: { PATH: process.env.PATH ?? '', ...env }, timeout: 10_000 }, (err, stdout, stderr) =>
+      resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
+    );
+  });
+}
+
+describe('configuration', () => {
+  it('has defaults for everything and freezes the result', () => {
+    const c = loadConfig({});
+    expect(c).toMatchObject({ port: 8080, host: '127.0.0.1', tokenTtlSeconds: 86400, maxBodyBytes: 16384, corsOrigins: '*' });
+    expect(Object.isFrozen(c)).toBe(true);
+  });
+
+  it('reads environment variables with their types', () => {
+    expect(loadConfig({ PORT: '9000', TOKEN_TTL_SECONDS: '600', CORS_ORIGINS: 'https://a.example' })).toMatchObject({ port: 9000, tokenTtlSeconds: 600, corsOrigins: 'https://a.example' });
+  });
+
+  it.each([
+    [{ PORT: 'eighty' }, /port \(PORT\)/],
+    [{ PORT: '70000' }, /port \(PORT\)/],
+    [{ REDIS_URL: 'http://x' }, /redisUrl \(REDIS_URL\)/],
+    [{ TOKEN_TTL_SECONDS: '5' }, /tokenTtlSeconds \(TOKEN_TTL_SECONDS\)/],
+    [{ LOG_LEVEL: 'loud' }, /logLevel \(LOG_LEVEL\)/],
+  ])('names the bad setting %j', (env, message) => {
+    expect(() => loadConfig(env)).toThrow(ConfigError);
+    expect(() => loadConfig(env)).toThrow(message);
+  });
+
+  it('refuses unknown settings', () => {
+    expect(() => loadConfig({}, { colour: 'red' } as never)).toThrow(/colour is not a setting/);
+  });
+
+  it('declares an environment variable and a description for every setting', () => {
+    for (const [key, p] of Object.entries(configProperties())) {
+      expect(p['x-env'], key).toMatch(/^[A-Z_]+$/);
+      expect(p.description.length, key).toBeGreaterThan(20);
+      expect(p.default, key).toBeDefined();
+    }
+  });
+
+  it('--check-config exits 0 for good settings and 2 naming a bad one', async () => {
+    const good = await runBin({}, ['--check-config']);
+    expect(good.code).toBe(0);
+    const bad = await runBin({ PORT: 'x' }, ['--check-config']);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain('port (PORT)');
+  });
+});
+
+describe('the process', () => {
+  it('refuses to start on the pure-JS uWebSockets.js fallback', async () => {
+    const r = await runBin({ UWS_USE_FALLBACK: '1', REDIS_URL: redis.get().server.url });
+    expect(r.code).not.toBe(0);
+    expect(r.stderr).toMatch(/native binary.*refusing to start/);
+  });
+
+  it('exits non-zero with a clear message when Redis is unreachable at start', async () => {
+    const r = await runBin({ REDIS_URL: 'redis://127.0.0.1:1', PORT: '0' });
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(/cannot reach Redis at redis:\/\/127\.0\.0\.1:1: .*ECONNREFUSED.*set REDIS_URL/);
+  });
+
+  it('serves, then drains and exits 0 on SIGTERM', async () => {
+    const port = await freePort();
+    const child = spawn(process.execPath, [BIN], { env: { PATH: process.env.PATH ?? '', REDIS_URL: redis.get().server.url, PORT: String(port), REDIS_PREFIX: 'proc:' } });
+    let out = '';
+    child.stdout.on('data', (d) => (out += d));
+    await eventually(() => out.includes('audience-gateway listening'), 10_000);
+    expect(JSON.parse(out.split('\n')[0]!)).toMatchObject({ level: 30, port, msg: 'audience-gateway listening' });
+    const r = await fetch(`http://127.0.0.1:${port}/layout/x`);
+    expect(r.status).toBe(401);
+    const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
+    child.kill('SIGTERM');
+    expect(await exited).toBe(0);
+  });
+});
