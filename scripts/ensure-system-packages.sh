@@ -9,7 +9,7 @@ job=${1:-start}
 # command on PATH -> Debian package that provides it
 declare -A need=([redis-server]=redis-server)
 if [ "$job" = test ]; then
-  need+=()
+  need+=([curl]=curl)  # the npm start test pastes the walk-through's curl commands into bash
 fi
 
 missing=()

@@ -1,0 +1,109 @@
+// Throughput of POST /action against a bare uWS reply, on this machine: the server under test on
+// core 0, Redis and the load generator (autocannon, one process) on core 1.
+//   npm run bench:action [-- --seconds 10 --connections 100 --tokens 2000]
+import { parseArgs } from 'node:util';
+import { fileURLToPath } from 'node:url';
+import { Redis } from 'ioredis';
+import { createStores } from '../gateway/store/stores.js';
+import { DEMO_LAYOUT_FILE } from '../gateway/demo/seed.js';
+import { readFileSync } from 'node:fs';
+import { freePort } from '../gateway/dev/redis-server.js';
+import { load, pinnedRedis, spawnPinned, stopChild, type LoadResult } from './harness.js';
+
+const { values } = parseArgs({ options: { seconds: { type: 'string', default: '10' }, connections: { type: 'string', default: '100' }, tokens: { type: 'string', default: '2000' } } });
+const seconds = Number(values.seconds);
+const connections = Number(values.connections);
+const tokenCount = Number(values.tokens);
+
+/** GATEWAY_PROFILE=DIR writes a V8 CPU profile of the gateway there (see bench/README.md). */
+const nodeArgs = process.env.GATEWAY_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.GATEWAY_PROFILE}`] : [];
+const GATEWAY = fileURLToPath(new URL('../gateway/main.js', import.meta.url));
+const BARE = fileURLToPath(new URL('./bare-uws.js', import.meta.url));
+
+/** The audience's mix: mostly continuous controls, some discrete. */
+const MIX: { weight: number; body: (i: number) => object }[] = [
+  { weight: 40, body: (i) => ({ lid: 2, type: 'Slider', value: (i % 101) / 100 }) },
+  { weight: 25, body: (i) => ({ lid: 6, type: 'XYPad', value: [(i % 11) / 10, (i % 7) / 6] }) },
+  { weight: 15, body: () => ({ lid: 1, type: 'Button' }) },
+  { weight: 10, body: (i) => ({ lid: 3, type: 'Toggle', value: i % 2 === 0 }) },
+  { weight: 7, body: (i) => ({ lid: 4, type: 'Index', value: i % 3 }) },
+  { weight: 3, body: (i) => ({ lid: 5, type: 'String', value: `go team ${i % 50}` }) },
+];
+const wheel = MIX.flatMap((m) => Array<(i: number) => object>(m.weight).fill(m.body));
+
+function progress(what: string): void {
+  process.stderr.write(`bench: ${what}\n`);
+}
+
+async function main(): Promise<void> {
+  const redis = await pinnedRedis(1);
+  const results: LoadResult[] = [];
+  try {
+    progress(`bare uWS reply, ${seconds} s`);
+    const bare = await spawnPinned(0, BARE, ['0'], {}, /listening (\d+)/);
+    results.push(await load({ name: 'bare uWS reply (ceiling)', url: `http://127.0.0.1:${bare.match[1]}`, connections, durationSec: seconds, serverPid: bare.child.pid! }));
+    await stopChild(bare.child);
+
+    const admin = new Redis(redis.url);
+    const stores = createStores(admin, 'ac:');
+    const team = await stores.teams.create('bench');
+    await stores.layouts.import(team.teamId, JSON.parse(readFileSync(DEMO_LAYOUT_FILE, 'utf8')));
+    const key = await stores.apiKeys.create(team.teamId, { name: 'bench' });
+    const port = await freePort();
+    const gw = await spawnPinned(0, GATEWAY, [], { REDIS_URL: redis.url, PORT: String(port), LOG_LEVEL: 'info'}, /audience-gateway listening/, nodeArgs);
+    const url = `http://127.0.0.1:${port}`;
+
+    progress(`minting ${tokenCount} tokens`);
+    const tokens: string[] = [];
+    for (let i = 0; i < tokenCount; i++) {
+      const r = await fetch(`${url}/token`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': key.apiKey }, body: '{"layoutId":"demo-show"}' });
+      tokens.push(((await r.json()) as { token: string }).token);
+    }
+    progress(`POST /action, ${seconds} s`);
+    // Requests are built up front so the generator spends its core on sending, not on JSON.
+    const prebuilt = Array.from({ length: 10_000 }, (_, i) => ({
+      method: 'POST' as const,
+      path: '/action',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${tokens[i % tokens.length]}` },
+      body: JSON.stringify({ layoutId: 'demo-show', ...wheel[i % wheel.length]!(i) }),
+    }));
+    let n = 0;
+    results.push(
+      await load({
+        name: `POST /action (${tokenCount} tokens, control mix)`,
+        url,
+        connections,
+        durationSec: seconds,
+        serverPid: gw.child.pid!,
+        request: () => prebuilt[n++ % prebuilt.length]!,
+      }),
+    );
+    // XLEN is capped by MAXLEN trimming; entries-added counts every append ever made.
+    const info = (await admin.call('XINFO', 'STREAM', 'ac:layout:{demo-show}:actions')) as (string | number)[];
+    const entriesAdded = Number(info[info.indexOf('entries-added') + 1]);
+    await stopChild(gw.child);
+    admin.disconnect();
+
+    const ceiling = results[0]!.requestsPerSec;
+    process.stdout.write(`\nmachine: ${(await import('node:os')).cpus().length} cores, Node ${process.version}; ${connections} connections, ${seconds} s, no pipelining\n\n`);
+    process.stdout.write('| scenario | req/s | × ceiling | p50 ms | p99 ms | max ms | non-2xx | errors | server CPU (share of a core) | server CPU µs/request |\n|---|---|---|---|---|---|---|---|---|---|\n');
+    for (const r of results) {
+      process.stdout.write(
+        `| ${r.name} | ${Math.round(r.requestsPerSec)} | ${(r.requestsPerSec / ceiling).toFixed(2)} | ${r.latencyMs.p50} | ${r.latencyMs.p99} | ${r.latencyMs.max} | ${r.non2xx} | ${r.errors} | ${r.serverCpuShare?.toFixed(2) ?? '-'} | ${r.serverCpuUsPerRequest?.toFixed(1) ?? '-'} |\n`,
+      );
+    }
+    process.stdout.write('\nA server CPU share well under 1.00 means the load generator, not the server, set the rate.\n');
+    const okCount = results[1]!.total - results[1]!.non2xx;
+    // Requests in flight when autocannon stops (at most one per connection) are appended but not counted by it.
+    const inFlight = entriesAdded - okCount;
+    const verdict = inFlight >= 0 && inFlight <= connections ? `consistent: the ${inFlight} extra were in flight when the generator stopped` : 'MISMATCH';
+    process.stdout.write(`\n/action answered 200 ${okCount} times; the stream received ${entriesAdded} entries (${verdict})\n`);
+  } finally {
+    await redis.stop();
+  }
+}
+
+main().catch((e: unknown) => {
+  process.stderr.write(`bench: ${String(e)}\n`);
+  process.exit(1);
+});
