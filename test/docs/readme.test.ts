@@ -54,6 +54,6 @@ describe('README quick start', () => {
   it('holds exactly the two commands', () => {
     const section = README.slice(README.indexOf('## Quick start'), README.indexOf('\n## ', README.indexOf('## Quick start') + 5));
     const commands = [...section.matchAll(/```\n([^`]+)```/g)].map((m) => m[1]!.trim());
-    expect(commands).toEqual(['npm ci && npm start', 'npm ci && npm test']);
+    expect(commands).toEqual(['npm install && npm start', 'npm install && npm test']);
   });
 });
