@@ -11,5 +11,5 @@ uws
   })
   .listen('127.0.0.1', port, (socket) => {
     if (!socket) process.exit(1);
-    process.stdout.write(`listening ${uws.us_socket_local_port(socket as never)}\n`);
+    process.stdout.write(`listening ${uws.us_socket_local_port(socket)}\n`);
   });

@@ -11,7 +11,7 @@ export async function spawnPinned(core: number, file: string, args: string[], en
   const child = spawn('taskset', ['-c', String(core), process.execPath, ...nodeArgs, file, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
   let out = '';
   const match = await new Promise<RegExpMatchArray>((resolve, reject) => {
-    child.stdout!.on('data', (d) => {
+    child.stdout.on('data', (d) => {
       out += String(d);
       const m = marker.exec(out);
       if (m) resolve(m);
