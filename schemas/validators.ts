@@ -15,14 +15,17 @@ function loadSchemas(ajv: Ajv): void {
   }
 }
 
-/** A fresh ajv with this project's schemas and options; `coerce` also turns strings into numbers (for environment variables). */
-export function createAjv(opts: { coerce?: boolean } = {}): Ajv {
+/**
+ * A fresh ajv with this project's schemas. `defaults` fills in schema defaults; `coerce` also
+ * turns strings into numbers (for environment variables) and implies `defaults`.
+ */
+export function createAjv(opts: { coerce?: boolean; defaults?: boolean } = {}): Ajv {
   const ajv = new Ajv({
     allErrors: false,
     strict: true,
     strictRequired: false,
     allowUnionTypes: true,
-    useDefaults: opts.coerce === true,
+    useDefaults: opts.coerce === true || opts.defaults === true,
     coerceTypes: opts.coerce === true,
   });
   ajv.addKeyword({ keyword: 'x-env', schemaType: 'string' });
@@ -50,6 +53,16 @@ export const validateValue: Readonly<Record<ControlType, ValidateFunction>> = Ob
     ValidateFunction
   >,
 );
+
+/** "/layouts/0/targets/1/port" -> "layouts[0].targets[1].port" */
+export function jsonPointerToPath(pointer: string): string {
+  return pointer
+    .split('/')
+    .slice(1)
+    .map((seg) => (/^\d+$/.test(seg) ? `[${seg}]` : `.${seg}`))
+    .join('')
+    .replace(/^\./, '');
+}
 
 /** The first schema error as a sentence that names the offending field. */
 export function describeFirstError(errors: ErrorObject[] | null | undefined, what = 'body'): string {

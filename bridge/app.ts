@@ -1,0 +1,111 @@
+// Builds a running bridge: Redis -> per layout a scheduler (send loop) and a consumer (read loop)
+// -> presence -> systemd READY, STATUS and a progress-gated WATCHDOG.
+import type { Redis } from 'ioredis';
+import type { BridgeConfig } from './config.js';
+import { LayoutConsumer, streamAcker } from './consumer.js';
+import { BridgeCounters } from './counters.js';
+import type { Logger } from './log.js';
+import { Presence } from './presence.js';
+import { connectBridgeRedis, connectWithRetry } from './redis.js';
+import { LayoutScheduler } from './scheduler.js';
+import { SystemdNotifier } from './systemd.js';
+
+export interface Bridge {
+  readonly counters: BridgeCounters;
+  readonly schedulers: readonly LayoutScheduler[];
+  /** Graceful stop: STOPPING=1, stop reading, send what is queued, deregister, disconnect. */
+  stop(): Promise<void>;
+}
+
+export interface BridgeOptions {
+  log: Logger;
+  now?: () => number;
+  notifier?: SystemdNotifier;
+  /** longest BLOCK of a stream read (also bounded by the watchdog interval) */
+  blockMs?: number;
+  /** reclaim pending entries idle longer than this */
+  reclaimIdleMs?: number;
+}
+
+const STATUS_EVERY_MS = 5000;
+
+export async function startBridge(config: BridgeConfig, opts: BridgeOptions): Promise<Bridge> {
+  const { log } = opts;
+  const now = opts.now ?? Date.now;
+  const notifier = opts.notifier ?? new SystemdNotifier();
+  const watchdogMs = notifier.watchdogIntervalMs();
+  const blockMs = Math.min(opts.blockMs ?? 1000, watchdogMs ? Math.floor(watchdogMs / 2) : Infinity);
+  const counters = new BridgeCounters();
+  let stopping = false;
+
+  const ops = connectBridgeRedis(config.redisUrl, `audience-bridge:${config.bridgeId}`, 2000);
+  await connectWithRetry(ops, log, () => stopping);
+  const readers: Redis[] = [];
+  const schedulers: LayoutScheduler[] = [];
+  const consumers: LayoutConsumer[] = [];
+  for (const layout of config.layouts) {
+    const reader = connectBridgeRedis(config.redisUrl, `audience-bridge:${config.bridgeId}:read`, blockMs + 2000);
+    await connectWithRetry(reader, log, () => stopping);
+    readers.push(reader);
+    const scheduler = new LayoutScheduler(layout, streamAcker(ops, config.redisPrefix, config.bridgeId, layout.layoutId), counters, log, now);
+    const consumer = new LayoutConsumer(
+      reader,
+      ops,
+      scheduler,
+      { prefix: config.redisPrefix, bridgeId: config.bridgeId, blockMs, count: 1000, maxBacklog: layout.maxMessagesPerTick * 10, reclaimIdleMs: opts.reclaimIdleMs ?? 30_000, deadLetterMaxLen: 10_000 },
+      counters,
+      log,
+      now,
+    );
+    await consumer.ensureGroup();
+    schedulers.push(scheduler);
+    consumers.push(consumer);
+  }
+
+  const presence = new Presence(
+    ops,
+    config.redisPrefix,
+    config.bridgeId,
+    schedulers.flatMap((s) => s.targetNames.map((target) => ({ layoutId: s.settings.layoutId, target }))),
+    config.presenceTtlMs,
+    (e) => log.warn({ err: (e as Error).message }, 'presence heartbeat failed'),
+    now,
+  );
+  await presence.start();
+  for (const s of schedulers) s.start();
+  for (const c of consumers) c.start();
+  await notifier.notify('READY=1', `STATUS=${counters.status()}`);
+  log.info({ bridgeId: config.bridgeId, layouts: config.layouts.map((l) => l.layoutId), watchdogMs }, 'audience-bridge running');
+
+  const statusTimer = setInterval(() => void notifier.notify(`STATUS=${counters.status()}`), STATUS_EVERY_MS);
+  statusTimer.unref();
+  // WATCHDOG=1 only while every read loop and send loop has shown progress since the last ping.
+  let lastPing = now();
+  const watchdogTimer = watchdogMs
+    ? setInterval(() => {
+        const alive = [...consumers, ...schedulers].every((x) => x.lastProgress >= lastPing - blockMs);
+        if (alive) {
+          lastPing = now();
+          void notifier.notify('WATCHDOG=1');
+        } else log.error('a read or send loop made no progress; withholding WATCHDOG=1');
+      }, watchdogMs)
+    : undefined;
+  watchdogTimer?.unref();
+
+  return {
+    counters,
+    schedulers,
+    async stop() {
+      stopping = true;
+      clearInterval(statusTimer);
+      clearInterval(watchdogTimer);
+      await notifier.notify('STOPPING=1', 'STATUS=stopping: sending what is queued');
+      await Promise.all(consumers.map((c) => c.stop()));
+      await Promise.all(schedulers.map((s) => s.stop()));
+      await presence.stop().catch((e: unknown) => log.warn({ err: (e as Error).message }, 'could not deregister destinations'));
+      for (const r of readers) r.disconnect();
+      ops.disconnect();
+      log.info({ status: counters.status() }, 'audience-bridge stopped');
+    },
+  };
+}

@@ -1,0 +1,120 @@
+// Bridge configuration: a JSON file (--config) or flags (--layout, --target...), both checked
+// against schemas/bridge-config.schema.json with its defaults filled in, then frozen.
+import { readFileSync } from 'node:fs';
+import { hostname } from 'node:os';
+import { createAjv, jsonPointerToPath } from '../schemas/validators.js';
+import type { BooleanMode } from './osc.js';
+
+export interface BridgeTarget {
+  readonly host: string;
+  readonly port: number;
+  readonly booleans: BooleanMode;
+}
+
+export interface BridgeLayout {
+  readonly layoutId: string;
+  readonly targets: readonly BridgeTarget[];
+  readonly tickHz: number;
+  readonly playoutDelayMs: number;
+  readonly maxAgeMs: number;
+  readonly maxMessagesPerTick: number;
+}
+
+export interface BridgeConfig {
+  readonly bridgeId: string;
+  readonly redisUrl: string;
+  readonly redisPrefix: string;
+  readonly presenceTtlMs: number;
+  readonly logLevel: string;
+  readonly layouts: readonly BridgeLayout[];
+}
+
+export class BridgeConfigError extends Error {
+  override name = 'BridgeConfigError';
+}
+
+/** What the command line said. */
+export interface BridgeFlags {
+  config?: string;
+  layout?: string;
+  target?: string[];
+  redis?: string;
+  bridgeId?: string;
+  tickHz?: string;
+  playoutDelayMs?: string;
+  maxAgeMs?: string;
+  booleans?: string;
+}
+
+/** "host:port", "[v6]:port" -> {host, port}; the port stays a string if it is not a number, for the schema to name. */
+export function parseTarget(text: string): { host: string; port: number } {
+  const m = /^\[([^\]]+)\]:(\d+)$/.exec(text) ?? /^([^:]+):(\d+)$/.exec(text);
+  if (!m) throw new BridgeConfigError(`--target ${JSON.stringify(text)} is not HOST:PORT`);
+  return { host: m[1]!, port: Number(m[2]) };
+}
+
+function fromFlags(f: BridgeFlags): Record<string, unknown> {
+  if (!f.layout) throw new BridgeConfigError('give --config FILE, or --layout ID with at least one --target HOST:PORT');
+  if (!f.target?.length) throw new BridgeConfigError('--layout needs at least one --target HOST:PORT');
+  const num = (v: string | undefined, flag: string) => {
+    if (v === undefined) return undefined;
+    if (!/^\d+$/.test(v)) throw new BridgeConfigError(`${flag} must be a whole number, not ${JSON.stringify(v)}`);
+    return Number(v);
+  };
+  const layout: Record<string, unknown> = {
+    layoutId: f.layout,
+    targets: f.target.map((t) => ({ ...parseTarget(t), ...(f.booleans !== undefined && { booleans: f.booleans }) })),
+  };
+  for (const [key, flag, v] of [
+    ['tickHz', '--tick-hz', f.tickHz],
+    ['playoutDelayMs', '--playout-delay-ms', f.playoutDelayMs],
+    ['maxAgeMs', '--max-age-ms', f.maxAgeMs],
+  ] as const) {
+    const n = num(v, flag);
+    if (n !== undefined) layout[key] = n;
+  }
+  return { layouts: [layout] };
+}
+
+export function loadBridgeConfig(flags: BridgeFlags, env: NodeJS.ProcessEnv = process.env): BridgeConfig {
+  let raw: Record<string, unknown>;
+  if (flags.config) {
+    if (flags.layout || flags.target) throw new BridgeConfigError('give either --config or --layout/--target, not both');
+    try {
+      raw = JSON.parse(readFileSync(flags.config, 'utf8')) as Record<string, unknown>;
+    } catch (e) {
+      throw new BridgeConfigError(`cannot read ${flags.config}: ${(e as Error).message}`);
+    }
+    if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) throw new BridgeConfigError(`${flags.config} must hold a JSON object`);
+  } else {
+    raw = fromFlags(flags);
+  }
+  if (flags.redis) raw.redisUrl = flags.redis;
+  raw.redisUrl ??= env.REDIS_URL || 'redis://127.0.0.1:6379';
+  if (flags.bridgeId) raw.bridgeId = flags.bridgeId;
+  raw.bridgeId ??= hostname().replace(/[^A-Za-z0-9_.-]/g, '-').slice(0, 64) || 'bridge';
+  if (env.REDIS_PREFIX !== undefined && raw.redisPrefix === undefined) raw.redisPrefix = env.REDIS_PREFIX;
+  if (env.LOG_LEVEL) raw.logLevel = env.LOG_LEVEL;
+
+  const validate = createAjv({ defaults: true }).getSchema('bridge-config.schema.json');
+  if (!validate) throw new Error('bridge-config.schema.json missing');
+  if (!validate(raw)) {
+    const e = validate.errors?.[0];
+    const at = jsonPointerToPath(e?.instancePath ?? '') || '(top level)';
+    if (e?.keyword === 'additionalProperties') throw new BridgeConfigError(`${at === '(top level)' ? '' : `${at}: `}unknown key "${String(e.params.additionalProperty)}"`);
+    if (e?.keyword === 'required') throw new BridgeConfigError(`${at}: missing "${String(e.params.missingProperty)}"`);
+    throw new BridgeConfigError(`${at} ${e?.message ?? 'is invalid'}`);
+  }
+  const ids = (raw.layouts as { layoutId: string }[]).map((l) => l.layoutId);
+  const dup = ids.find((id, i) => ids.indexOf(id) !== i);
+  if (dup) throw new BridgeConfigError(`layout "${dup}" appears twice`);
+  return deepFreeze(raw) as unknown as BridgeConfig;
+}
+
+function deepFreeze<T>(o: T): T {
+  if (o && typeof o === 'object') {
+    for (const v of Object.values(o)) deepFreeze(v);
+    Object.freeze(o);
+  }
+  return o;
+}

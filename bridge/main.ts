@@ -1,0 +1,67 @@
+#!/usr/bin/env node
+// audience-bridge: reads layouts' action streams and sends them as timed OSC/UDP to the displays.
+// Wiring only: flags -> config -> bridge -> signals. See the README's "Bridge" section.
+import { Command, CommanderError } from 'commander';
+import { startBridge } from './app.js';
+import { BridgeConfigError, loadBridgeConfig, type BridgeFlags } from './config.js';
+import { createLogger } from './log.js';
+
+const program = new Command('audience-bridge')
+  .description('Send audience actions from Redis streams to displays as timed OSC over UDP.')
+  .option('--config <file>', 'JSON configuration (schemas/bridge-config.schema.json): several layouts with their targets and options')
+  .option('--layout <id>', 'serve one layout (with --target)')
+  .option('--target <host:port>', 'a display to send to (repeatable)', (v: string, prev: string[] = []) => [...prev, v])
+  .option('--redis <url>', 'Redis URL (default REDIS_URL, else redis://127.0.0.1:6379)')
+  .option('--bridge-id <id>', 'stable name of this bridge (default: the hostname)')
+  .option('--tick-hz <n>', 'send ticks per second (default 100)')
+  .option('--playout-delay-ms <n>', 'bundle timetag = gateway receive time + this (default 0: immediately)')
+  .option('--max-age-ms <n>', 'drop actions older than this (default 2000)')
+  .option('--booleans <mode>', 'Toggle encoding for --target: int (1/0) or TF (OSC T/F) (default int)')
+  .option('--check-config', 'validate the configuration and exit')
+  .exitOverride();
+
+async function main(): Promise<number> {
+  try {
+    program.parse(process.argv);
+  } catch (e) {
+    if (e instanceof CommanderError) return e.exitCode === 0 ? 0 : 2;
+    throw e;
+  }
+  const flags = program.opts<BridgeFlags & { checkConfig?: boolean }>();
+  let config;
+  try {
+    config = loadBridgeConfig(flags);
+  } catch (e) {
+    if (e instanceof BridgeConfigError) {
+      process.stderr.write(`audience-bridge: invalid configuration: ${e.message}\n`);
+      return 2;
+    }
+    throw e;
+  }
+  if (flags.checkConfig) {
+    process.stdout.write(`audience-bridge: configuration OK (${config.layouts.length} layout(s), bridge id ${config.bridgeId})\n`);
+    return 0;
+  }
+  const log = createLogger(config.logLevel);
+  const bridge = await startBridge(config, { log });
+  await new Promise<void>((resolve) => {
+    const stop = (signal: string) => {
+      log.info({ signal }, 'stopping');
+      bridge.stop().then(resolve, (e: unknown) => {
+        log.error({ err: e }, 'error while stopping');
+        resolve();
+      });
+    };
+    process.once('SIGTERM', () => stop('SIGTERM'));
+    process.once('SIGINT', () => stop('SIGINT'));
+  });
+  return 0;
+}
+
+main().then(
+  (code) => process.exit(code),
+  (e: unknown) => {
+    process.stderr.write(`audience-bridge: ${e instanceof Error ? e.message : String(e)}\n`);
+    process.exit(1);
+  },
+);

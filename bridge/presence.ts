@@ -1,0 +1,60 @@
+// Registers this bridge's (layout, target) pairs as live destinations: one sorted-set member per
+// pair, scored with its expiry. The heartbeat renews them; a graceful stop removes them at once;
+// a crash lets them expire within presenceTtlMs, which the gateway's destinationCount follows.
+import type { Redis } from 'ioredis';
+import { presenceKey } from '../schemas/redis-keys.js';
+
+export interface PresenceEntry {
+  layoutId: string;
+  target: string;
+}
+
+export function presenceMember(bridgeId: string, target: string): string {
+  return `${bridgeId}|${target}`;
+}
+
+export class Presence {
+  private timer: NodeJS.Timeout | undefined;
+  /** ms since the epoch of the last successful heartbeat */
+  lastBeat = 0;
+
+  constructor(
+    private readonly redis: Redis,
+    private readonly prefix: string,
+    private readonly bridgeId: string,
+    private readonly entries: PresenceEntry[],
+    private readonly ttlMs: number,
+    private readonly onError: (e: unknown) => void,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  async beat(): Promise<void> {
+    const now = this.now();
+    const pipe = this.redis.pipeline();
+    for (const e of this.entries) {
+      const key = presenceKey(this.prefix, e.layoutId);
+      pipe.zadd(key, now + this.ttlMs, presenceMember(this.bridgeId, e.target));
+      pipe.zremrangebyscore(key, '-inf', now);
+      pipe.pexpire(key, this.ttlMs * 10);
+    }
+    const results = await pipe.exec();
+    const failed = results?.find(([err]) => err)?.[0];
+    if (failed) throw failed;
+    this.lastBeat = now;
+  }
+
+  /** Beats now, then every third of the TTL (so two beats can be lost before the entry expires). */
+  async start(): Promise<void> {
+    await this.beat();
+    this.timer = setInterval(() => void this.beat().catch(this.onError), Math.max(100, Math.floor(this.ttlMs / 3)));
+    this.timer.unref();
+  }
+
+  /** Stops beating and removes the entries (a graceful stop counts down at once). */
+  async stop(): Promise<void> {
+    clearInterval(this.timer);
+    const pipe = this.redis.pipeline();
+    for (const e of this.entries) pipe.zrem(presenceKey(this.prefix, e.layoutId), presenceMember(this.bridgeId, e.target));
+    await pipe.exec();
+  }
+}

@@ -1,0 +1,196 @@
+// One layout's send loop. Entries offered by the consumer wait in one queue per target; on every
+// tick (tickHz, drift-corrected) each target gets at most `maxMessagesPerTick` due messages as
+// OSC bundles packed into datagrams of at most 1,400 bytes, timetagged with the gateway receive
+// time plus playoutDelayMs (or "immediately"). An entry is acked once every target has sent it,
+// coalesced it away, or dropped it as stale.
+import { LRUCache } from 'lru-cache';
+import type { ActionEntry } from '../schemas/types.js';
+import type { BridgeCounters } from './counters.js';
+import type { Logger } from './log.js';
+import { encodeMessage, packDatagrams, timetag, toOscMessage, type BooleanMode, type TimedGroup } from './osc.js';
+import { UdpTarget } from './sender.js';
+import { TargetQueue, type Delivery } from './target-queue.js';
+
+export const MAX_DATAGRAM_BYTES = 1400;
+
+export interface LayoutSettings {
+  layoutId: string;
+  tickHz: number;
+  playoutDelayMs: number;
+  maxAgeMs: number;
+  maxMessagesPerTick: number;
+  targets: readonly { readonly host: string; readonly port: number; readonly booleans: BooleanMode }[];
+}
+
+interface TargetLane {
+  udp: UdpTarget;
+  booleans: BooleanMode;
+  queue: TargetQueue;
+}
+
+export class LayoutScheduler {
+  private readonly lanes: TargetLane[];
+  private readonly queued = new Map<string, Delivery>();
+  private readonly done = new LRUCache<string, true>({ max: 100_000 });
+  private toAck: string[] = [];
+  private running = false;
+  private loop: Promise<void> | null = null;
+  private lastErrorLog = 0;
+  /** last time the tick loop completed a tick (for the watchdog) */
+  lastProgress = 0;
+
+  constructor(
+    readonly settings: LayoutSettings,
+    private readonly ack: (streamIds: string[]) => Promise<void>,
+    private readonly counters: BridgeCounters,
+    private readonly log: Logger,
+    private readonly now: () => number = Date.now,
+  ) {
+    this.lanes = settings.targets.map((t) => ({ udp: new UdpTarget(t, now), booleans: t.booleans, queue: new TargetQueue() }));
+  }
+
+  get targetNames(): string[] {
+    return this.lanes.map((l) => l.udp.name);
+  }
+
+  /** The longest target queue: the consumer stops reading while it is large (backpressure). */
+  backlog(): number {
+    return Math.max(0, ...this.lanes.map((l) => l.queue.length));
+  }
+
+  /** Takes a decoded stream entry. An action id already handled is acked at once; one still queued is not queued twice. */
+  offer(streamId: string, entry: ActionEntry): void {
+    const pending = this.queued.get(entry.id);
+    if (pending) {
+      if (pending.streamId !== streamId && !pending.alsoAck.includes(streamId)) {
+        pending.alsoAck.push(streamId);
+        this.counters.duplicates++;
+      }
+      return;
+    }
+    if (this.done.has(entry.id)) {
+      this.counters.duplicates++;
+      this.toAck.push(streamId);
+      return;
+    }
+    const d: Delivery = { streamId, entry, remaining: this.lanes.length, alsoAck: [] };
+    this.queued.set(entry.id, d);
+    for (const lane of this.lanes) {
+      const superseded = lane.queue.push(d);
+      if (superseded) {
+        this.counters.coalesced++;
+        this.finish(superseded);
+      }
+    }
+  }
+
+  private finish(d: Delivery): void {
+    if (--d.remaining > 0) return;
+    this.queued.delete(d.entry.id);
+    this.done.set(d.entry.id, true);
+    this.toAck.push(d.streamId, ...d.alsoAck);
+  }
+
+  private encoded(d: Delivery, mode: BooleanMode): Buffer {
+    d.encoded ??= {};
+    return (d.encoded[mode] ??= encodeMessage(toOscMessage(d.entry, mode)));
+  }
+
+  /** Consecutive deliveries with the same timetag form one group. */
+  private groups(ds: Delivery[], mode: BooleanMode): TimedGroup[] {
+    const groups: TimedGroup[] = [];
+    let lastTs = NaN;
+    for (const d of ds) {
+      const ts = this.settings.playoutDelayMs > 0 ? d.entry.ts + this.settings.playoutDelayMs : null;
+      const last = groups[groups.length - 1];
+      if (last && (ts === null ? Number.isNaN(lastTs) : ts === lastTs)) last.messages.push(this.encoded(d, mode));
+      else groups.push({ timetag: timetag(ts), messages: [this.encoded(d, mode)] });
+      lastTs = ts ?? NaN;
+    }
+    return groups;
+  }
+
+  private async sendLane(lane: TargetLane): Promise<void> {
+    const { send, coalesced } = lane.queue.take(this.settings.maxMessagesPerTick);
+    for (const d of coalesced) this.finish(d);
+    const now = this.now();
+    const fresh: Delivery[] = [];
+    for (const d of send) {
+      if (now - d.entry.ts > this.settings.maxAgeMs) {
+        this.counters.droppedStale++;
+        this.finish(d);
+      } else fresh.push(d);
+    }
+    if (fresh.length === 0) return;
+    if (!lane.udp.ready()) {
+      lane.queue.requeue(fresh);
+      return;
+    }
+    const groups = this.groups(fresh, lane.booleans);
+    const datagrams = packDatagrams(groups, MAX_DATAGRAM_BYTES);
+    const c = this.counters.target(lane.udp.name);
+    try {
+      await lane.udp.send(datagrams);
+      c.messages += fresh.length;
+      c.bundles += datagrams.length;
+      c.datagrams += datagrams.length;
+      c.bytes += datagrams.reduce((n, d) => n + d.length, 0);
+      this.counters.sent += fresh.length;
+      for (const d of fresh) this.finish(d);
+    } catch (e) {
+      c.sendErrors++;
+      lane.queue.requeue(fresh);
+      if (now - this.lastErrorLog > 5000) {
+        this.lastErrorLog = now;
+        this.log.warn({ target: lane.udp.name, layoutId: this.settings.layoutId, err: (e as Error).message }, 'send failed; retrying with backoff');
+      }
+    }
+  }
+
+  /** One tick: every target's due messages, then one XACK for everything finished. */
+  async tick(): Promise<void> {
+    await Promise.all(this.lanes.map((l) => this.sendLane(l)));
+    if (this.toAck.length > 0) {
+      const ids = this.toAck;
+      this.toAck = [];
+      try {
+        await this.ack(ids);
+        this.counters.acked += ids.length;
+      } catch {
+        this.toAck.push(...ids); // Redis away: ack on a later tick
+      }
+    }
+    this.lastProgress = this.now();
+  }
+
+  start(): void {
+    if (this.running) return;
+    this.running = true;
+    const period = 1000 / this.settings.tickHz;
+    const started = performance.now();
+    let n = 0;
+    this.loop = (async () => {
+      while (this.running) {
+        const due = started + ++n * period;
+        const wait = due - performance.now();
+        if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+        else n += Math.floor(-wait / period); // overran: skip the missed ticks instead of bursting
+        if (!this.running) break;
+        this.counters.recordLateness(Math.max(0, performance.now() - due));
+        await this.tick();
+      }
+    })();
+  }
+
+  /** Stops ticking after sending what is queued (at most `drainMs`), and acks it. */
+  async stop(drainMs = 2000): Promise<void> {
+    this.running = false;
+    await this.loop;
+    const until = this.now() + drainMs;
+    while ((this.backlog() > 0 || this.toAck.length > 0) && this.now() < until) {
+      await this.tick();
+      await new Promise((r) => setTimeout(r, 1000 / this.settings.tickHz)); // paced, as while running
+    }
+    for (const l of this.lanes) l.udp.close();
+  }
+}

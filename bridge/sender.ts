@@ -1,0 +1,80 @@
+// The only file that touches UDP. One connected socket per target: the kernel then reports a
+// display that refuses (ICMP port unreachable) as ECONNREFUSED on a later send, and name
+// resolution happens once per (re)connect. A failed target is retried with exponential backoff.
+import { createSocket, type Socket } from 'node:dgram';
+import { isIPv6 } from 'node:net';
+
+export interface Target {
+  host: string;
+  port: number;
+}
+
+export function targetName(t: Target): string {
+  return isIPv6(t.host) ? `[${t.host}]:${t.port}` : `${t.host}:${t.port}`;
+}
+
+const BACKOFF_MIN_MS = 100;
+const BACKOFF_MAX_MS = 5000;
+
+export class UdpTarget {
+  readonly name: string;
+  private socket: Socket | null = null;
+  private connecting: Promise<Socket> | null = null;
+  private failures = 0;
+  private retryAt = 0;
+
+  constructor(
+    readonly target: Target,
+    private readonly now: () => number = Date.now,
+  ) {
+    this.name = targetName(target);
+  }
+
+  /** False while backing off after a failure. */
+  ready(): boolean {
+    return this.now() >= this.retryAt;
+  }
+
+  private connect(): Promise<Socket> {
+    if (this.socket) return Promise.resolve(this.socket);
+    this.connecting ??= new Promise<Socket>((resolve, reject) => {
+      const socket = createSocket(isIPv6(this.target.host) ? 'udp6' : 'udp4');
+      socket.on('error', () => this.reset()); // asynchronous errors: reconnect on the next send
+      socket.connect(this.target.port, this.target.host, (err?: Error) => {
+        this.connecting = null;
+        if (err) {
+          socket.close();
+          reject(err);
+        } else {
+          this.socket = socket;
+          resolve(socket);
+        }
+      });
+    });
+    return this.connecting;
+  }
+
+  private reset(): void {
+    this.socket?.close();
+    this.socket = null;
+  }
+
+  /** Sends the datagrams in order; rejects on the first failure (and starts backing off). */
+  async send(datagrams: Buffer[]): Promise<void> {
+    try {
+      const socket = await this.connect();
+      await Promise.all(datagrams.map((d) => new Promise<void>((resolve, reject) => socket.send(d, (err) => (err ? reject(err) : resolve())))));
+      this.failures = 0;
+      this.retryAt = 0;
+    } catch (e) {
+      this.reset();
+      this.failures++;
+      this.retryAt = this.now() + Math.min(BACKOFF_MAX_MS, BACKOFF_MIN_MS * 2 ** (this.failures - 1));
+      throw e;
+    }
+  }
+
+  close(): void {
+    this.reset();
+  }
+}
