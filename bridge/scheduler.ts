@@ -1,8 +1,9 @@
 // One layout's send loop. Entries offered by the consumer wait in one queue per target; on every
 // tick (tickHz, drift-corrected) each target gets at most `maxMessagesPerTick` due messages as
 // OSC bundles packed into datagrams of at most 1,400 bytes, timetagged with the gateway receive
-// time plus playoutDelayMs (or "immediately"). An entry is acked once every target has sent it,
-// coalesced it away, or dropped it as stale.
+// time plus playoutDelayMs (or "immediately"). A sent batch is confirmed on the next tick unless
+// the display refused it meanwhile (then it is sent again after a backoff). An entry is acked
+// once every target has confirmed it, coalesced it away, or dropped it as stale.
 import { LRUCache } from 'lru-cache';
 import type { ActionEntry } from '../schemas/types.js';
 import type { BridgeCounters } from './counters.js';
@@ -26,6 +27,8 @@ interface TargetLane {
   udp: UdpTarget;
   booleans: BooleanMode;
   queue: TargetQueue;
+  /** the last batch sent, awaiting the next tick to learn whether the display refused it */
+  unconfirmed: { ds: Delivery[]; refusals: number } | null;
 }
 
 export class LayoutScheduler {
@@ -46,7 +49,7 @@ export class LayoutScheduler {
     private readonly log: Logger,
     private readonly now: () => number = Date.now,
   ) {
-    this.lanes = settings.targets.map((t) => ({ udp: new UdpTarget(t, now), booleans: t.booleans, queue: new TargetQueue() }));
+    this.lanes = settings.targets.map((t) => ({ udp: new UdpTarget(t, now), booleans: t.booleans, queue: new TargetQueue(), unconfirmed: null }));
   }
 
   get targetNames(): string[] {
@@ -55,7 +58,7 @@ export class LayoutScheduler {
 
   /** The longest target queue: the consumer stops reading while it is large (backpressure). */
   backlog(): number {
-    return Math.max(0, ...this.lanes.map((l) => l.queue.length));
+    return Math.max(0, ...this.lanes.map((l) => l.queue.length + (l.unconfirmed?.ds.length ?? 0)));
   }
 
   /** Takes a decoded stream entry. An action id already handled is acked at once; one still queued is not queued twice. */
@@ -110,7 +113,30 @@ export class LayoutScheduler {
     return groups;
   }
 
+  /** Settles the previous batch: refused -> back in the queue (sent again after the backoff), else done. */
+  private settle(lane: TargetLane): void {
+    const batch = lane.unconfirmed;
+    if (!batch) return;
+    lane.unconfirmed = null;
+    if (lane.udp.refusals > batch.refusals) {
+      this.counters.target(lane.udp.name).sendErrors++;
+      lane.queue.requeue(batch.ds);
+      this.logSendError(lane, 'the display refused the datagrams (ECONNREFUSED)');
+    } else {
+      lane.udp.confirmed();
+      for (const d of batch.ds) this.finish(d);
+    }
+  }
+
+  private logSendError(lane: TargetLane, err: string): void {
+    const now = this.now();
+    if (now - this.lastErrorLog < 5000) return;
+    this.lastErrorLog = now;
+    this.log.warn({ target: lane.udp.name, layoutId: this.settings.layoutId, err }, 'send failed; retrying with backoff');
+  }
+
   private async sendLane(lane: TargetLane): Promise<void> {
+    this.settle(lane);
     const { send, coalesced } = lane.queue.take(this.settings.maxMessagesPerTick);
     for (const d of coalesced) this.finish(d);
     const now = this.now();
@@ -129,6 +155,7 @@ export class LayoutScheduler {
     const groups = this.groups(fresh, lane.booleans);
     const datagrams = packDatagrams(groups, MAX_DATAGRAM_BYTES);
     const c = this.counters.target(lane.udp.name);
+    const refusals = lane.udp.refusals;
     try {
       await lane.udp.send(datagrams);
       c.messages += fresh.length;
@@ -136,20 +163,22 @@ export class LayoutScheduler {
       c.datagrams += datagrams.length;
       c.bytes += datagrams.reduce((n, d) => n + d.length, 0);
       this.counters.sent += fresh.length;
-      for (const d of fresh) this.finish(d);
+      lane.unconfirmed = { ds: fresh, refusals };
     } catch (e) {
       c.sendErrors++;
       lane.queue.requeue(fresh);
-      if (now - this.lastErrorLog > 5000) {
-        this.lastErrorLog = now;
-        this.log.warn({ target: lane.udp.name, layoutId: this.settings.layoutId, err: (e as Error).message }, 'send failed; retrying with backoff');
-      }
+      this.logSendError(lane, (e as Error).message);
     }
   }
 
   /** One tick: every target's due messages, then one XACK for everything finished. */
   async tick(): Promise<void> {
     await Promise.all(this.lanes.map((l) => this.sendLane(l)));
+    await this.flushAcks();
+    this.lastProgress = this.now();
+  }
+
+  private async flushAcks(): Promise<void> {
     if (this.toAck.length > 0) {
       const ids = this.toAck;
       this.toAck = [];
@@ -160,7 +189,6 @@ export class LayoutScheduler {
         this.toAck.push(...ids); // Redis away: ack on a later tick
       }
     }
-    this.lastProgress = this.now();
   }
 
   start(): void {
@@ -191,6 +219,9 @@ export class LayoutScheduler {
       await this.tick();
       await new Promise((r) => setTimeout(r, 1000 / this.settings.tickHz)); // paced, as while running
     }
+    // Out of time with a batch still unconfirmed: settle it (acked unless refused by now).
+    for (const l of this.lanes) this.settle(l);
+    await this.flushAcks();
     for (const l of this.lanes) l.udp.close();
   }
 }

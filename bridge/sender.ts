@@ -1,6 +1,7 @@
 // The only file that touches UDP. One connected socket per target: the kernel then reports a
-// display that refuses (ICMP port unreachable) as ECONNREFUSED on a later send, and name
-// resolution happens once per (re)connect. A failed target is retried with exponential backoff.
+// display that refuses (ICMP port unreachable) as an ECONNREFUSED 'error' event shortly after
+// the send, which `refusals` counts so the scheduler can resend what was lost; name resolution
+// happens once per (re)connect. A failing target is retried with exponential backoff.
 import { createSocket, type Socket } from 'node:dgram';
 import { isIPv6 } from 'node:net';
 
@@ -22,6 +23,8 @@ export class UdpTarget {
   private connecting: Promise<Socket> | null = null;
   private failures = 0;
   private retryAt = 0;
+  /** ECONNREFUSED reports so far: each means an earlier datagram was refused by the display */
+  refusals = 0;
 
   constructor(
     readonly target: Target,
@@ -39,7 +42,12 @@ export class UdpTarget {
     if (this.socket) return Promise.resolve(this.socket);
     this.connecting ??= new Promise<Socket>((resolve, reject) => {
       const socket = createSocket(isIPv6(this.target.host) ? 'udp6' : 'udp4');
-      socket.on('error', () => this.reset()); // asynchronous errors: reconnect on the next send
+      socket.on('error', (e: NodeJS.ErrnoException) => {
+        if (e.code === 'ECONNREFUSED') {
+          this.refusals++;
+          this.backOff();
+        } else this.reset(); // anything else: reconnect on the next send
+      });
       socket.connect(this.target.port, this.target.host, (err?: Error) => {
         this.connecting = null;
         if (err) {
@@ -54,6 +62,17 @@ export class UdpTarget {
     return this.connecting;
   }
 
+  private backOff(): void {
+    this.failures++;
+    this.retryAt = this.now() + Math.min(BACKOFF_MAX_MS, BACKOFF_MIN_MS * 2 ** (this.failures - 1));
+  }
+
+  /** The scheduler saw a batch through without a refusal: the display is up. */
+  confirmed(): void {
+    this.failures = 0;
+    this.retryAt = 0;
+  }
+
   private reset(): void {
     this.socket?.close();
     this.socket = null;
@@ -64,12 +83,9 @@ export class UdpTarget {
     try {
       const socket = await this.connect();
       await Promise.all(datagrams.map((d) => new Promise<void>((resolve, reject) => socket.send(d, (err) => (err ? reject(err) : resolve())))));
-      this.failures = 0;
-      this.retryAt = 0;
     } catch (e) {
       this.reset();
-      this.failures++;
-      this.retryAt = this.now() + Math.min(BACKOFF_MAX_MS, BACKOFF_MIN_MS * 2 ** (this.failures - 1));
+      this.backOff();
       throw e;
     }
   }

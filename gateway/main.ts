@@ -2,6 +2,7 @@
 // audience-gateway: the REST API process. Wiring only: config -> gateway -> signals.
 //   audience-gateway                 serve (settings from the environment; see the README)
 //   audience-gateway --check-config  validate the settings and exit (systemd ExecStartPre)
+import { SystemdNotifier } from '../bridge/systemd.js';
 import { startGateway } from './app.js';
 import { ConfigError, loadConfig } from './config.js';
 import { nativeUws } from './http/uws.js';
@@ -27,9 +28,16 @@ async function main(argv: string[]): Promise<number> {
   const log = createLogger('audience-gateway', config.logLevel);
   const gateway = await startGateway(config, { log });
   log.info({ port: gateway.port, host: config.host, redis: redactUrl(config.redisUrl) }, 'audience-gateway listening');
+  // systemd (Type=notify): ready once listening; the watchdog ping proves the event loop turns.
+  const systemd = new SystemdNotifier();
+  await systemd.notify('READY=1', `STATUS=listening on ${config.host}:${gateway.port}`);
+  const watchdogMs = systemd.watchdogIntervalMs();
+  const watchdog = watchdogMs ? setInterval(() => void systemd.notify('WATCHDOG=1'), watchdogMs) : undefined;
   await new Promise<void>((resolve) => {
     const stop = (signal: string) => {
       log.info({ signal }, 'stopping: draining in-flight requests');
+      clearInterval(watchdog);
+      void systemd.notify('STOPPING=1');
       gateway.close().then(resolve, resolve);
     };
     process.once('SIGTERM', stop);

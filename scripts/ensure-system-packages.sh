@@ -9,7 +9,10 @@ job=${1:-start}
 # command on PATH -> Debian package that provides it
 declare -A need=([redis-server]=redis-server)
 if [ "$job" = test ]; then
-  need+=([curl]=curl)  # the npm start test pastes the walk-through's curl commands into bash
+  need+=([curl]=curl)           # the npm start test pastes the walk-through's curl commands into bash
+  need+=([oscdump]=liblo-tools) # an independent OSC decoder for the bridge tests
+  need+=([systemd-analyze]=systemd) # verify and security-rate the unit files
+  need+=([python3]=python3)     # the fake NOTIFY_SOCKET of the sd_notify tests
 fi
 
 missing=()

@@ -1,0 +1,160 @@
+// Delivery guarantees of the bridge: completeness and order of discrete actions, coalescing of
+// continuous ones, dead letters, stale drops, a display that comes back, and Redis outages.
+import { Redis } from 'ioredis';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import type { Bridge } from '../../bridge/app.js';
+import { ACTION_FIELD, encodeActionEntry } from '../../schemas/action-entry.js';
+import { actionStreamKey, deadLetterKey } from '../../schemas/redis-keys.js';
+import type { ActionEntry } from '../../schemas/types.js';
+import { startTestBridge } from '../helpers/bridge.js';
+import { DEMO_LAYOUT, eventually, mintToken, postAction, startTestGateway, type TestGateway } from '../helpers/gateway.js';
+import { randomPrefix, useRedis } from '../helpers/redis.js';
+import { TcpProxy } from '../helpers/tcp-proxy.js';
+import { UdpSink } from '../helpers/udp-sink.js';
+
+const redis = useRedis();
+const cleanups: (() => Promise<unknown>)[] = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
+
+async function sink(): Promise<UdpSink> {
+  const s = new UdpSink();
+  await s.start();
+  cleanups.push(() => s.stop());
+  return s;
+}
+async function bridgeFor(prefix: string, layout: Record<string, unknown>, redisUrl = redis.get().server.url): Promise<Bridge> {
+  const { bridge } = await startTestBridge({ redisUrl, prefix, layouts: [{ layoutId: DEMO_LAYOUT.layoutId, ...layout }] });
+  cleanups.push(() => bridge.stop());
+  return bridge;
+}
+
+describe('through the gateway', () => {
+  let t: TestGateway;
+  let token: string;
+  beforeAll(async () => {
+    t = await startTestGateway({ redisUrl: redis.get().server.url });
+    token = await mintToken(t, t.layoutId, t.apiKey);
+  });
+  afterAll(() => t.close());
+
+  it('delivers 1,000 discrete actions complete, once each and in order', async () => {
+    const s = await sink();
+    await bridgeFor(t.config.redisPrefix, { targets: [{ host: '127.0.0.1', port: s.port }] });
+    for (let i = 0; i < 1000; i++) {
+      const r = await postAction(t, token, { layoutId: t.layoutId, lid: 5, type: 'String', value: String(i) });
+      expect(r.status).toBe(200);
+    }
+    await eventually(() => s.messages.length >= 1000, 5000);
+    await new Promise((r) => setTimeout(r, 100)); // nothing more may arrive
+    expect(s.messages.map((m) => m.args[0]!.value)).toEqual(Array.from({ length: 1000 }, (_, i) => String(i)));
+    for (const d of s.datagrams) expect(d.data.length).toBeLessThanOrEqual(1400);
+  });
+
+  it('ends a flood of Slider moves on the last value, coalescing the rest', async () => {
+    const s = await sink();
+    const bridge = await bridgeFor(t.config.redisPrefix, { tickHz: 20, targets: [{ host: '127.0.0.1', port: s.port }] });
+    const values = Array.from({ length: 400 }, (_, i) => Math.round(((i * 37) % 100) + 1) / 100);
+    values[values.length - 1] = 0.123;
+    await Promise.all(
+      Array.from({ length: 8 }, async (_, lane) => {
+        for (let i = lane; i < values.length - 1; i += 8) await postAction(t, token, { layoutId: t.layoutId, lid: 2, type: 'Slider', value: values[i] });
+      }),
+    );
+    await postAction(t, token, { layoutId: t.layoutId, lid: 2, type: 'Slider', value: 0.123 });
+    await eventually(() => Math.abs((s.messages.at(-1)?.args[0]?.value as number) - 0.123) < 1e-6, 3000);
+    expect(s.messages.length).toBeLessThan(values.length);
+    expect(bridge.counters.coalesced).toBeGreaterThan(0);
+    expect(bridge.counters.coalesced + s.messages.length).toBe(values.length);
+  });
+});
+
+describe('straight from the stream', () => {
+  const entry = (i: number, extra: Partial<ActionEntry> = {}): ActionEntry => ({ v: 1, id: `a-${i}-${Math.random()}`, layoutId: 'demo-show', lid: 4, address: '/004', type: 'Index', value: i % 3, ts: Date.now(), ...extra });
+
+  it('dead-letters malformed entries, acks them, and keeps going', async () => {
+    const prefix = randomPrefix();
+    const s = await sink();
+    const bridge = await bridgeFor(prefix, { targets: [{ host: '127.0.0.1', port: s.port }] });
+    const c = redis.get().client;
+    const key = actionStreamKey(prefix, 'demo-show');
+    await c.xadd(key, '*', 'other', 'x');
+    await c.xadd(key, '*', ACTION_FIELD, '{not json');
+    await c.xadd(key, '*', ACTION_FIELD, JSON.stringify({ ...entry(1), value: 'seven' }));
+    await c.xadd(key, '*', ACTION_FIELD, JSON.stringify({ ...entry(1), layoutId: 'elsewhere' }));
+    await c.xadd(key, '*', ACTION_FIELD, encodeActionEntry(entry(2)));
+    await eventually(() => s.messages.length === 1);
+    expect(s.messages[0]!.args[0]!.value).toBe(2);
+    expect(bridge.counters.deadLettered).toBe(4);
+    const dead = await c.xrange(deadLetterKey(prefix, 'demo-show'), '-', '+');
+    expect(dead).toHaveLength(4);
+    expect(dead.map((d) => d[1][d[1].indexOf('reason') + 1])).toEqual([expect.stringContaining('no "action" field'), 'not JSON', expect.stringContaining('value'), expect.stringContaining('elsewhere')]);
+    await eventually(async () => ((await c.xpending(key, 'bridge:test-bridge')) as [number])[0] === 0);
+  });
+
+  it('drops actions older than maxAgeMs when read, and counts them', async () => {
+    const prefix = randomPrefix();
+    const s = await sink();
+    const key = actionStreamKey(prefix, 'demo-show');
+    const bridge = await bridgeFor(prefix, { maxAgeMs: 500, targets: [{ host: '127.0.0.1', port: s.port }] });
+    const c = redis.get().client;
+    await c.xadd(key, '*', ACTION_FIELD, encodeActionEntry(entry(1, { ts: Date.now() - 5000 })));
+    await c.xadd(key, '*', ACTION_FIELD, encodeActionEntry(entry(2)));
+    await eventually(() => s.messages.length === 1);
+    expect(s.messages[0]!.args[0]!.value).toBe(2);
+    expect(bridge.counters.droppedStale).toBe(1);
+  });
+
+  it('drops an action id it has already sent (a redelivered entry)', async () => {
+    const prefix = randomPrefix();
+    const s = await sink();
+    const key = actionStreamKey(prefix, 'demo-show');
+    const bridge = await bridgeFor(prefix, { targets: [{ host: '127.0.0.1', port: s.port }] });
+    const e = entry(1);
+    await redis.get().client.xadd(key, '*', ACTION_FIELD, encodeActionEntry(e));
+    await eventually(() => s.messages.length === 1);
+    await redis.get().client.xadd(key, '*', ACTION_FIELD, encodeActionEntry(e));
+    await eventually(() => bridge.counters.duplicates === 1);
+    await new Promise((r) => setTimeout(r, 100));
+    expect(s.messages).toHaveLength(1);
+  });
+
+  it('retries a display that refuses, with backoff, and catches up when it returns', async () => {
+    const prefix = randomPrefix();
+    const s = new UdpSink();
+    const port = await s.start();
+    await s.stop(); // the display is off: its port refuses
+    const bridge = await bridgeFor(prefix, { maxAgeMs: 10_000, targets: [{ host: '127.0.0.1', port }] });
+    const key = actionStreamKey(prefix, 'demo-show');
+    const c = redis.get().client;
+    for (let i = 0; i < 5; i++) await c.xadd(key, '*', ACTION_FIELD, encodeActionEntry(entry(i, { type: 'String', lid: 5, address: '/005', value: `m${i}` })));
+    await eventually(() => (bridge.counters.target(`127.0.0.1:${port}`).sendErrors ?? 0) > 0, 3000);
+    await s.start(port); // the display is back
+    cleanups.push(() => s.stop());
+    await eventually(() => s.messages.some((m) => m.args[0]!.value === 'm4'), 8000);
+    const got = s.messages.map((m) => m.args[0]!.value);
+    expect(got).toEqual([...got].sort()); // in order
+    expect(new Set(got).size).toBe(got.length); // once
+  });
+
+  it('rides out Redis being away and catches up on what was added meanwhile', async () => {
+    const prefix = randomPrefix();
+    const proxy = new TcpProxy(redis.get().server.port);
+    await proxy.start();
+    cleanups.push(() => proxy.stop());
+    const s = await sink();
+    const bridge = await bridgeFor(prefix, { targets: [{ host: '127.0.0.1', port: s.port }] }, `redis://127.0.0.1:${proxy.port}`);
+    const key = actionStreamKey(prefix, 'demo-show');
+    const c = new Redis(redis.get().server.url);
+    cleanups.push(async () => c.disconnect());
+    await c.xadd(key, '*', ACTION_FIELD, encodeActionEntry(entry(0)));
+    await eventually(() => s.messages.length === 1);
+    proxy.cut();
+    proxy.hold(); // the bridge cannot reach Redis
+    for (let i = 1; i <= 20; i++) await c.xadd(key, '*', ACTION_FIELD, encodeActionEntry(entry(i)));
+    await eventually(() => bridge.counters.readErrors > 0, 5000);
+    proxy.release();
+    await eventually(() => s.messages.length === 21, 8000);
+  });
+});

@@ -1,0 +1,91 @@
+// From POST /action to the bytes a display receives, through a real gateway, Redis and bridge.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Bridge } from '../../bridge/app.js';
+import { encodeMessage, timetag, toOscMessage } from '../../bridge/osc.js';
+import { eventually, mintToken, postAction, startTestGateway, type TestGateway } from '../helpers/gateway.js';
+import { startTestBridge } from '../helpers/bridge.js';
+import { useRedis } from '../helpers/redis.js';
+import { UdpSink } from '../helpers/udp-sink.js';
+
+const redis = useRedis();
+let t: TestGateway;
+let token: string;
+let bridge: Bridge;
+const intSink = new UdpSink();
+const tfSink = new UdpSink();
+
+beforeAll(async () => {
+  t = await startTestGateway({ redisUrl: redis.get().server.url });
+  token = await mintToken(t, t.layoutId, t.apiKey);
+  await intSink.start();
+  await tfSink.start();
+  ({ bridge } = await startTestBridge({
+    redisUrl: redis.get().server.url,
+    prefix: t.config.redisPrefix,
+    layouts: [{ layoutId: t.layoutId, targets: [{ host: '127.0.0.1', port: intSink.port }, { host: '127.0.0.1', port: tfSink.port, booleans: 'TF' }] }],
+  }));
+});
+afterAll(async () => {
+  await bridge.stop();
+  await t.close();
+  await intSink.stop();
+  await tfSink.stop();
+});
+
+describe('every control type, end to end', () => {
+  it.each([
+    ['Button', 1, undefined],
+    ['Slider', 2, 0.75],
+    ['Toggle', 3, true],
+    ['Toggle', 3, false],
+    ['Index', 4, 2],
+    ['String', 5, 'go team ✨'],
+    ['XYPad', 6, [0.2, 0.9]],
+  ] as const)('%s %j reaches both displays as the mapped OSC bytes', async (type, lid, value) => {
+    const before = [intSink.messages.length, tfSink.messages.length] as const;
+    const r = await postAction(t, token, { layoutId: t.layoutId, lid, type, ...(value !== undefined && { value }) });
+    expect(r.status).toBe(200);
+    await eventually(() => intSink.messages.length > before[0] && tfSink.messages.length > before[1]);
+    const address = `/00${lid}`;
+    const entry = { address, type, value: (value ?? null) as never };
+    const got = intSink.messages[before[0]]!;
+    expect(got.address).toBe(address);
+    expect(got.raw.equals(encodeMessage(toOscMessage(entry, 'int')))).toBe(true);
+    expect(tfSink.messages[before[1]]!.raw.equals(encodeMessage(toOscMessage(entry, 'TF')))).toBe(true);
+    expect(got.timetag).toEqual([0, 1]); // playoutDelayMs 0: immediately
+  });
+
+  it('counts what it sent, per target', () => {
+    const c = bridge.counters;
+    expect(c.sent).toBeGreaterThanOrEqual(14);
+    expect(c.target(`127.0.0.1:${intSink.port}`).messages).toBeGreaterThanOrEqual(7);
+    expect(c.target(`127.0.0.1:${intSink.port}`).bytes).toBeGreaterThan(0);
+  });
+
+  it('reports the layout’s displays as destinationCount', async () => {
+    await eventually(async () => (await fetch(`${t.url}/layout/${t.layoutId}`, { headers: { 'x-api-key': t.apiKey } }).then((r) => r.json() as Promise<{ destinationCount: number }>)).destinationCount === 2, 3000);
+  });
+});
+
+describe('playout delay', () => {
+  it('timetags bundles with the gateway receive time plus playoutDelayMs', async () => {
+    const sink = new UdpSink();
+    await sink.start();
+    const { bridge: delayed } = await startTestBridge({
+      redisUrl: redis.get().server.url,
+      prefix: t.config.redisPrefix,
+      bridgeId: 'delayed',
+      layouts: [{ layoutId: t.layoutId, playoutDelayMs: 250, targets: [{ host: '127.0.0.1', port: sink.port }] }],
+    });
+    try {
+      await postAction(t, token, { layoutId: t.layoutId, lid: 1, type: 'Button' });
+      await eventually(() => sink.messages.length > 0);
+      const entries = await redis.get().client.xrevrange(`${t.config.redisPrefix}layout:{${t.layoutId}}:actions`, '+', '-', 'COUNT', 1);
+      const ts = (JSON.parse(entries[0]![1][1]!) as { ts: number }).ts;
+      expect(sink.messages[0]!.timetag).toEqual(timetag(ts + 250));
+    } finally {
+      await delayed.stop();
+      await sink.stop();
+    }
+  });
+});

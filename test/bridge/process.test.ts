@@ -1,0 +1,146 @@
+// audience-bridge as systemd runs it: configuration checks, sd_notify on a fake NOTIFY_SOCKET,
+// kill -9 and restart, and the destinations it registers.
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { BRIDGE_BIN, configFile, spawnBridge, stopProcess } from '../helpers/bridge.js';
+import { DEMO_LAYOUT, eventually, getLayout, mintToken, postAction, startTestGateway, type TestGateway } from '../helpers/gateway.js';
+import { useRedis } from '../helpers/redis.js';
+import { UdpSink } from '../helpers/udp-sink.js';
+
+const redis = useRedis();
+const children: ChildProcess[] = [];
+afterEach(() => {
+  for (const c of children.splice(0)) c.kill('SIGKILL');
+});
+
+function run(args: string[], env: Record<string, string> = {}): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    execFile(process.execPath, [BRIDGE_BIN, ...args], { env: { PATH: process.env.PATH ?? '', ...env }, timeout: 10_000 }, (err, stdout, stderr) =>
+      resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
+    );
+  });
+}
+
+describe('--check-config', () => {
+  const base = { redisUrl: 'redis://127.0.0.1:1', prefix: 'x:' };
+  it('accepts a valid file and says what it serves', async () => {
+    const r = await run(['--config', configFile({ ...base, layouts: [{ layoutId: 'show', targets: [{ host: '10.0.0.5', port: 9000, booleans: 'TF' }] }] }), '--check-config']);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain('configuration OK (1 layout(s)');
+  });
+
+  it.each([
+    [{ layoutId: 'show', targets: [{ host: 'a', port: 9000 }], colour: 'red' }, /layouts\[0\]: unknown key "colour"/],
+    [{ layoutId: 'show', targets: [{ host: 'a', port: 70000 }] }, /layouts\[0\]\.targets\[0\]\.port must be <= 65535/],
+    [{ layoutId: 'show', targets: [{ host: 'a', port: 9000, booleans: 'yes' }] }, /layouts\[0\]\.targets\[0\]\.booleans/],
+    [{ layoutId: 'show', targets: [] }, /layouts\[0\]\.targets/],
+    [{ layoutId: 'show', tickHz: 0, targets: [{ host: 'a', port: 1 }] }, /layouts\[0\]\.tickHz must be >= 1/],
+    [{ targets: [{ host: 'a', port: 1 }] }, /missing "layoutId"/],
+  ])('refuses %j, naming the bad key', async (layout, message) => {
+    const r = await run(['--config', configFile({ ...base, layouts: [layout] }), '--check-config']);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(message);
+  });
+
+  it('checks the flag form too', async () => {
+    expect((await run(['--layout', 'show', '--target', '127.0.0.1:9000', '--target', '[::1]:9001', '--check-config'])).code).toBe(0);
+    expect((await run(['--layout', 'show', '--check-config'])).stderr).toMatch(/at least one --target/);
+    expect((await run(['--layout', 'show', '--target', 'nohost', '--check-config'])).stderr).toMatch(/not HOST:PORT/);
+    expect((await run(['--layout', 'show', '--target', 'h:1', '--tick-hz', 'fast', '--check-config'])).stderr).toMatch(/--tick-hz must be a whole number/);
+    expect((await run(['--check-config'])).code).toBe(2);
+  });
+});
+
+describe('the process', () => {
+  let t: TestGateway;
+  let token: string;
+  beforeAll(async () => {
+    t = await startTestGateway({ redisUrl: redis.get().server.url });
+    token = await mintToken(t, t.layoutId, t.apiKey);
+  });
+  afterAll(() => t.close());
+
+  const send = async (value: string) => expect((await postAction(t, token, { layoutId: t.layoutId, lid: 5, type: 'String', value })).status).toBe(200);
+  const destinationCount = async (layoutId = t.layoutId) => (await getLayout(t, layoutId, t.apiKey)).body.destinationCount as number;
+
+  it('speaks sd_notify: READY, STATUS, WATCHDOG while healthy, STOPPING on SIGTERM, then exits 0', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'ac-notify-'));
+    const socketPath = join(dir, 'notify.sock');
+    const fake = spawn('python3', [fileURLToPath(new URL('../helpers/notify-socket.py', import.meta.url)), socketPath]);
+    children.push(fake);
+    let lines = '';
+    fake.stdout.on('data', (d) => (lines += d));
+    await eventually(() => lines.includes('listening'));
+    const sink = new UdpSink();
+    await sink.start();
+    try {
+      const file = configFile({ redisUrl: redis.get().server.url, prefix: t.config.redisPrefix, bridgeId: 'notify', layouts: [{ layoutId: t.layoutId, targets: [{ host: '127.0.0.1', port: sink.port }] }] });
+      const { child } = await spawnBridge(['--config', file], { NOTIFY_SOCKET: socketPath, WATCHDOG_USEC: '600000' });
+      children.push(child);
+      await eventually(() => lines.includes('READY=1'), 5000);
+      expect(lines).toMatch(/READY=1\|STATUS=read \d+, sent \d+/);
+      await eventually(() => (lines.match(/WATCHDOG=1/g) ?? []).length >= 3, 5000);
+      const started = Date.now();
+      expect(await stopProcess(child)).toBe(0);
+      expect(Date.now() - started).toBeLessThan(10_000);
+      await eventually(() => lines.includes('STOPPING=1'));
+      expect(lines.indexOf('STOPPING=1')).toBeGreaterThan(lines.lastIndexOf('READY=1'));
+    } finally {
+      await sink.stop();
+    }
+  });
+
+  it('after kill -9 and a restart within maxAgeMs, delivers what was sent meanwhile exactly once', async () => {
+    const sink = new UdpSink();
+    await sink.start();
+    try {
+      const file = configFile({ redisUrl: redis.get().server.url, prefix: t.config.redisPrefix, bridgeId: 'crashy', layouts: [{ layoutId: t.layoutId, maxAgeMs: 10_000, targets: [{ host: '127.0.0.1', port: sink.port }] }] });
+      const first = await spawnBridge(['--config', file]);
+      children.push(first.child);
+      for (let i = 0; i < 20; i++) await send(`before-${i}`);
+      await eventually(() => sink.messages.length === 20, 5000);
+      const stream = `${t.config.redisPrefix}layout:{${t.layoutId}}:actions`;
+      await eventually(async () => ((await redis.get().client.xpending(stream, 'bridge:crashy')) as [number])[0] === 0);
+      await stopProcess(first.child, 'SIGKILL');
+      for (let i = 0; i < 30; i++) await send(`meanwhile-${i}`);
+      const second = await spawnBridge(['--config', file]);
+      children.push(second.child);
+      await eventually(() => sink.messages.length >= 50, 5000);
+      await new Promise((r) => setTimeout(r, 300)); // nothing more may arrive
+      const got = sink.messages.map((m) => m.args[0]!.value);
+      expect(got).toEqual([...Array.from({ length: 20 }, (_, i) => `before-${i}`), ...Array.from({ length: 30 }, (_, i) => `meanwhile-${i}`)]);
+    } finally {
+      await sink.stop();
+    }
+  });
+
+  it('registers its displays: destinationCount goes 0 -> 2 -> 0 on start and graceful stop, and back to 0 after a crash', async () => {
+    // a layout of its own, so no other test's bridge counts
+    await t.admin.layouts.import(t.teamId, { ...DEMO_LAYOUT, layoutId: 'presence-show' });
+    const count = () => destinationCount('presence-show');
+    const file = configFile({
+      redisUrl: redis.get().server.url,
+      prefix: t.config.redisPrefix,
+      bridgeId: 'presence',
+      presenceTtlMs: 1000,
+      layouts: [{ layoutId: 'presence-show', targets: [{ host: '127.0.0.1', port: 9 }, { host: '127.0.0.1', port: 10 }] }],
+    });
+    expect(await count()).toBe(0);
+    const a = await spawnBridge(['--config', file]);
+    children.push(a.child);
+    await eventually(async () => (await count()) === 2, 3000);
+    expect(await stopProcess(a.child)).toBe(0);
+    await eventually(async () => (await count()) === 0, 3000); // deregistered at once (+ the gateway's 1 s cache)
+    const b = await spawnBridge(['--config', file]);
+    children.push(b.child);
+    await eventually(async () => (await count()) === 2, 3000);
+    await stopProcess(b.child, 'SIGKILL');
+    const crashed = Date.now();
+    await eventually(async () => (await count()) === 0, 10_000);
+    expect(Date.now() - crashed).toBeLessThan(10_000);
+  });
+});

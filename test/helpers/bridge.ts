@@ -1,0 +1,55 @@
+// Bridges over a real Redis, sending to real UDP sockets: in-process, or as the real process.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { startBridge, type Bridge } from '../../bridge/app.js';
+import { loadBridgeConfig, type BridgeConfig } from '../../bridge/config.js';
+import { createLogger } from '../../bridge/log.js';
+import { SystemdNotifier } from '../../bridge/systemd.js';
+
+export const BRIDGE_BIN = fileURLToPath(new URL('../../dist/bridge/main.js', import.meta.url));
+
+export interface TestBridgeOptions {
+  redisUrl: string;
+  prefix: string;
+  layouts: Record<string, unknown>[];
+  bridgeId?: string;
+  presenceTtlMs?: number;
+}
+
+/** Writes a config file, as a venue technician would. */
+export function configFile(o: TestBridgeOptions): string {
+  const file = join(mkdtempSync(join(tmpdir(), 'ac-bridge-')), 'bridge.json');
+  const body = { bridgeId: o.bridgeId ?? 'test-bridge', redisUrl: o.redisUrl, redisPrefix: o.prefix, logLevel: 'silent', ...(o.presenceTtlMs && { presenceTtlMs: o.presenceTtlMs }), layouts: o.layouts };
+  writeFileSync(file, JSON.stringify(body));
+  return file;
+}
+
+export async function startTestBridge(o: TestBridgeOptions): Promise<{ bridge: Bridge; config: BridgeConfig }> {
+  const config = loadBridgeConfig({ config: configFile(o) }, {});
+  const bridge = await startBridge(config, { log: createLogger('silent'), notifier: new SystemdNotifier({}), blockMs: 200 });
+  return { bridge, config };
+}
+
+/** The real audience-bridge process; resolves once it logs that it runs. */
+export async function spawnBridge(args: string[], env: Record<string, string> = {}): Promise<{ child: ChildProcess; output: () => string }> {
+  const child = spawn(process.execPath, [BRIDGE_BIN, ...args], { env: { PATH: process.env.PATH ?? '', LOG_LEVEL: 'info', ...env } });
+  let out = '';
+  child.stdout!.on('data', (d) => (out += d));
+  child.stderr!.on('data', (d) => (out += d));
+  await new Promise<void>((resolve, reject) => {
+    const check = () => (out.includes('audience-bridge running') ? resolve() : undefined);
+    child.stdout!.on('data', check);
+    child.once('exit', (code) => reject(new Error(`audience-bridge exited with ${code}: ${out}`)));
+  });
+  return { child, output: () => out };
+}
+
+export async function stopProcess(child: ChildProcess, signal: NodeJS.Signals = 'SIGTERM'): Promise<number | null> {
+  if (child.exitCode !== null || child.signalCode !== null) return child.exitCode;
+  const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
+  child.kill(signal);
+  return exited;
+}

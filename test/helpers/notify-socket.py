@@ -1,0 +1,18 @@
+# A fake systemd notification socket: binds NOTIFY_SOCKET's path, prints each datagram on one
+# line (newlines inside shown as "|"), and closes file descriptors passed with it (the
+# BARRIER=1 protocol of systemd-notify, which waits until the receiver closes them).
+import array, os, socket, sys
+
+path = sys.argv[1]
+s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+s.bind(path)
+print("listening", flush=True)
+while True:
+    msg, ancdata, _flags, _addr = s.recvmsg(65536, socket.CMSG_SPACE(64 * 4))
+    for level, kind, data in ancdata:
+        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+            fds = array.array("i")
+            fds.frombytes(data[: len(data) - (len(data) % fds.itemsize)])
+            for fd in fds:
+                os.close(fd)
+    print(msg.decode("utf-8", "replace").replace("\n", "|"), flush=True)

@@ -1,0 +1,57 @@
+// A real UDP socket standing in for a display: records every datagram and decodes it with osc-min.
+import { createSocket, type Socket } from 'node:dgram';
+import { fromBuffer, type OscPacketOutput } from 'osc-min';
+
+export interface ReceivedMessage {
+  address: string;
+  args: { type: string; value?: unknown }[];
+  /** the enclosing bundle's timetag, [seconds since 1900, fraction] */
+  timetag: [number, number] | null;
+  /** this message's encoded bytes, as sent */
+  raw: Buffer;
+}
+
+function messages(p: OscPacketOutput, tag: [number, number] | null): Omit<ReceivedMessage, 'raw'>[] {
+  if (p.oscType === 'message') return [{ address: p.address, args: p.args as ReceivedMessage['args'], timetag: tag }];
+  return p.elements.flatMap((e) => messages(e, p.timetag));
+}
+
+/** The raw bytes of each message inside a datagram (bundle elements are size-prefixed). */
+function rawMessages(d: Buffer): Buffer[] {
+  if (d.subarray(0, 8).toString('latin1') !== '#bundle\0') return [d];
+  const out: Buffer[] = [];
+  for (let at = 16; at < d.length; ) {
+    const size = d.readInt32BE(at);
+    out.push(...rawMessages(d.subarray(at + 4, at + 4 + size)));
+    at += 4 + size;
+  }
+  return out;
+}
+
+export class UdpSink {
+  readonly datagrams: { at: number; data: Buffer }[] = [];
+  readonly messages: ReceivedMessage[] = [];
+  private socket: Socket | null = null;
+  port = 0;
+
+  async start(port = 0): Promise<number> {
+    this.socket = createSocket('udp4');
+    this.socket.on('message', (data) => {
+      this.datagrams.push({ at: Date.now(), data });
+      const raws = rawMessages(data);
+      messages(fromBuffer(data), null).forEach((m, i) => this.messages.push({ ...m, raw: raws[i]! }));
+    });
+    await new Promise<void>((r) => this.socket!.bind(port, '127.0.0.1', r));
+    this.port = this.socket.address().port;
+    return this.port;
+  }
+
+  get target(): string {
+    return `127.0.0.1:${this.port}`;
+  }
+
+  async stop(): Promise<void> {
+    await new Promise<void>((r) => (this.socket ? this.socket.close(() => r()) : r()));
+    this.socket = null;
+  }
+}

@@ -1,0 +1,40 @@
+// The unit files: systemd-analyze verify passes and each rates 2.5 or better on exposure.
+import { execFile } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+
+const DIR = fileURLToPath(new URL('../../systemd/', import.meta.url));
+const UNITS = ['audience-bridge.service', 'audience-gateway.service'];
+
+function analyze(args: string[]): Promise<{ code: number; out: string }> {
+  return new Promise((resolve) => {
+    execFile('systemd-analyze', args, { cwd: DIR, timeout: 30_000 }, (err, stdout, stderr) => resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, out: stdout + stderr }));
+  });
+}
+
+describe.each(UNITS)('%s', (unit) => {
+  it('passes systemd-analyze verify', async () => {
+    const r = await analyze(['verify', unit]);
+    expect(r.out.trim()).toBe('');
+    expect(r.code).toBe(0);
+  });
+
+  it('rates 2.5 or better in systemd-analyze security', async () => {
+    const r = await analyze(['security', '--offline=true', unit]);
+    const m = /Overall exposure level for .*: ([\d.]+)/.exec(r.out);
+    expect(m, r.out).not.toBeNull();
+    expect(Number(m![1])).toBeLessThanOrEqual(2.5);
+  });
+
+  it('is Type=notify with a watchdog, restarts forever, checks its config first, and keeps V8 able to JIT', () => {
+    const text = readFileSync(`${DIR}${unit}`, 'utf8');
+    expect(text).toMatch(/^Type=notify$/m);
+    expect(text).toMatch(/^NotifyAccess=all$/m);
+    expect(text).toMatch(/^WatchdogSec=\d+$/m);
+    expect(text).toMatch(/^Restart=always$/m);
+    expect(text).toMatch(/^StartLimitIntervalSec=0$/m);
+    expect(text).toMatch(/^ExecStartPre=.*--check-config$/m);
+    expect(text).not.toMatch(/^MemoryDenyWriteExecute=yes/m);
+  });
+});
