@@ -147,7 +147,7 @@ describe('straight from the stream', () => {
     const bridge = await bridgeFor(prefix, { targets: [{ host: '127.0.0.1', port: s.port }] }, `redis://127.0.0.1:${proxy.port}`);
     const key = actionStreamKey(prefix, 'demo-show');
     const c = new Redis(redis.get().server.url);
-    cleanups.push(async () => c.disconnect());
+    cleanups.push(() => Promise.resolve(c.disconnect()));
     await c.xadd(key, '*', ACTION_FIELD, encodeActionEntry(entry(0)));
     await eventually(() => s.messages.length === 1);
     proxy.cut();

@@ -37,11 +37,11 @@ export async function startTestBridge(o: TestBridgeOptions): Promise<{ bridge: B
 export async function spawnBridge(args: string[], env: Record<string, string> = {}): Promise<{ child: ChildProcess; output: () => string }> {
   const child = spawn(process.execPath, [BRIDGE_BIN, ...args], { env: { PATH: process.env.PATH ?? '', LOG_LEVEL: 'info', ...env } });
   let out = '';
-  child.stdout!.on('data', (d) => (out += d));
-  child.stderr!.on('data', (d) => (out += d));
+  child.stdout.on('data', (d) => (out += d));
+  child.stderr.on('data', (d) => (out += d));
   await new Promise<void>((resolve, reject) => {
     const check = () => (out.includes('audience-bridge running') ? resolve() : undefined);
-    child.stdout!.on('data', check);
+    child.stdout.on('data', check);
     child.once('exit', (code) => reject(new Error(`audience-bridge exited with ${code}: ${out}`)));
   });
   return { child, output: () => out };

@@ -12,7 +12,7 @@ export interface ReceivedMessage {
 }
 
 function messages(p: OscPacketOutput, tag: [number, number] | null): Omit<ReceivedMessage, 'raw'>[] {
-  if (p.oscType === 'message') return [{ address: p.address, args: p.args as ReceivedMessage['args'], timetag: tag }];
+  if (p.oscType === 'message') return [{ address: p.address, args: p.args, timetag: tag }];
   return p.elements.flatMap((e) => messages(e, p.timetag));
 }
 
