@@ -35,6 +35,12 @@ export class BridgeCounters {
     else this.lateness[this.latenessAt++ % 10_000] = ms;
   }
 
+  /** Starts the lateness samples afresh (benchmarks measure one phase at a time). */
+  resetLateness(): void {
+    this.lateness.length = 0;
+    this.latenessAt = 0;
+  }
+
   /** Percentiles of the recent tick lateness, in ms. */
   latencyPercentiles(): { p50: number; p99: number; max: number; samples: number } {
     const s = [...this.lateness].sort((a, b) => a - b);

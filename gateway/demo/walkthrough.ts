@@ -6,6 +6,8 @@ export interface WalkthroughInput {
   apiKey: string;
   layoutId: string;
   teamId: string;
+  /** host:port of the OSC monitor the demo bridge sends to */
+  osc: string;
 }
 
 export function walkthrough(w: WalkthroughInput): string {
@@ -18,18 +20,20 @@ audience-control is running
   Layout   ${w.layoutId}
   API key  ${w.apiKey}
            (a fresh demo key each start: the secret is shown once and never stored)
+  Bridge   demo-bridge, sending ${w.layoutId} to the OSC monitor at ${w.osc}
+           (a stand-in display: every OSC message it receives is printed here as "[osc ...]")
 
 Try it in another terminal (copy-paste):
 
   export API=${w.api} KEY=${w.apiKey}
 
-  # 1. discover the controls on the active page
+  # 1. discover the controls on the active page (destinationCount 1: the monitor)
   curl -s $API/layout/${w.layoutId} -H "x-api-key: $KEY"; echo
 
   # 2. mint an audience token (your backend does this and hands the token to the app)
   TOKEN=$(curl -s $API/token -H "x-api-key: $KEY" -H 'content-type: application/json' -d '{"layoutId":"${w.layoutId}"}' | node -pe 'JSON.parse(require("fs").readFileSync(0)).token')
 
-  # 3. send actions as the audience app would
+  # 3. send actions as the audience app would; watch the [osc ...] lines appear here
   curl -s $API/action -H "authorization: Bearer $TOKEN" -H 'content-type: application/json' -d '{"layoutId":"${w.layoutId}","lid":2,"type":"Slider","value":0.75}'; echo
   curl -s $API/action -H "authorization: Bearer $TOKEN" -H 'content-type: application/json' -d '{"layoutId":"${w.layoutId}","lid":6,"type":"XYPad","value":[0.2,0.9]}'; echo
 

@@ -43,7 +43,12 @@ async function stop(child: ChildProcess): Promise<number | null> {
 
 describe('npm start', () => {
   it('seeds a demo, prints a walk-through that works as pasted, and keeps its data across restarts', async () => {
-    const env = { AUDIENCE_VAR_DIR: mkdtempSync(join(tmpdir(), 'ac-demo-')), EMBEDDED_REDIS_PORT: String(await freePort()), PORT: String(await freePort()) };
+    const env = {
+      AUDIENCE_VAR_DIR: mkdtempSync(join(tmpdir(), 'ac-demo-')),
+      EMBEDDED_REDIS_PORT: String(await freePort()),
+      PORT: String(await freePort()),
+      DEMO_OSC_PORT: String(await freePort()),
+    };
     const first = await start(env);
     const text = first.out();
     expect(text).toContain(`API      http://127.0.0.1:${env.PORT}`);
@@ -52,13 +57,18 @@ describe('npm start', () => {
     const r = await bash(walk);
     expect(r.stderr).toBe('');
     const lines = r.stdout.trim().split('\n');
-    const discovery = JSON.parse(lines[0]!) as { controls: { type: string }[]; activePageId: string };
+    const discovery = JSON.parse(lines[0]!) as { controls: { type: string }[]; activePageId: string; destinationCount: number };
     expect(discovery.activePageId).toBe('main');
+    expect(discovery.destinationCount).toBe(1); // the demo bridge's OSC monitor
     expect(discovery.controls.map((c) => c.type)).toEqual(['Button', 'Slider', 'Toggle', 'Index', 'String', 'XYPad']);
     expect(lines[1]).toBe('{"success":true}');
     expect(lines[2]).toBe('{"success":true}');
     expect(lines[3]).toMatch(/page encore is active/);
     expect(JSON.parse(lines[4]!).activePageId).toBe('encore');
+    // each curl visibly became an OSC packet at the monitor
+    await eventually(() => first.out().includes('/006 ,ff 0.200 0.900'), 3000);
+    expect(first.out()).toContain(`[osc 127.0.0.1:`);
+    expect(first.out()).toContain('/002 ,f 0.750');
     const firstKey = /export API=\S+ KEY=(\S+)/.exec(text)![1]!;
     expect(await stop(first.child)).toBe(0);
 

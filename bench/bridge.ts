@@ -1,0 +1,111 @@
+// Bridge throughput and tick jitter on this machine: the bridge (in this process) on core 0,
+// Redis and a counting UDP sink on core 1.
+//   npm run bench:bridge [-- --actions 200000 --tick-hz 100]
+import { spawn } from 'node:child_process';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { Redis } from 'ioredis';
+import { startBridge } from '../bridge/app.js';
+import { loadBridgeConfig } from '../bridge/config.js';
+import { createLogger } from '../bridge/log.js';
+import { SystemdNotifier } from '../bridge/systemd.js';
+import { ACTION_FIELD, encodeActionEntry } from '../schemas/action-entry.js';
+import { actionStreamKey } from '../schemas/redis-keys.js';
+import { pinnedRedis } from './harness.js';
+
+const { values } = parseArgs({ options: { actions: { type: 'string', default: '200000' }, 'tick-hz': { type: 'string', default: '100' }, 'per-tick': { type: 'string', default: '1000' } } });
+const total = Number(values.actions);
+const tickHz = Number(values['tick-hz']);
+const perTick = Number(values['per-tick']);
+
+function progress(what: string): void {
+  process.stderr.write(`bench: ${what}\n`);
+}
+
+async function main(): Promise<void> {
+  spawn('taskset', ['-pc', '0', String(process.pid)], { stdio: 'ignore' });
+  const redis = await pinnedRedis(1);
+  const sink = spawn('taskset', ['-c', '1', process.execPath, fileURLToPath(new URL('./udp-counter.js', import.meta.url))], { stdio: ['pipe', 'pipe', 'inherit'] });
+  const lines = createInterface({ input: sink.stdout });
+  const nextLine = () => new Promise<string>((r) => lines.once('line', r));
+  const port = Number((await nextLine()).split(' ')[1]);
+  const counts = async () => {
+    sink.stdin.write('\n');
+    return JSON.parse(await nextLine()) as { datagrams: number; messages: number; bytes: number; first: number; last: number };
+  };
+  const c = new Redis(redis.url);
+  try {
+    progress(`writing ${total} discrete actions to the stream`);
+    const key = actionStreamKey('ac:', 'bench-show');
+    await c.xgroup('CREATE', key, 'bridge:bench', '$', 'MKSTREAM');
+    const now = Date.now();
+    for (let i = 0; i < total; i += 1000) {
+      const p = c.pipeline();
+      for (let j = i; j < Math.min(total, i + 1000); j++) {
+        const entry = { v: 1 as const, id: `b${j}`, layoutId: 'bench-show', lid: j % 4, address: `/00${j % 4}`, type: 'Index' as const, value: j % 3, ts: now };
+        p.xadd(key, '*', ACTION_FIELD, encodeActionEntry(entry));
+      }
+      await p.exec();
+    }
+    const config = loadBridgeConfig(
+      { layout: 'bench-show', target: [`127.0.0.1:${port}`], redis: redis.url, bridgeId: 'bench', tickHz: String(tickHz), maxAgeMs: '600000' },
+      { LOG_LEVEL: 'warn' },
+    );
+    const layouts = config.layouts.map((l) => ({ ...l, maxMessagesPerTick: perTick }));
+    progress(`draining with tickHz ${tickHz}, at most ${perTick} messages a tick`);
+    const started = performance.timeOrigin + performance.now();
+    const bridge = await startBridge({ ...config, layouts }, { log: createLogger('warn'), notifier: new SystemdNotifier({}) });
+    let got = await counts();
+    while (got.messages < total) {
+      await new Promise((r) => setTimeout(r, 200));
+      got = await counts();
+      if (performance.timeOrigin + performance.now() - started > 120_000) break;
+    }
+    const loaded = bridge.counters.latencyPercentiles();
+
+    progress('steady 2,000 actions/s for 5 s (20 every 10 ms, written from this process)');
+    bridge.counters.resetLateness();
+    const before = await counts();
+    const steadyTotal = 10_000;
+    let written = 0;
+    const tsNow = () => Date.now();
+    await new Promise<void>((resolve) => {
+      const timer = setInterval(() => {
+        const p = c.pipeline();
+        for (let j = 0; j < 20; j++, written++) {
+          p.xadd(key, '*', ACTION_FIELD, encodeActionEntry({ v: 1, id: `s${written}`, layoutId: 'bench-show', lid: 1, address: '/001', type: 'Button', value: null, ts: tsNow() }));
+        }
+        void p.exec();
+        if (written >= steadyTotal) {
+          clearInterval(timer);
+          resolve();
+        }
+      }, 10);
+    });
+    await new Promise((r) => setTimeout(r, 500));
+    const steady = bridge.counters.latencyPercentiles();
+    const after = await counts();
+    await bridge.stop();
+    const seconds = (got.last - got.first) / 1000;
+    const cpu = process.cpuUsage();
+    process.stdout.write(`\nmachine: 2 cores, Node ${process.version}; bridge on core 0, Redis and the UDP sink on core 1\n\n`);
+    process.stdout.write('| scenario | messages received | of sent | datagrams | messages/s | tick lateness p50 / p99 / max ms |\n|---|---|---|---|---|---|\n');
+    process.stdout.write(
+      `| drain ${total} queued discrete actions, ${tickHz} Hz, ≤ ${perTick}/tick | ${got.messages} | ${((100 * got.messages) / total).toFixed(1)} % | ${got.datagrams} | ${Math.round(got.messages / seconds)} | ${loaded.p50.toFixed(2)} / ${loaded.p99.toFixed(2)} / ${loaded.max.toFixed(2)} |\n`,
+    );
+    process.stdout.write(
+      `| steady 2,000 actions/s for 5 s, ${tickHz} Hz | ${after.messages - before.messages} | ${((100 * (after.messages - before.messages)) / steadyTotal).toFixed(1)} % | ${after.datagrams - before.datagrams} | ${Math.round((after.messages - before.messages) / 5)} | ${steady.p50.toFixed(2)} / ${steady.p99.toFixed(2)} / ${steady.max.toFixed(2)} |\n`,
+    );
+    process.stdout.write(`\nbench process CPU: ${((cpu.user + cpu.system) / 1e6).toFixed(1)} s; ceiling set by pacing: ${tickHz * perTick} messages/s\n`);
+  } finally {
+    c.disconnect();
+    sink.kill();
+    await redis.stop();
+  }
+}
+
+main().catch((e: unknown) => {
+  process.stderr.write(`bench: ${String(e)}\n`);
+  process.exit(1);
+});
