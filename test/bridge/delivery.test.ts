@@ -13,6 +13,14 @@ import { TcpProxy } from '../helpers/tcp-proxy.js';
 import { UdpSink } from '../helpers/udp-sink.js';
 
 const redis = useRedis();
+
+/** OSC messages in a bundle datagram (size-prefixed elements). */
+function countMessages(d: Buffer): number {
+  if (d.subarray(0, 8).toString('latin1') !== '#bundle\0') return 1;
+  let n = 0;
+  for (let at = 16; at < d.length; at += 4 + d.readInt32BE(at)) n += countMessages(d.subarray(at + 4, at + 4 + d.readInt32BE(at)));
+  return n;
+}
 const cleanups: (() => Promise<unknown>)[] = [];
 afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c();
@@ -24,8 +32,8 @@ async function sink(): Promise<UdpSink> {
   cleanups.push(() => s.stop());
   return s;
 }
-async function bridgeFor(prefix: string, layout: Record<string, unknown>, redisUrl = redis.get().server.url): Promise<Bridge> {
-  const { bridge } = await startTestBridge({ redisUrl, prefix, layouts: [{ layoutId: DEMO_LAYOUT.layoutId, ...layout }] });
+async function bridgeFor(prefix: string, layout: Record<string, unknown>, redisUrl = redis.get().server.url, reclaimIdleMs?: number): Promise<Bridge> {
+  const { bridge } = await startTestBridge({ redisUrl, prefix, layouts: [{ layoutId: DEMO_LAYOUT.layoutId, ...layout }], ...(reclaimIdleMs && { reclaimIdleMs }) });
   cleanups.push(() => bridge.stop());
   return bridge;
 }
@@ -136,6 +144,45 @@ describe('straight from the stream', () => {
     const got = s.messages.map((m) => m.args[0]!.value);
     expect(got).toEqual([...got].sort()); // in order
     expect(new Set(got).size).toBe(got.length); // once
+  });
+
+  it('reclaims entries stuck with another consumer of its group (XAUTOCLAIM)', async () => {
+    const prefix = randomPrefix();
+    const key = actionStreamKey(prefix, 'demo-show');
+    const c = redis.get().client;
+    await c.xgroup('CREATE', key, 'bridge:test-bridge', '$', 'MKSTREAM');
+    await c.xadd(key, '*', ACTION_FIELD, encodeActionEntry(entry(1)));
+    // a consumer that read it and vanished without acking
+    await c.call('XREADGROUP', 'GROUP', 'bridge:test-bridge', 'vanished', 'COUNT', 10, 'STREAMS', key, '>');
+    const s = await sink();
+    await bridgeFor(prefix, { targets: [{ host: '127.0.0.1', port: s.port }] }, undefined, 300);
+    await eventually(() => s.messages.length === 1, 5000);
+    await eventually(async () => ((await c.xpending(key, 'bridge:test-bridge')) as [number])[0] === 0);
+  });
+
+  it('paces a backlog: never more than maxMessagesPerTick to a target in one tick', async () => {
+    const prefix = randomPrefix();
+    const key = actionStreamKey(prefix, 'demo-show');
+    const s = await sink();
+    const c = redis.get().client;
+    await c.xgroup('CREATE', key, 'bridge:test-bridge', '$', 'MKSTREAM');
+    const p = c.pipeline();
+    for (let i = 0; i < 200; i++) p.xadd(key, '*', ACTION_FIELD, encodeActionEntry(entry(i, { type: 'String', lid: 5, address: '/005', value: String(i) })));
+    await p.exec();
+    const started = Date.now();
+    await bridgeFor(prefix, { tickHz: 10, maxMessagesPerTick: 25, targets: [{ host: '127.0.0.1', port: s.port }] });
+    await eventually(() => s.messages.length === 200, 5000);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(700); // 200 / 25 = 8 ticks of 100 ms
+    // the datagrams of one tick arrive together; ticks are 100 ms apart
+    const perTick: number[] = [];
+    let last = -Infinity;
+    for (const d of s.datagrams) {
+      if (d.at - last > 50) perTick.push(0);
+      perTick[perTick.length - 1]! += countMessages(d.data);
+      last = d.at;
+    }
+    expect(Math.max(...perTick)).toBeLessThanOrEqual(25);
+    expect(perTick.reduce((a, b) => a + b, 0)).toBe(200);
   });
 
   it('rides out Redis being away and catches up on what was added meanwhile', async () => {

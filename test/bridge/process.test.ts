@@ -9,6 +9,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { BRIDGE_BIN, configFile, spawnBridge, stopProcess } from '../helpers/bridge.js';
 import { DEMO_LAYOUT, eventually, getLayout, mintToken, postAction, startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { useRedis } from '../helpers/redis.js';
+import { TcpProxy } from '../helpers/tcp-proxy.js';
 import { UdpSink } from '../helpers/udp-sink.js';
 
 const redis = useRedis();
@@ -91,6 +92,39 @@ describe('the process', () => {
       expect(lines.indexOf('STOPPING=1')).toBeGreaterThan(lines.lastIndexOf('READY=1'));
     } finally {
       await sink.stop();
+    }
+  });
+
+  it('withholds WATCHDOG=1 while a loop makes no progress, and resumes after', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'ac-notify-'));
+    const socketPath = join(dir, 'notify.sock');
+    const fake = spawn('python3', [fileURLToPath(new URL('../helpers/notify-socket.py', import.meta.url)), socketPath]);
+    children.push(fake);
+    const pings: number[] = [];
+    let text = '';
+    fake.stdout.on('data', (d: Buffer) => {
+      text += d;
+      for (const _ of String(d).match(/WATCHDOG=1/g) ?? []) pings.push(Date.now());
+    });
+    await eventually(() => text.includes('listening'));
+    const proxy = new TcpProxy(redis.get().server.port);
+    await proxy.start();
+    try {
+      const file = configFile({ redisUrl: `redis://127.0.0.1:${proxy.port}`, prefix: t.config.redisPrefix, bridgeId: 'wedge', layouts: [{ layoutId: t.layoutId, targets: [{ host: '127.0.0.1', port: 9 }] }] });
+      const { child } = await spawnBridge(['--config', file], { NOTIFY_SOCKET: socketPath, WATCHDOG_USEC: '600000' }); // pings every 300 ms
+      children.push(child);
+      await eventually(() => pings.length >= 3, 5000);
+      proxy.hold(); // the blocking read now hangs until its command timeout (~2 s): no progress
+      const heldAt = Date.now();
+      await new Promise((r) => setTimeout(r, 1500));
+      const during = pings.filter((p) => p > heldAt + 400); // allow one ping already under way
+      expect(during).toEqual([]);
+      proxy.release();
+      const releasedAt = Date.now();
+      await eventually(() => pings.some((p) => p > releasedAt), 5000);
+    } finally {
+      proxy.release();
+      await proxy.stop();
     }
   });
 

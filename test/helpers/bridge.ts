@@ -17,6 +17,8 @@ export interface TestBridgeOptions {
   layouts: Record<string, unknown>[];
   bridgeId?: string;
   presenceTtlMs?: number;
+  /** reclaim entries pending longer than this (default 30 s) */
+  reclaimIdleMs?: number;
 }
 
 /** Writes a config file, as a venue technician would. */
@@ -29,7 +31,7 @@ export function configFile(o: TestBridgeOptions): string {
 
 export async function startTestBridge(o: TestBridgeOptions): Promise<{ bridge: Bridge; config: BridgeConfig }> {
   const config = loadBridgeConfig({ config: configFile(o) }, {});
-  const bridge = await startBridge(config, { log: createLogger('silent'), notifier: new SystemdNotifier({}), blockMs: 200 });
+  const bridge = await startBridge(config, { log: createLogger('silent'), notifier: new SystemdNotifier({}), blockMs: 200, ...(o.reclaimIdleMs && { reclaimIdleMs: o.reclaimIdleMs }) });
   return { bridge, config };
 }
 
