@@ -103,7 +103,7 @@ describe('the process', () => {
     const pings: number[] = [];
     let text = '';
     fake.stdout.on('data', (d: Buffer) => {
-      text += d;
+      text += String(d);
       for (const _ of String(d).match(/WATCHDOG=1/g) ?? []) pings.push(Date.now());
     });
     await eventually(() => text.includes('listening'));
