@@ -1,13 +1,13 @@
 // Delivery guarantees of the bridge: completeness and order of discrete actions, coalescing of
 // continuous ones, dead letters, stale drops, a display that comes back, and Redis outages.
 import { Redis } from 'ioredis';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import type { Bridge } from '../../bridge/app.js';
 import { ACTION_FIELD, encodeActionEntry } from '../../schemas/action-entry.js';
 import { actionStreamKey, deadLetterKey } from '../../schemas/redis-keys.js';
 import type { ActionEntry } from '../../schemas/types.js';
 import { startTestBridge } from '../helpers/bridge.js';
-import { DEMO_LAYOUT, eventually, mintToken, postAction, startTestGateway, type TestGateway } from '../helpers/gateway.js';
+import { DEMO_LAYOUT, eventually, postAction, useGatewayWithToken } from '../helpers/gateway.js';
 import { randomPrefix, useRedis } from '../helpers/redis.js';
 import { TcpProxy } from '../helpers/tcp-proxy.js';
 import { UdpSink } from '../helpers/udp-sink.js';
@@ -39,19 +39,13 @@ async function bridgeFor(prefix: string, layout: Record<string, unknown>, redisU
 }
 
 describe('through the gateway', () => {
-  let t: TestGateway;
-  let token: string;
-  beforeAll(async () => {
-    t = await startTestGateway({ redisUrl: redis.get().server.url });
-    token = await mintToken(t, t.layoutId, t.apiKey);
-  });
-  afterAll(() => t.close());
+  const g = useGatewayWithToken(() => redis.get().server.url);
 
   it('delivers 1,000 discrete actions complete, once each and in order', async () => {
     const s = await sink();
-    await bridgeFor(t.config.redisPrefix, { targets: [{ host: '127.0.0.1', port: s.port }] });
+    await bridgeFor(g.t.config.redisPrefix, { targets: [{ host: '127.0.0.1', port: s.port }] });
     for (let i = 0; i < 1000; i++) {
-      const r = await postAction(t, token, { layoutId: t.layoutId, lid: 5, type: 'String', value: String(i) });
+      const r = await postAction(g.t, g.token, { layoutId: g.t.layoutId, lid: 5, type: 'String', value: String(i) });
       expect(r.status).toBe(200);
     }
     await eventually(() => s.messages.length >= 1000, 5000);
@@ -62,15 +56,15 @@ describe('through the gateway', () => {
 
   it('ends a flood of Slider moves on the last value, coalescing the rest', async () => {
     const s = await sink();
-    const bridge = await bridgeFor(t.config.redisPrefix, { tickHz: 20, targets: [{ host: '127.0.0.1', port: s.port }] });
+    const bridge = await bridgeFor(g.t.config.redisPrefix, { tickHz: 20, targets: [{ host: '127.0.0.1', port: s.port }] });
     const values = Array.from({ length: 400 }, (_, i) => Math.round(((i * 37) % 100) + 1) / 100);
     values[values.length - 1] = 0.123;
     await Promise.all(
       Array.from({ length: 8 }, async (_, lane) => {
-        for (let i = lane; i < values.length - 1; i += 8) await postAction(t, token, { layoutId: t.layoutId, lid: 2, type: 'Slider', value: values[i] });
+        for (let i = lane; i < values.length - 1; i += 8) await postAction(g.t, g.token, { layoutId: g.t.layoutId, lid: 2, type: 'Slider', value: values[i] });
       }),
     );
-    await postAction(t, token, { layoutId: t.layoutId, lid: 2, type: 'Slider', value: 0.123 });
+    await postAction(g.t, g.token, { layoutId: g.t.layoutId, lid: 2, type: 'Slider', value: 0.123 });
     await eventually(() => Math.abs((s.messages.at(-1)?.args[0]?.value as number) - 0.123) < 1e-6, 3000);
     expect(s.messages.length).toBeLessThan(values.length);
     expect(bridge.counters.coalesced).toBeGreaterThan(0);

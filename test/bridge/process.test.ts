@@ -5,9 +5,9 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { BRIDGE_BIN, configFile, spawnBridge, stopProcess } from '../helpers/bridge.js';
-import { DEMO_LAYOUT, eventually, getLayout, mintToken, postAction, startTestGateway, type TestGateway } from '../helpers/gateway.js';
+import { DEMO_LAYOUT, eventually, getLayout, postAction, useGatewayWithToken } from '../helpers/gateway.js';
 import { useRedis } from '../helpers/redis.js';
 import { TcpProxy } from '../helpers/tcp-proxy.js';
 import { UdpSink } from '../helpers/udp-sink.js';
@@ -57,16 +57,10 @@ describe('--check-config', () => {
 });
 
 describe('the process', () => {
-  let t: TestGateway;
-  let token: string;
-  beforeAll(async () => {
-    t = await startTestGateway({ redisUrl: redis.get().server.url });
-    token = await mintToken(t, t.layoutId, t.apiKey);
-  });
-  afterAll(() => t.close());
+  const g = useGatewayWithToken(() => redis.get().server.url);
 
-  const send = async (value: string) => expect((await postAction(t, token, { layoutId: t.layoutId, lid: 5, type: 'String', value })).status).toBe(200);
-  const destinationCount = async (layoutId = t.layoutId) => (await getLayout(t, layoutId, t.apiKey)).body.destinationCount as number;
+  const send = async (value: string) => expect((await postAction(g.t, g.token, { layoutId: g.t.layoutId, lid: 5, type: 'String', value })).status).toBe(200);
+  const destinationCount = async (layoutId = g.t.layoutId) => (await getLayout(g.t, layoutId, g.t.apiKey)).body.destinationCount as number;
 
   it('speaks sd_notify: READY, STATUS, WATCHDOG while healthy, STOPPING on SIGTERM, then exits 0', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'ac-notify-'));
@@ -79,7 +73,7 @@ describe('the process', () => {
     const sink = new UdpSink();
     await sink.start();
     try {
-      const file = configFile({ redisUrl: redis.get().server.url, prefix: t.config.redisPrefix, bridgeId: 'notify', layouts: [{ layoutId: t.layoutId, targets: [{ host: '127.0.0.1', port: sink.port }] }] });
+      const file = configFile({ redisUrl: redis.get().server.url, prefix: g.t.config.redisPrefix, bridgeId: 'notify', layouts: [{ layoutId: g.t.layoutId, targets: [{ host: '127.0.0.1', port: sink.port }] }] });
       const { child } = await spawnBridge(['--config', file], { NOTIFY_SOCKET: socketPath, WATCHDOG_USEC: '600000' });
       children.push(child);
       await eventually(() => lines.includes('READY=1'), 5000);
@@ -110,7 +104,7 @@ describe('the process', () => {
     const proxy = new TcpProxy(redis.get().server.port);
     await proxy.start();
     try {
-      const file = configFile({ redisUrl: `redis://127.0.0.1:${proxy.port}`, prefix: t.config.redisPrefix, bridgeId: 'wedge', layouts: [{ layoutId: t.layoutId, targets: [{ host: '127.0.0.1', port: 9 }] }] });
+      const file = configFile({ redisUrl: `redis://127.0.0.1:${proxy.port}`, prefix: g.t.config.redisPrefix, bridgeId: 'wedge', layouts: [{ layoutId: g.t.layoutId, targets: [{ host: '127.0.0.1', port: 9 }] }] });
       const { child } = await spawnBridge(['--config', file], { NOTIFY_SOCKET: socketPath, WATCHDOG_USEC: '600000' }); // pings every 300 ms
       children.push(child);
       await eventually(() => pings.length >= 3, 5000);
@@ -132,12 +126,12 @@ describe('the process', () => {
     const sink = new UdpSink();
     await sink.start();
     try {
-      const file = configFile({ redisUrl: redis.get().server.url, prefix: t.config.redisPrefix, bridgeId: 'crashy', layouts: [{ layoutId: t.layoutId, maxAgeMs: 10_000, targets: [{ host: '127.0.0.1', port: sink.port }] }] });
+      const file = configFile({ redisUrl: redis.get().server.url, prefix: g.t.config.redisPrefix, bridgeId: 'crashy', layouts: [{ layoutId: g.t.layoutId, maxAgeMs: 10_000, targets: [{ host: '127.0.0.1', port: sink.port }] }] });
       const first = await spawnBridge(['--config', file]);
       children.push(first.child);
       for (let i = 0; i < 20; i++) await send(`before-${i}`);
       await eventually(() => sink.messages.length === 20, 5000);
-      const stream = `${t.config.redisPrefix}layout:{${t.layoutId}}:actions`;
+      const stream = `${g.t.config.redisPrefix}layout:{${g.t.layoutId}}:actions`;
       await eventually(async () => ((await redis.get().client.xpending(stream, 'bridge:crashy')) as [number])[0] === 0);
       await stopProcess(first.child, 'SIGKILL');
       for (let i = 0; i < 30; i++) await send(`meanwhile-${i}`);
@@ -154,11 +148,11 @@ describe('the process', () => {
 
   it('registers its displays: destinationCount goes 0 -> 2 -> 0 on start and graceful stop, and back to 0 after a crash', async () => {
     // a layout of its own, so no other test's bridge counts
-    await t.admin.layouts.import(t.teamId, { ...DEMO_LAYOUT, layoutId: 'presence-show' });
+    await g.t.admin.layouts.import(g.t.teamId, { ...DEMO_LAYOUT, layoutId: 'presence-show' });
     const count = () => destinationCount('presence-show');
     const file = configFile({
       redisUrl: redis.get().server.url,
-      prefix: t.config.redisPrefix,
+      prefix: g.t.config.redisPrefix,
       bridgeId: 'presence',
       presenceTtlMs: 1000,
       layouts: [{ layoutId: 'presence-show', targets: [{ host: '127.0.0.1', port: 9 }, { host: '127.0.0.1', port: 10 }] }],

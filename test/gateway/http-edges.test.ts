@@ -2,19 +2,12 @@
 // No input may produce a 5xx, a crash or a hang.
 import { randomBytes } from 'node:crypto';
 import { connect } from 'node:net';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { call, mintToken, postAction, postJson, startTestGateway, type TestGateway } from '../helpers/gateway.js';
+import { describe, expect, it } from 'vitest';
+import { call, postAction, postJson, useGatewayWithToken } from '../helpers/gateway.js';
 import { useRedis } from '../helpers/redis.js';
 
 const redis = useRedis();
-let t: TestGateway;
-let token: string;
-
-beforeAll(async () => {
-  t = await startTestGateway({ redisUrl: redis.get().server.url });
-  token = await mintToken(t, t.layoutId, t.apiKey);
-});
-afterAll(() => t.close());
+const g = useGatewayWithToken(() => redis.get().server.url);
 
 /** Sends raw bytes, resolves with everything the server sent until it closed (or `ms` passed). */
 function raw(port: number, chunks: (string | Buffer)[], ms = 3000): Promise<{ text: string; closed: boolean; elapsed: number }> {
@@ -39,8 +32,8 @@ function raw(port: number, chunks: (string | Buffer)[], ms = 3000): Promise<{ te
 
 describe('body limits', () => {
   it('answers 413 at once for a declared body over 16 KiB, without waiting for it', async () => {
-    const r = await raw(t.gw.port, [
-      `POST /action HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nAuthorization: Bearer ${token}\r\nContent-Length: 50000000\r\n\r\n`,
+    const r = await raw(g.t.gw.port, [
+      `POST /action HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nAuthorization: Bearer ${g.token}\r\nContent-Length: 50000000\r\n\r\n`,
       '{"layoutId":',
     ]);
     expect(r.text).toMatch(/^HTTP\/1.1 413/);
@@ -51,8 +44,8 @@ describe('body limits', () => {
 
   it('answers 413 to a chunked body once it passes the limit, and stops reading', async () => {
     const chunk = (s: string) => `${s.length.toString(16)}\r\n${s}\r\n`;
-    const r = await raw(t.gw.port, [
-      `POST /action HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nAuthorization: Bearer ${token}\r\nTransfer-Encoding: chunked\r\n\r\n`,
+    const r = await raw(g.t.gw.port, [
+      `POST /action HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nAuthorization: Bearer ${g.token}\r\nTransfer-Encoding: chunked\r\n\r\n`,
       chunk('x'.repeat(10_000)),
       chunk('x'.repeat(10_000)),
     ]);
@@ -61,9 +54,9 @@ describe('body limits', () => {
   });
 
   it('accepts a body just under the limit (it is parsed, then judged)', async () => {
-    const body = JSON.stringify({ layoutId: t.layoutId, lid: 5, type: 'String', value: 'a'.repeat(16_000) });
+    const body = JSON.stringify({ layoutId: g.t.layoutId, lid: 5, type: 'String', value: 'a'.repeat(16_000) });
     expect(body.length).toBeLessThan(16 * 1024);
-    const r = await postAction(t, token, body);
+    const r = await postAction(g.t, g.token, body);
     expect(r.status).toBe(400);
     expect(r.body.error.code).toBe('invalid_value'); // over 1,024 characters, but not over the body limit
   });
@@ -77,15 +70,15 @@ describe('malformed and hostile JSON', () => {
     ['single quotes', "{'layoutId':'demo-show'}"],
     ['NaN', '{"layoutId":"demo-show","lid":NaN,"type":"Button"}'],
   ])('answers 400 invalid_json for %s', async (_what, body) => {
-    const r = await postAction(t, token, body);
+    const r = await postAction(g.t, g.token, body);
     expect(r.status).toBe(400);
     expect(r.body.error.code).toBe('invalid_json');
   });
 
   it('answers 400 for invalid UTF-8', async () => {
-    const r = await call(`${t.url}/action`, {
+    const r = await call(`${g.t.url}/action`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${g.token}` },
       body: Buffer.concat([Buffer.from('{"layoutId":"'), Buffer.from([0xff, 0xfe]), Buffer.from('","lid":1,"type":"Button"}')]),
     });
     expect(r.status).toBe(400);
@@ -93,19 +86,19 @@ describe('malformed and hostile JSON', () => {
 
   it('answers 400 to deeply nested JSON', async () => {
     const deep = '['.repeat(8000) + ']'.repeat(8000);
-    const r = await postAction(t, token, `{"layoutId":"demo-show","lid":1,"type":"Button","value":${deep}}`);
+    const r = await postAction(g.t, g.token, `{"layoutId":"demo-show","lid":1,"type":"Button","value":${deep}}`);
     expect(r.status).toBe(400);
   });
 
   it('refuses __proto__ as an unknown field and is not polluted by it', async () => {
-    const r = await postAction(t, token, '{"layoutId":"demo-show","lid":1,"type":"Button","__proto__":{"polluted":true}}');
+    const r = await postAction(g.t, g.token, '{"layoutId":"demo-show","lid":1,"type":"Button","__proto__":{"polluted":true}}');
     expect(r.status).toBe(400);
     expect(r.body.error.code).toBe('invalid_body');
     expect(({} as Record<string, unknown>).polluted).toBeUndefined();
   });
 
   it('answers 400 to a lid too large to be a lid', async () => {
-    const r = await postAction(t, token, '{"layoutId":"demo-show","lid":1e400,"type":"Button"}');
+    const r = await postAction(g.t, g.token, '{"layoutId":"demo-show","lid":1e400,"type":"Button"}');
     expect(r.status).toBe(400);
     expect(r.body.error.code).toBe('invalid_body');
   });
@@ -113,43 +106,43 @@ describe('malformed and hostile JSON', () => {
   it('never answers 5xx to random bytes on any route', async () => {
     const statuses = new Set<number>();
     for (let i = 0; i < 150; i++) {
-      const body = i % 3 === 0 ? randomBytes(1 + (i % 200)) : Buffer.from(JSON.stringify({ layoutId: t.layoutId, lid: i % 10, type: ['Button', 'Slider', 'XYPad'][i % 3], value: randomBytes(4).toString('base64') }));
-      const headers = { 'content-type': 'application/json', authorization: `Bearer ${token}`, 'x-api-key': t.apiKey };
-      for (const path of ['/action', '/token']) statuses.add((await call(`${t.url}${path}`, { method: 'POST', headers, body })).status);
+      const body = i % 3 === 0 ? randomBytes(1 + (i % 200)) : Buffer.from(JSON.stringify({ layoutId: g.t.layoutId, lid: i % 10, type: ['Button', 'Slider', 'XYPad'][i % 3], value: randomBytes(4).toString('base64') }));
+      const headers = { 'content-type': 'application/json', authorization: `Bearer ${g.token}`, 'x-api-key': g.t.apiKey };
+      for (const path of ['/action', '/token']) statuses.add((await call(`${g.t.url}${path}`, { method: 'POST', headers, body })).status);
     }
     expect([...statuses].every((s) => s >= 400 && s < 500)).toBe(true);
   });
 
   it('keeps serving after all of the above', async () => {
-    expect((await postAction(t, token, { layoutId: t.layoutId, lid: 1, type: 'Button' })).status).toBe(200);
+    expect((await postAction(g.t, g.token, { layoutId: g.t.layoutId, lid: 1, type: 'Button' })).status).toBe(200);
   });
 });
 
 describe('every response', () => {
   it('carries x-request-id, echoing a well-formed one from the client', async () => {
-    const given = await call(`${t.url}/layout/${t.layoutId}`, { headers: { 'x-api-key': t.apiKey, 'x-request-id': 'trace-123' } });
+    const given = await call(`${g.t.url}/layout/${g.t.layoutId}`, { headers: { 'x-api-key': g.t.apiKey, 'x-request-id': 'trace-123' } });
     expect(given.headers.get('x-request-id')).toBe('trace-123');
-    const hostile = await call(`${t.url}/layout/${t.layoutId}`, { headers: { 'x-api-key': t.apiKey, 'x-request-id': 'a b <script>' } });
+    const hostile = await call(`${g.t.url}/layout/${g.t.layoutId}`, { headers: { 'x-api-key': g.t.apiKey, 'x-request-id': 'a b <script>' } });
     expect(hostile.headers.get('x-request-id')).toMatch(/^[0-9a-f]{8}-[0-9a-z]+$/);
-    const a = await call(`${t.url}/nowhere`);
-    const b = await call(`${t.url}/nowhere`);
+    const a = await call(`${g.t.url}/nowhere`);
+    const b = await call(`${g.t.url}/nowhere`);
     expect(a.headers.get('x-request-id')).not.toBe(b.headers.get('x-request-id'));
   });
 
   it('uses the error body shape for 404 and 405', async () => {
-    const nf = await call(`${t.url}/nowhere`);
+    const nf = await call(`${g.t.url}/nowhere`);
     expect(nf.status).toBe(404);
     expect(nf.body).toEqual({ success: false, error: { code: 'not_found', message: expect.any(String) } });
-    const na = await call(`${t.url}/token`);
+    const na = await call(`${g.t.url}/token`);
     expect(na.status).toBe(405);
     expect(na.headers.get('allow')).toBe('POST');
     expect(na.body.error.code).toBe('method_not_allowed');
-    const del = await call(`${t.url}/layout/${t.layoutId}`, { method: 'DELETE', headers: { 'x-api-key': t.apiKey } });
+    const del = await call(`${g.t.url}/layout/${g.t.layoutId}`, { method: 'DELETE', headers: { 'x-api-key': g.t.apiKey } });
     expect(del.status).toBe(405);
   });
 
   it('answers 415 on /action for a non-JSON content type', async () => {
-    const r = await postJson(`${t.url}/action`, '{}', { 'content-type': 'application/x-www-form-urlencoded', authorization: `Bearer ${token}` });
+    const r = await postJson(`${g.t.url}/action`, '{}', { 'content-type': 'application/x-www-form-urlencoded', authorization: `Bearer ${g.token}` });
     expect(r.status).toBe(415);
     expect(r.body.error.code).toBe('unsupported_media_type');
   });

@@ -1,7 +1,7 @@
 // Redis unreachable: /action answers 503 unavailable within 1 s (never 200, never a hang), and the
 // gateway recovers by itself when Redis returns. Both a dead Redis and a black-holed one.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { eventually, mintToken, postAction, startTestGateway, type TestGateway } from '../helpers/gateway.js';
+import { describe, expect, it } from 'vitest';
+import { eventually, mintToken, postAction, startTestGateway, useGatewayWithToken } from '../helpers/gateway.js';
 import { useRedis } from '../helpers/redis.js';
 import { TcpProxy } from '../helpers/tcp-proxy.js';
 
@@ -14,35 +14,29 @@ async function timed<T>(p: Promise<T>): Promise<{ value: T; ms: number }> {
 }
 
 describe('Redis killed', () => {
-  let t: TestGateway;
-  let token: string;
-  beforeAll(async () => {
-    t = await startTestGateway({ redisUrl: redis.get().server.url });
-    token = await mintToken(t, t.layoutId, t.apiKey);
-  });
-  afterAll(() => t.close());
+  const g = useGatewayWithToken(() => redis.get().server.url);
 
   it('answers 503 within 1 s while Redis is down and recovers by itself when it returns', async () => {
-    const body = { layoutId: t.layoutId, lid: 2, type: 'Slider', value: 0.5 };
-    expect((await postAction(t, token, body)).status).toBe(200);
-    const streamKey = `${t.config.redisPrefix}layout:{${t.layoutId}}:actions`;
+    const body = { layoutId: g.t.layoutId, lid: 2, type: 'Slider', value: 0.5 };
+    expect((await postAction(g.t, g.token, body)).status).toBe(200);
+    const streamKey = `${g.t.config.redisPrefix}layout:{${g.t.layoutId}}:actions`;
     const before = await redis.get().client.xlen(streamKey);
 
     await redis.get().server.kill();
     for (let i = 0; i < 5; i++) {
-      const { value: r, ms } = await timed(postAction(t, token, body));
+      const { value: r, ms } = await timed(postAction(g.t, g.token, body));
       expect(r.status).toBe(503);
       expect(r.body.error.code).toBe('unavailable');
       expect(ms).toBeLessThan(1000);
     }
     // API-key routes cannot confirm the key is not revoked: they fail closed with 503 too.
-    const { value: layout, ms } = await timed(fetch(`${t.url}/layout/${t.layoutId}`, { headers: { 'x-api-key': t.apiKey } }));
+    const { value: layout, ms } = await timed(fetch(`${g.t.url}/layout/${g.t.layoutId}`, { headers: { 'x-api-key': g.t.apiKey } }));
     expect(layout.status).toBe(503);
     expect(ms).toBeLessThan(1000);
 
     await redis.get().server.restart();
     const back = performance.now();
-    await eventually(async () => (await postAction(t, token, body)).status === 200, 5000);
+    await eventually(async () => (await postAction(g.t, g.token, body)).status === 200, 5000);
     expect(performance.now() - back).toBeLessThan(2000);
     // only the actions that got a 200 are in the stream (AOF kept the earlier ones)
     await eventually(async () => (await redis.get().client.xlen(streamKey).catch(() => -1)) === before + 1, 2000);

@@ -2,6 +2,7 @@
 // and small HTTP helpers built on fetch.
 import { readFileSync } from 'node:fs';
 import { Redis } from 'ioredis';
+import { afterAll, beforeAll } from 'vitest';
 import { startGateway, type Gateway } from '../../gateway/app.js';
 import { loadConfig, type GatewayConfig } from '../../gateway/config.js';
 import { createLogger } from '../../gateway/log.js';
@@ -102,4 +103,18 @@ export async function eventually(check: () => boolean | Promise<boolean>, ms = 2
     if (Date.now() > until) throw new Error(`condition not met within ${ms} ms`);
     await new Promise((r) => setTimeout(r, 10));
   }
+}
+
+/**
+ * A seeded gateway and one audience token for the enclosing suite: started before its tests,
+ * closed after. Read `g.t` and `g.token` inside tests.
+ */
+export function useGatewayWithToken(redisUrl: () => string, options: Omit<TestGatewayOptions, 'redisUrl'> = {}): { t: TestGateway; token: string } {
+  const g = {} as { t: TestGateway; token: string };
+  beforeAll(async () => {
+    g.t = await startTestGateway({ redisUrl: redisUrl(), ...options });
+    g.token = await mintToken(g.t, g.t.layoutId, g.t.apiKey);
+  });
+  afterAll(() => g.t.close());
+  return g;
 }
