@@ -2,6 +2,12 @@
 // main.ts calls it for the real process; tests call it in-process with port 0.
 import type { Redis } from 'ioredis';
 import { ActionLog } from './actions/action-log.js';
+import { adminApiRoutes } from './admin/api.js';
+import { AdminGuard } from './admin/guard.js';
+import { LoginLimiter } from './admin/login-limiter.js';
+import { adminPageRoutes } from './admin/page.js';
+import { hashPassword } from './admin/passwords.js';
+import { SessionStore } from './admin/sessions.js';
 import { ApiKeyAuth } from './auth/api-keys.js';
 import { AudienceTokens } from './auth/audience-tokens.js';
 import { SigningKeyring } from './auth/signing-keyring.js';
@@ -86,12 +92,29 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
     now,
     onError: (e, head) => log.error({ err: e, requestId: head.id }, 'unexpected error'),
   });
+  const sessions = new SessionStore(redis, stores.keys, config.adminSessionIdleSeconds, config.adminSessionMaxSeconds, now);
+  const admin = {
+    stores,
+    sessions,
+    guard: new AdminGuard(sessions, config),
+    limiter: new LoginLimiter(redis, stores.keys, { windowSeconds: config.adminLoginWindowSeconds, maxPerAccount: config.adminLoginMaxPerAccount, maxPerAddress: config.adminLoginMaxPerAddress }),
+    destinations: deps.destinations,
+    dummyPasswordHash: await hashPassword(`unknown-${Math.random()}`),
+  };
   server.mount(layoutRoute(deps)).mount(tokenRoute(deps));
-  for (const r of actionRoutes(deps)) server.mount(r);
+  for (const r of [...actionRoutes(deps), ...adminApiRoutes(admin), ...adminPageRoutes()]) server.mount(r);
   for (const r of fallbackRoutes([
     { pattern: '/layout/:layoutId', allow: 'GET' },
     { pattern: '/token', allow: 'POST' },
     { pattern: '/action', allow: 'POST, OPTIONS' },
+    { pattern: '/admin/api/login', allow: 'POST' },
+    { pattern: '/admin/api/logout', allow: 'POST' },
+    { pattern: '/admin/api/session', allow: 'GET' },
+    { pattern: '/admin/api/keys', allow: 'GET, POST' },
+    { pattern: '/admin/api/keys/:keyId/revoke', allow: 'POST' },
+    { pattern: '/admin/api/layouts', allow: 'GET' },
+    { pattern: '/admin/api/layouts/:layoutId', allow: 'PUT' },
+    { pattern: '/admin/api/layouts/:layoutId/activate', allow: 'POST' },
   ]))
     server.mount(r);
   const port = await server.listen(config.host, config.port);

@@ -18,6 +18,13 @@ export interface GatewayConfig {
   readonly corsOrigins: string;
   readonly streamMaxLen: number;
   readonly maxBodyBytes: number;
+  readonly adminSessionIdleSeconds: number;
+  readonly adminSessionMaxSeconds: number;
+  readonly adminLoginWindowSeconds: number;
+  readonly adminLoginMaxPerAccount: number;
+  readonly adminLoginMaxPerAddress: number;
+  readonly adminSecureCookie: 'auto' | 'always' | 'never';
+  readonly trustProxy: boolean;
   readonly logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
 }
 

@@ -9,7 +9,7 @@ export const ERRORS = {
   body_too_large: { status: 413, message: 'The request body is larger than the limit.' },
   not_found: { status: 404, message: 'No such route.' },
   method_not_allowed: { status: 405, message: 'That method is not allowed on this route.' },
-  origin_not_allowed: { status: 403, message: 'This origin may not call the API from a browser.' },
+  origin_not_allowed: { status: 403, message: 'This origin may not make this request from a browser.' },
   // API keys (x-api-key)
   api_key_missing: { status: 401, message: 'Send the API key in the x-api-key header.' },
   api_key_invalid: { status: 401, message: 'The API key is malformed, unknown or wrong.' },
@@ -28,6 +28,13 @@ export const ERRORS = {
   // availability
   unavailable: { status: 503, message: 'The service cannot reach its data store; try again shortly.' },
   internal: { status: 500, message: 'Unexpected error.' },
+  // team management (admin API)
+  login_failed: { status: 401, message: 'The email or the password is wrong.' },
+  too_many_attempts: { status: 429, message: 'Too many failed sign-ins; wait before trying again.' },
+  session_required: { status: 401, message: 'Sign in first (no session, or it has expired).' },
+  csrf_failed: { status: 403, message: 'The x-csrf-token header is missing or does not match the session.' },
+  admin_exists: { status: 409, message: 'An administrator with that email already exists.' },
+  admin_not_found: { status: 404, message: 'No administrator with that email.' },
   // control plane (audiencectl, admin API)
   invalid_argument: { status: 400, message: 'An argument is missing or invalid.' },
   invalid_layout: { status: 400, message: 'The layout definition is invalid.' },
@@ -45,12 +52,15 @@ export type ErrorCode = keyof typeof ERRORS;
 export class AppError extends Error {
   readonly code: ErrorCode;
   readonly status: number;
+  /** headers the error reply carries (Retry-After on 429) */
+  readonly headers: readonly (readonly [string, string])[];
   /** `status` overrides the table's only where the spec fixes another (POST /token's 400 layout_not_found). */
-  constructor(code: ErrorCode, message?: string, status?: number) {
+  constructor(code: ErrorCode, message?: string, status?: number, headers: readonly (readonly [string, string])[] = []) {
     super(message ?? ERRORS[code].message);
     this.name = 'AppError';
     this.code = code;
     this.status = status ?? ERRORS[code].status;
+    this.headers = headers;
   }
 }
 

@@ -46,6 +46,10 @@ export const validateTokenRequest = compile<TokenRequest>(ajv, 'token-request.sc
 export const validateLayoutDefinition = compile<LayoutDefinition>(ajv, 'layout-definition.schema.json');
 export const validateActionEntry = compile<ActionEntry>(ajv, 'action-entry.schema.json');
 
+export const validateAdminLogin = compile<{ email: string; password: string }>(ajv, 'admin-requests.schema.json#/$defs/login');
+export const validateAdminCreateKey = compile<{ name?: string; layouts?: string[] }>(ajv, 'admin-requests.schema.json#/$defs/createKey');
+export const validateAdminActivate = compile<{ pageId: string }>(ajv, 'admin-requests.schema.json#/$defs/activate');
+
 /** One validator per control type for the action's value. */
 export const validateValue: Readonly<Record<ControlType, ValidateFunction>> = Object.freeze(
   Object.fromEntries(CONTROL_TYPES.map((t) => [t, compile(ajv, `action-value.schema.json#/$defs/${t}`)])) as Record<

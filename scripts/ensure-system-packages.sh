@@ -13,6 +13,7 @@ if [ "$job" = test ]; then
   need+=([oscdump]=liblo-tools) # an independent OSC decoder for the bridge tests
   need+=([systemd-analyze]=systemd) # verify and security-rate the unit files
   need+=([python3]=python3)     # the fake NOTIFY_SOCKET of the sd_notify tests
+  need+=([chromium]=chromium)   # the admin page's end-to-end tests (driven by playwright-core; never a downloaded browser)
 fi
 
 missing=()

@@ -5,6 +5,7 @@ import { readFileSync } from 'node:fs';
 import { Command, CommanderError } from 'commander';
 import type { Redis } from 'ioredis';
 import { loadConfig } from '../config.js';
+import { generatePassword } from '../admin/passwords.js';
 import { AppError } from '../errors.js';
 import { connectToolRedis } from '../store/redis.js';
 import { createStores, type Stores } from '../store/stores.js';
@@ -160,6 +161,28 @@ leaf(key, 'revoke', 'revoke an API key at once on every gateway')
     run(async ({ stores, out }, keyId: string) => {
       const k = await stores.apiKeys.revoke(keyId);
       out.result({ keyId, revokedAt: new Date(k.revokedAt ?? Date.now()).toISOString() }, `API key ${keyId} revoked`);
+    }),
+  );
+
+const admin = program.command('admin').description('team administrators (the management page at /admin/)');
+leaf(admin, 'create', 'create an administrator; prints a generated password once')
+  .requiredOption('--team <teamId>', 'the team they manage')
+  .requiredOption('--email <email>', 'their sign-in email')
+  .action(
+    run(async ({ stores, out }, opts: { team: string; email: string }) => {
+      await stores.teams.require(opts.team);
+      const password = generatePassword();
+      const a = await stores.admins.create(opts.team, opts.email, password);
+      out.result({ email: a.email, password }, `administrator ${a.email} created for team ${a.teamId}. Password (shown this once):\n${password}`);
+    }),
+  );
+leaf(admin, 'reset-password', 'give an administrator a new generated password (ends their sessions)')
+  .argument('<email>')
+  .action(
+    run(async ({ stores, out }, email: string) => {
+      const password = generatePassword();
+      const a = await stores.admins.resetPassword(email, password);
+      out.result({ email: a.email, password }, `new password for ${a.email} (shown this once):\n${password}`);
     }),
   );
 

@@ -3,18 +3,22 @@
 import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { generatePassword } from '../admin/passwords.js';
 import type { Stores } from '../store/stores.js';
 
 export const DEMO_LAYOUT_FILE = join(dirname(fileURLToPath(import.meta.url)), 'demo-layout.json');
 export const DEMO_LAYOUT_ID = 'demo-show';
 const DEMO_TEAM_NAME = 'Demo team';
 const DEMO_KEY_NAME = 'demo walk-through';
+export const DEMO_ADMIN_EMAIL = 'admin@demo.example';
 
 export interface DemoSeed {
   teamId: string;
   layoutId: string;
   apiKey: string;
   keyId: string;
+  /** the demo administrator's password for this start */
+  adminPassword: string;
   /** true when this start created the team and layout */
   created: boolean;
 }
@@ -30,5 +34,8 @@ export async function seedDemo(stores: Stores): Promise<DemoSeed> {
     if (k.name === DEMO_KEY_NAME && k.revokedAt === null) await stores.apiKeys.revoke(k.keyId);
   }
   const key = await stores.apiKeys.create(team.teamId, { name: DEMO_KEY_NAME });
-  return { teamId: team.teamId, layoutId: DEMO_LAYOUT_ID, apiKey: key.apiKey, keyId: key.keyId, created };
+  const adminPassword = generatePassword();
+  if (await stores.admins.get(DEMO_ADMIN_EMAIL)) await stores.admins.resetPassword(DEMO_ADMIN_EMAIL, adminPassword);
+  else await stores.admins.create(team.teamId, DEMO_ADMIN_EMAIL, adminPassword);
+  return { teamId: team.teamId, layoutId: DEMO_LAYOUT_ID, apiKey: key.apiKey, keyId: key.keyId, adminPassword, created };
 }

@@ -14,7 +14,7 @@ import { startRedisServer, type RedisServer } from '../dev/redis-server.js';
 import { createLogger } from '../log.js';
 import { connectToolRedis, redactUrl } from '../store/redis.js';
 import { createStores } from '../store/stores.js';
-import { seedDemo } from './seed.js';
+import { DEMO_ADMIN_EMAIL, seedDemo } from './seed.js';
 import { walkthrough } from './walkthrough.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../../..');
@@ -66,7 +66,7 @@ async function main(): Promise<void> {
   });
   const osc = `127.0.0.1:${monitor.port}`;
   bridge = await startDemoBridge(config.redisUrl, config.redisPrefix, seed.layoutId, osc);
-  process.stdout.write(walkthrough({ api, redisUrl: redactUrl(config.redisUrl), redisNote, apiKey: seed.apiKey, layoutId: seed.layoutId, teamId: seed.teamId, osc }));
+  process.stdout.write(walkthrough({ api, redisUrl: redactUrl(config.redisUrl), redisNote, apiKey: seed.apiKey, layoutId: seed.layoutId, teamId: seed.teamId, osc, adminEmail: DEMO_ADMIN_EMAIL, adminPassword: seed.adminPassword }));
 
   const stop = async () => {
     if (bridge && bridge.exitCode === null) {

@@ -8,6 +8,8 @@ export interface WalkthroughInput {
   teamId: string;
   /** host:port of the OSC monitor the demo bridge sends to */
   osc: string;
+  adminEmail: string;
+  adminPassword: string;
 }
 
 export function walkthrough(w: WalkthroughInput): string {
@@ -20,6 +22,8 @@ audience-control is running
   Layout   ${w.layoutId}
   API key  ${w.apiKey}
            (a fresh demo key each start: the secret is shown once and never stored)
+  Admin    ${w.api}/admin/  sign in as ${w.adminEmail} with ${w.adminPassword}
+           (a fresh password each start; create your own with: audiencectl admin create)
   Bridge   demo-bridge, sending ${w.layoutId} to the OSC monitor at ${w.osc}
            (a stand-in display: every OSC message it receives is printed here as "[osc ...]")
 

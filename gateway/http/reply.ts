@@ -5,13 +5,17 @@ import { AppError, ERRORS } from '../errors.js';
 
 export interface Reply {
   status: number;
+  /** serialised as JSON, unless `raw` is given */
   body: unknown;
   headers?: readonly (readonly [string, string])[];
+  /** a non-JSON body (the admin page's static files) */
+  raw?: { contentType: string; data: Buffer | string };
 }
 
 const STATUS_TEXT: Record<number, string> = {
   200: '200 OK',
   204: '204 No Content',
+  302: '302 Found',
   400: '400 Bad Request',
   401: '401 Unauthorized',
   403: '403 Forbidden',
@@ -32,7 +36,8 @@ export function ok(body: unknown, headers?: Reply['headers']): Reply {
 /** `{"success": false, "error": {"code", "message"}}` with the code's status. */
 export function errorReply(e: AppError, headers?: Reply['headers']): Reply {
   const body = { success: false, error: { code: e.code, message: e.message } };
-  return headers ? { status: e.status, body, headers } : { status: e.status, body };
+  const all = [...(headers ?? []), ...e.headers];
+  return all.length > 0 ? { status: e.status, body, headers: all } : { status: e.status, body };
 }
 
 export function internalError(): AppError {
@@ -59,6 +64,9 @@ export function send(res: HttpResponse, state: ResponseState, requestId: string,
     if (reply.headers) for (const [k, v] of reply.headers) res.writeHeader(k, v);
     if (reply.status === 204) {
       res.endWithoutBody(0, close);
+    } else if (reply.raw) {
+      res.writeHeader('content-type', reply.raw.contentType);
+      res.end(reply.raw.data, close);
     } else {
       res.writeHeader('content-type', 'application/json');
       res.end(JSON.stringify(reply.body), close);

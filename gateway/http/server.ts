@@ -9,7 +9,20 @@ import { errorReply, internalError, send, type Reply, type ResponseState } from 
 import { nativeUws } from './uws.js';
 
 /** The request headers routes may read; uWS only lets us read them before the first await. */
-const CAPTURED = ['content-type', 'content-length', 'authorization', 'x-api-key', 'origin', 'x-request-id', 'access-control-request-method'] as const;
+const CAPTURED = [
+  'content-type',
+  'content-length',
+  'authorization',
+  'x-api-key',
+  'origin',
+  'x-request-id',
+  'access-control-request-method',
+  'cookie',
+  'host',
+  'x-csrf-token',
+  'x-forwarded-proto',
+  'x-forwarded-for',
+] as const;
 export type CapturedHeader = (typeof CAPTURED)[number];
 
 export interface RequestHead {
@@ -19,6 +32,8 @@ export interface RequestHead {
   readonly headers: Readonly<Record<CapturedHeader, string>>;
   /** ms since the epoch, when the request arrived */
   readonly receivedAt: number;
+  /** the peer's address, when the route asked for it */
+  readonly remoteAddress: string;
 }
 
 export type Method = 'get' | 'post' | 'put' | 'del' | 'options' | 'any';
@@ -30,6 +45,10 @@ export interface Route {
   params?: number;
   /** read a JSON body (415 unless application/json, 413 over the limit) */
   body?: boolean;
+  /** this route's body limit, when it differs from the server's */
+  maxBodyBytes?: number;
+  /** capture the peer's address (uWS only gives it before the first await) */
+  remoteAddress?: boolean;
   /** extra headers on every reply of this route, errors included (CORS) */
   replyHeaders?: (head: RequestHead) => readonly (readonly [string, string])[];
   handle: (head: RequestHead, body: Buffer | null) => Promise<Reply> | Reply;
@@ -70,7 +89,7 @@ export class HttpServer {
       if (!state.done) this.inFlight--;
       state.aborted = true;
     });
-    const head = this.capture(req, route.params ?? 0);
+    const head = this.capture(req, route.params ?? 0, route.remoteAddress === true ? res : null);
     const extra = route.replyHeaders ? route.replyHeaders(head) : NO_HEADERS;
     const finish = (reply: Reply, close = false): void => {
       if (!state.aborted && !state.done) this.inFlight--;
@@ -92,21 +111,21 @@ export class HttpServer {
     if (!route.body) return run(null);
     // An early reply leaves the body unread, so the connection is closed after it.
     if (!isJsonContentType(head.headers['content-type'])) return finish(errorReply(new AppError('unsupported_media_type')), true);
-    const declared = Number(head.headers['content-length'] || '0');
-    if (declared > this.opts.maxBodyBytes) return finish(errorReply(new AppError('body_too_large', `The request body is larger than ${this.opts.maxBodyBytes} bytes.`)), true);
-    readBody(res, this.opts.maxBodyBytes, run, () =>
-      finish(errorReply(new AppError('body_too_large', `The request body is larger than ${this.opts.maxBodyBytes} bytes.`)), true),
-    );
+    const limit = route.maxBodyBytes ?? this.opts.maxBodyBytes;
+    const tooLarge = () => finish(errorReply(new AppError('body_too_large', `The request body is larger than ${limit} bytes.`)), true);
+    if (Number(head.headers['content-length'] || '0') > limit) return tooLarge();
+    readBody(res, limit, run, tooLarge);
   }
 
-  private capture(req: HttpRequest, paramCount: number): RequestHead {
+  private capture(req: HttpRequest, paramCount: number, res: HttpResponse | null): RequestHead {
     const headers = {} as Record<CapturedHeader, string>;
     for (const h of CAPTURED) headers[h] = req.getHeader(h);
     const params: string[] = [];
     for (let i = 0; i < paramCount; i++) params.push(decodeURIComponentSafe(req.getParameter(i)));
     const given = headers['x-request-id'];
     const id = given && REQUEST_ID.test(given) ? given : `${this.bootId}-${(++this.seq).toString(36)}`;
-    return { id, method: req.getMethod(), params, headers, receivedAt: this.now() };
+    const remoteAddress = res ? Buffer.from(res.getRemoteAddressAsText()).toString() : '';
+    return { id, method: req.getMethod(), params, headers, receivedAt: this.now(), remoteAddress };
   }
 
   /** Listens and resolves with the bound port (useful with port 0). */

@@ -44,6 +44,26 @@ export class RedisKeys {
   currentSigningKey(): string {
     return `${this.prefix}signing-keys:current`;
   }
+  /** Hash: team, passwordHash, createdAt. The email is lower-cased. */
+  admin(email: string): string {
+    return `${this.prefix}admin:${email}`;
+  }
+  /** Set of the team's administrator emails. */
+  teamAdmins(teamId: string): string {
+    return `${this.prefix}team:${teamId}:admins`;
+  }
+  /** Set of the hashed session ids an administrator holds (to end them on a password reset). */
+  adminSessions(email: string): string {
+    return `${this.prefix}admin:${email}:sessions`;
+  }
+  /** Hash: email, team, csrf, createdAt; expires after the idle timeout. Keyed by SHA-256 of the session id. */
+  session(sessionHash: string): string {
+    return `${this.prefix}session:${sessionHash}`;
+  }
+  /** Counter of failed sign-ins (`account` or `address`), expiring with the window. */
+  loginFailures(kind: 'account' | 'address', who: string): string {
+    return `${this.prefix}login-failures:${kind}:${who}`;
+  }
   /** Pub/sub channel of cache invalidations (see sync/invalidation.ts for the messages). */
   invalidationChannel(): string {
     return `${this.prefix}invalidate`;

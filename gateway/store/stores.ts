@@ -1,5 +1,6 @@
 // The control-plane stores over one Redis connection, built together because they refer to each other.
 import type { Redis } from 'ioredis';
+import { AdminStore } from './admins.js';
 import { ApiKeyStore } from './api-keys.js';
 import { RedisKeys } from './keys.js';
 import { LayoutStore } from './layouts.js';
@@ -13,6 +14,7 @@ export interface Stores {
   layouts: LayoutStore;
   apiKeys: ApiKeyStore;
   signingKeys: SigningKeyStore;
+  admins: AdminStore;
 }
 
 export function createStores(redis: Redis, prefix: string): Stores {
@@ -25,5 +27,6 @@ export function createStores(redis: Redis, prefix: string): Stores {
     layouts,
     apiKeys: new ApiKeyStore(redis, keys, layouts),
     signingKeys: new SigningKeyStore(redis, keys),
+    admins: new AdminStore(redis, keys),
   };
 }

@@ -1,0 +1,176 @@
+// The admin JSON API (used by the page and by scripts): sign-in, keys, layouts. Every reply is
+// Cache-Control: no-store; an administrator sees and touches only their own team, and another
+// team's keyId or layoutId answers 404 as if it did not exist.
+import { describeFirstError, validateAdminActivate, validateAdminCreateKey, validateAdminLogin } from '../../schemas/validators.js';
+import { AppError, orUnavailable } from '../errors.js';
+import type { Reply } from '../http/reply.js';
+import { parseJson, type RequestHead, type Route } from '../http/server.js';
+import type { DestinationCounts } from '../layouts/destinations.js';
+import type { Stores } from '../store/stores.js';
+import type { AdminGuard } from './guard.js';
+import type { LoginLimiter } from './login-limiter.js';
+import { verifyPassword } from './passwords.js';
+import type { SessionStore } from './sessions.js';
+
+export interface AdminDeps {
+  stores: Stores;
+  sessions: SessionStore;
+  guard: AdminGuard;
+  limiter: LoginLimiter;
+  destinations: DestinationCounts;
+  /** a hash checked for unknown emails, so they take as long as known ones */
+  dummyPasswordHash: string;
+}
+
+const NO_STORE = [['cache-control', 'no-store']] as const;
+const json = (body: unknown, extra: readonly (readonly [string, string])[] = []): Reply => ({ status: 200, body, headers: extra });
+
+function parseBody<T>(raw: Buffer | null, validate: ((v: unknown) => v is T) & { errors?: Parameters<typeof describeFirstError>[0] }): T {
+  const body = parseJson(raw);
+  if (!validate(body)) throw new AppError('invalid_body', describeFirstError(validate.errors));
+  return body;
+}
+
+/** Every reply of the route, errors included, carries no-store. */
+function api(route: Omit<Route, 'replyHeaders'>): Route {
+  return { ...route, replyHeaders: () => NO_STORE };
+}
+
+export function adminApiRoutes(d: AdminDeps): Route[] {
+  const sessionBody = async (teamId: string, email: string, csrfToken: string) => {
+    const team = await orUnavailable(d.stores.teams.get(teamId));
+    return { email, teamId, teamName: team?.name ?? teamId, csrfToken };
+  };
+  const ownedKey = async (teamId: string, keyId: string) => {
+    const key = /^ak_[0-9a-f]{16}$/.test(keyId) ? await orUnavailable(d.stores.apiKeys.get(keyId)) : null;
+    if (!key || key.teamId !== teamId) throw new AppError('key_not_found');
+    return key;
+  };
+  const owned = (head: RequestHead) => head.params[0] ?? '';
+
+  return [
+    api({
+      method: 'post',
+      pattern: '/admin/api/login',
+      body: true,
+      remoteAddress: true,
+      async handle(head, raw) {
+        d.guard.checkOrigin(head);
+        const { email, password } = parseBody(raw, validateAdminLogin);
+        const account = email.trim().toLowerCase();
+        const address = d.guard.clientAddress(head);
+        await orUnavailable(d.limiter.check(account, address));
+        const admin = await orUnavailable(d.stores.admins.get(email));
+        const ok = await verifyPassword(password, admin?.passwordHash ?? d.dummyPasswordHash);
+        if (!ok || !admin) {
+          await orUnavailable(d.limiter.fail(account, address));
+          throw new AppError('login_failed');
+        }
+        await orUnavailable(d.limiter.succeed(account));
+        const { sessionId, session } = await orUnavailable(d.sessions.create(admin.email, admin.teamId));
+        return json(await sessionBody(admin.teamId, admin.email, session.csrfToken), [d.guard.setCookie(head, sessionId)]);
+      },
+    }),
+    api({
+      method: 'post',
+      pattern: '/admin/api/logout',
+      async handle(head) {
+        const { session, sessionId } = await d.guard.require(head, true);
+        await orUnavailable(d.sessions.destroy(sessionId, session.email));
+        return json({ success: true }, [d.guard.clearCookie(head)]);
+      },
+    }),
+    api({
+      method: 'get',
+      pattern: '/admin/api/session',
+      async handle(head) {
+        const { session } = await d.guard.require(head, false);
+        return json(await sessionBody(session.teamId, session.email, session.csrfToken));
+      },
+    }),
+    api({
+      method: 'get',
+      pattern: '/admin/api/keys',
+      async handle(head) {
+        const { session } = await d.guard.require(head, false);
+        return json({ keys: await orUnavailable(d.stores.apiKeys.listByTeam(session.teamId)) });
+      },
+    }),
+    api({
+      method: 'post',
+      pattern: '/admin/api/keys',
+      body: true,
+      async handle(head, raw) {
+        const { session } = await d.guard.require(head, true);
+        const body = parseBody(raw, validateAdminCreateKey);
+        const created = await orUnavailable(d.stores.apiKeys.create(session.teamId, { ...(body.name !== undefined && { name: body.name }), ...(body.layouts && { layouts: body.layouts }) }));
+        // The only time the secret is shown.
+        return json({ keyId: created.keyId, apiKey: created.apiKey, key: created.info });
+      },
+    }),
+    api({
+      method: 'post',
+      pattern: '/admin/api/keys/:keyId/revoke',
+      params: 1,
+      async handle(head) {
+        const { session } = await d.guard.require(head, true);
+        const key = await ownedKey(session.teamId, owned(head));
+        const revoked = await orUnavailable(d.stores.apiKeys.revoke(key.keyId));
+        return json({ keyId: key.keyId, revokedAt: revoked.revokedAt });
+      },
+    }),
+    api({
+      method: 'get',
+      pattern: '/admin/api/layouts',
+      async handle(head) {
+        const { session } = await d.guard.require(head, false);
+        const layouts = await orUnavailable(d.stores.layouts.listByTeam(session.teamId));
+        return json({
+          layouts: await Promise.all(
+            layouts.map(async (l) => ({
+              layoutId: l.layoutId,
+              name: l.name,
+              activePageId: l.activePageId,
+              pages: l.pages.map((p) => ({ pageId: p.pageId, name: p.name, controls: p.controls.length })),
+              destinationCount: await d.destinations.count(l.layoutId),
+            })),
+          ),
+        });
+      },
+    }),
+    api({
+      method: 'put',
+      pattern: '/admin/api/layouts/:layoutId',
+      params: 1,
+      body: true,
+      maxBodyBytes: 1024 * 1024,
+      async handle(head, raw) {
+        const { session } = await d.guard.require(head, true);
+        const def = parseJson(raw);
+        if (typeof def === 'object' && def !== null && (def as { layoutId?: unknown }).layoutId !== owned(head)) {
+          throw new AppError('invalid_layout', 'the layoutId in the body must be the one in the URL');
+        }
+        try {
+          return json(await orUnavailable(d.stores.layouts.import(session.teamId, def)));
+        } catch (e) {
+          // another team's layout is indistinguishable from none
+          if (e instanceof AppError && e.code === 'layout_owned_by_other_team') throw new AppError('layout_not_found');
+          throw e;
+        }
+      },
+    }),
+    api({
+      method: 'post',
+      pattern: '/admin/api/layouts/:layoutId/activate',
+      params: 1,
+      body: true,
+      async handle(head, raw) {
+        const { session } = await d.guard.require(head, true);
+        const { pageId } = parseBody(raw, validateAdminActivate);
+        const layout = await orUnavailable(d.stores.layouts.requireOwned(session.teamId, owned(head)));
+        await orUnavailable(d.stores.layouts.activate(layout.layoutId, pageId));
+        return json({ layoutId: layout.layoutId, activePageId: pageId });
+      },
+    }),
+  ];
+}

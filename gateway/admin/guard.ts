@@ -1,0 +1,61 @@
+// What every admin API request goes through: the session cookie, the CSRF token on
+// state-changing requests, and an Origin that is this site's own.
+import type { GatewayConfig } from '../config.js';
+import { AppError, orUnavailable } from '../errors.js';
+import type { RequestHead } from '../http/server.js';
+import { SESSION_COOKIE, csrfMatches, readCookie, type Session, type SessionStore } from './sessions.js';
+
+export interface AdminRequest {
+  session: Session;
+  sessionId: string;
+}
+
+export class AdminGuard {
+  constructor(
+    private readonly sessions: SessionStore,
+    private readonly config: Pick<GatewayConfig, 'trustProxy' | 'adminSecureCookie' | 'adminSessionMaxSeconds'>,
+  ) {}
+
+  /** Browsers send Origin on state-changing requests; it must name this host (scripts send none). */
+  checkOrigin(head: RequestHead): void {
+    const origin = head.headers.origin;
+    if (!origin) return;
+    let host: string;
+    try {
+      host = new URL(origin).host;
+    } catch {
+      throw new AppError('origin_not_allowed');
+    }
+    if (host !== head.headers.host) throw new AppError('origin_not_allowed');
+  }
+
+  /** The signed-in administrator; with `stateChanging`, also the Origin and the CSRF token. */
+  async require(head: RequestHead, stateChanging: boolean): Promise<AdminRequest> {
+    if (stateChanging) this.checkOrigin(head);
+    const sessionId = readCookie(head.headers.cookie, SESSION_COOKIE);
+    const session = sessionId ? await orUnavailable(this.sessions.get(sessionId)) : null;
+    if (!session || !sessionId) throw new AppError('session_required');
+    if (stateChanging && !csrfMatches(session, head.headers['x-csrf-token'])) throw new AppError('csrf_failed');
+    return { session, sessionId };
+  }
+
+  /** The client's address for rate limiting (the first x-forwarded-for hop behind a trusted proxy). */
+  clientAddress(head: RequestHead): string {
+    const forwarded = this.config.trustProxy ? head.headers['x-forwarded-for'].split(',')[0]?.trim() : '';
+    return forwarded || head.remoteAddress || 'unknown';
+  }
+
+  private secure(head: RequestHead): boolean {
+    if (this.config.adminSecureCookie !== 'auto') return this.config.adminSecureCookie === 'always';
+    return this.config.trustProxy && head.headers['x-forwarded-proto'] === 'https';
+  }
+
+  setCookie(head: RequestHead, sessionId: string): readonly [string, string] {
+    const attrs = ['HttpOnly', 'SameSite=Strict', 'Path=/', `Max-Age=${this.config.adminSessionMaxSeconds}`, ...(this.secure(head) ? ['Secure'] : [])];
+    return ['set-cookie', `${SESSION_COOKIE}=${sessionId}; ${attrs.join('; ')}`];
+  }
+
+  clearCookie(head: RequestHead): readonly [string, string] {
+    return ['set-cookie', `${SESSION_COOKIE}=; HttpOnly; SameSite=Strict; Path=/; Max-Age=0${this.secure(head) ? '; Secure' : ''}`];
+  }
+}

@@ -1,0 +1,76 @@
+// Admin sessions, kept server-side in Redis. The cookie holds a random id; Redis holds only its
+// SHA-256 (a copy of Redis does not yield live sessions). A session ends after the idle timeout
+// (the key's TTL, renewed on use), after the absolute timeout, or on sign-out.
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import type { Redis } from 'ioredis';
+import type { RedisKeys } from '../store/keys.js';
+
+export interface Session {
+  email: string;
+  teamId: string;
+  csrfToken: string;
+  createdAt: number;
+}
+
+export const SESSION_COOKIE = 'ac_session';
+
+const hash = (sid: string) => createHash('sha256').update(sid).digest('base64url');
+
+export class SessionStore {
+  constructor(
+    private readonly redis: Redis,
+    private readonly keys: RedisKeys,
+    private readonly idleSeconds: number,
+    private readonly maxSeconds: number,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  /** A new session; returns the id for the cookie. */
+  async create(email: string, teamId: string): Promise<{ sessionId: string; session: Session }> {
+    const sessionId = randomBytes(32).toString('base64url');
+    const session: Session = { email, teamId, csrfToken: randomBytes(32).toString('base64url'), createdAt: this.now() };
+    const key = this.keys.session(hash(sessionId));
+    await this.redis
+      .multi()
+      .hset(key, { email, team: teamId, csrf: session.csrfToken, createdAt: String(session.createdAt) })
+      .expire(key, this.idleSeconds)
+      .sadd(this.keys.adminSessions(email), hash(sessionId))
+      .exec();
+    return { sessionId, session };
+  }
+
+  /** The live session for a cookie value, renewing its idle timeout; null when absent or expired. */
+  async get(sessionId: string): Promise<Session | null> {
+    if (!/^[A-Za-z0-9_-]{43}$/.test(sessionId)) return null;
+    const key = this.keys.session(hash(sessionId));
+    const h = await this.redis.hgetall(key);
+    if (!h.email || !h.team || !h.csrf) return null;
+    const createdAt = Number(h.createdAt);
+    if (this.now() - createdAt >= this.maxSeconds * 1000) {
+      await this.destroy(sessionId, h.email);
+      return null;
+    }
+    await this.redis.expire(key, this.idleSeconds);
+    return { email: h.email, teamId: h.team, csrfToken: h.csrf, createdAt };
+  }
+
+  async destroy(sessionId: string, email: string): Promise<void> {
+    await this.redis.multi().del(this.keys.session(hash(sessionId))).srem(this.keys.adminSessions(email), hash(sessionId)).exec();
+  }
+}
+
+/** Constant-time comparison of the x-csrf-token header with the session's token. */
+export function csrfMatches(session: Session, header: string): boolean {
+  const a = Buffer.from(header);
+  const b = Buffer.from(session.csrfToken);
+  return a.length === b.length && timingSafeEqual(a, b);
+}
+
+/** The value of one cookie in a Cookie header. */
+export function readCookie(header: string, name: string): string | null {
+  for (const part of header.split(';')) {
+    const eq = part.indexOf('=');
+    if (eq > 0 && part.slice(0, eq).trim() === name) return part.slice(eq + 1).trim();
+  }
+  return null;
+}

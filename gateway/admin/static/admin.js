@@ -1,0 +1,261 @@
+// The team management page. Plain DOM, no framework, no inline code (the CSP forbids it); every
+// value from the server is set as text, never as HTML.
+const $ = (id) => document.getElementById(id);
+const state = { csrf: null, layouts: [], pendingRevoke: null, poll: null };
+
+class ApiError extends Error {
+  constructor(status, code, message) {
+    super(message);
+    this.status = status;
+    this.code = code;
+  }
+}
+
+async function api(method, path, body) {
+  const headers = {};
+  if (body !== undefined) headers['content-type'] = 'application/json';
+  if (state.csrf) headers['x-csrf-token'] = state.csrf;
+  const res = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body), credentials: 'same-origin' });
+  const data = await res.json().catch(() => null);
+  if (!res.ok) throw new ApiError(res.status, data?.error?.code ?? 'error', data?.error?.message ?? res.statusText);
+  return data;
+}
+
+function el(tag, props = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [k, v] of Object.entries(props)) {
+    if (k === 'text') node.textContent = v;
+    else if (k.startsWith('on')) node.addEventListener(k.slice(2), v);
+    else node.setAttribute(k, v);
+  }
+  node.append(...children);
+  return node;
+}
+
+const when = (ms) => (ms ? new Date(ms).toLocaleString() : '—');
+const say = (text) => ($('status').textContent = text);
+
+function show(signedIn) {
+  $('signin').hidden = signedIn;
+  $('app').hidden = !signedIn;
+  $('who').hidden = !signedIn;
+}
+
+async function onExpired(e) {
+  if (e instanceof ApiError && e.status === 401) {
+    state.csrf = null;
+    clearInterval(state.poll);
+    show(false);
+    say('Your session has ended. Please sign in again.');
+    $('email').focus();
+    return true;
+  }
+  return false;
+}
+
+async function guarded(action) {
+  try {
+    await action();
+  } catch (e) {
+    if (!(await onExpired(e))) say(`Error: ${e.message}`);
+  }
+}
+
+// --- keys ------------------------------------------------------------------------------------
+
+function scopeText(scope) {
+  return scope.kind === 'team' ? 'All team layouts' : scope.layouts.join(', ');
+}
+
+async function loadKeys() {
+  const { keys } = await api('GET', '/admin/api/keys');
+  const rows = keys
+    .slice()
+    .reverse()
+    .map((k) => {
+      const revoked = k.revokedAt !== null;
+      const cell = (label, ...content) => el('td', { 'data-label': label }, ...content);
+      return el(
+        'tr',
+        { 'data-key-id': k.keyId },
+        cell('Name', k.name),
+        cell('Key id', el('code', { text: k.keyId })),
+        cell('Scope', scopeText(k.scope)),
+        cell('Created', when(k.createdAt)),
+        cell('Last used', when(k.lastUsedAt)),
+        cell('Status', el('span', { class: `badge ${revoked ? 'revoked' : 'active'}`, text: revoked ? `revoked ${when(k.revokedAt)}` : 'active' })),
+        cell('Actions', revoked ? '' : el('button', { type: 'button', class: 'danger', 'aria-label': `Revoke key ${k.name} (${k.keyId})`, onclick: () => askRevoke(k), text: 'Revoke' })),
+      );
+    });
+  $('keys').tBodies[0].replaceChildren(...(rows.length ? rows : [el('tr', {}, el('td', { colspan: '7', text: 'No keys yet.' }))]));
+}
+
+function askRevoke(key) {
+  state.pendingRevoke = key;
+  $('revoke-key').textContent = `${key.name} (${key.keyId})`;
+  $('revoke-dialog').showModal();
+}
+
+$('revoke-dialog').addEventListener('close', () =>
+  guarded(async () => {
+    const key = state.pendingRevoke;
+    state.pendingRevoke = null;
+    if ($('revoke-dialog').returnValue !== 'revoke' || !key) return;
+    await api('POST', `/admin/api/keys/${encodeURIComponent(key.keyId)}/revoke`);
+    say(`Key ${key.keyId} revoked.`);
+    await loadKeys();
+  }),
+);
+
+$('new-key').addEventListener('submit', (ev) => {
+  ev.preventDefault();
+  $('new-key-error').textContent = '';
+  guarded(async () => {
+    const form = new FormData($('new-key'));
+    const body = { name: String(form.get('name') ?? '').trim() };
+    if (form.get('scope') === 'layouts') {
+      body.layouts = form.getAll('layout').map(String);
+      if (body.layouts.length === 0) {
+        $('new-key-error').textContent = 'Choose at least one layout, or give the key all of the team’s layouts.';
+        return;
+      }
+    }
+    try {
+      const created = await api('POST', '/admin/api/keys', body);
+      $('secret-value').value = created.apiKey;
+      $('secret').hidden = false;
+      $('secret').focus();
+      $('new-key').reset();
+      await loadKeys();
+    } catch (e) {
+      if (e instanceof ApiError && e.status !== 401) $('new-key-error').textContent = e.message;
+      else throw e;
+    }
+  });
+});
+
+$('copy').addEventListener('click', async () => {
+  $('secret-value').select();
+  try {
+    await navigator.clipboard.writeText($('secret-value').value);
+    $('copy-status').textContent = 'Copied to the clipboard.';
+  } catch {
+    $('copy-status').textContent = 'Selected: press Ctrl+C (or ⌘C) to copy.';
+  }
+});
+
+$('secret-done').addEventListener('click', () => {
+  $('secret-value').value = '';
+  $('secret').hidden = true;
+  $('copy-status').textContent = '';
+  $('key-name').focus();
+});
+
+// --- layouts ---------------------------------------------------------------------------------
+
+function renderScopeChoices() {
+  const chosen = new Set([...document.querySelectorAll('input[name=layout]:checked')].map((i) => i.value));
+  $('scope-layouts').replaceChildren(
+    ...state.layouts.map((l) =>
+      el('label', { class: 'inline' }, el('input', { type: 'checkbox', name: 'layout', value: l.layoutId, ...(chosen.has(l.layoutId) && { checked: '' }) }), `${l.name} (${l.layoutId})`),
+    ),
+  );
+}
+
+function renderLayouts() {
+  const items = state.layouts.map((l) =>
+    el(
+      'li',
+      { class: 'layout', 'data-layout-id': l.layoutId },
+      el('h3', { text: `${l.name} ` }, el('span', { class: 'muted', text: `(${l.layoutId})` })),
+      el('p', {}, 'Displays connected: ', el('span', { class: 'count', 'data-destinations': l.layoutId, text: String(l.destinationCount) })),
+      el(
+        'div',
+        { class: 'pages', role: 'group', 'aria-label': `Pages of ${l.name}` },
+        ...l.pages.map((p) => {
+          const active = p.pageId === l.activePageId;
+          return el('button', {
+            type: 'button',
+            class: active ? '' : 'secondary',
+            'aria-pressed': String(active),
+            'data-page-id': p.pageId,
+            text: active ? `${p.name} (active)` : `Make “${p.name}” active`,
+            onclick: () => (active ? undefined : activate(l, p)),
+          });
+        }),
+      ),
+    ),
+  );
+  $('layouts').replaceChildren(...(items.length ? items : [el('li', { text: 'No layouts yet. Import one with audiencectl layout import or PUT /admin/api/layouts/{id}.' })]));
+}
+
+async function loadLayouts(full = true) {
+  const { layouts } = await api('GET', '/admin/api/layouts');
+  const structureChanged = JSON.stringify(layouts.map((l) => [l.layoutId, l.activePageId, l.pages])) !== JSON.stringify(state.layouts.map((l) => [l.layoutId, l.activePageId, l.pages]));
+  state.layouts = layouts;
+  if (full || structureChanged) {
+    renderLayouts();
+    renderScopeChoices();
+  } else {
+    // only the live counts: keep focus and the screen reader's place
+    for (const l of layouts) {
+      const span = document.querySelector(`[data-destinations="${CSS.escape(l.layoutId)}"]`);
+      if (span && span.textContent !== String(l.destinationCount)) span.textContent = String(l.destinationCount);
+    }
+  }
+}
+
+function activate(layout, page) {
+  guarded(async () => {
+    await api('POST', `/admin/api/layouts/${encodeURIComponent(layout.layoutId)}/activate`, { pageId: page.pageId });
+    say(`${layout.name}: “${page.name}” is now the active page.`);
+    await loadLayouts();
+    document.querySelector(`[data-layout-id="${CSS.escape(layout.layoutId)}"] [data-page-id="${CSS.escape(page.pageId)}"]`)?.focus();
+  });
+}
+
+// --- session ---------------------------------------------------------------------------------
+
+async function enter(session) {
+  state.csrf = session.csrfToken;
+  $('who-text').textContent = `${session.email} · ${session.teamName}`;
+  show(true);
+  await Promise.all([loadKeys(), loadLayouts()]);
+  clearInterval(state.poll);
+  state.poll = setInterval(() => {
+    if (!document.hidden) guarded(() => loadLayouts(false));
+  }, 2000);
+}
+
+$('signin-form').addEventListener('submit', async (ev) => {
+  ev.preventDefault();
+  $('signin-error').textContent = '';
+  try {
+    const session = await api('POST', '/admin/api/login', { email: $('email').value, password: $('password').value });
+    $('password').value = '';
+    say('');
+    await enter(session);
+  } catch (e) {
+    $('signin-error').textContent = e.message;
+  }
+});
+
+$('signout').addEventListener('click', () =>
+  guarded(async () => {
+    await api('POST', '/admin/api/logout');
+    state.csrf = null;
+    clearInterval(state.poll);
+    $('secret-value').value = '';
+    $('secret').hidden = true;
+    show(false);
+    say('Signed out.');
+  }),
+);
+
+try {
+  await enter(await api('GET', '/admin/api/session'));
+} catch (e) {
+  if (!(e instanceof ApiError && e.status === 401)) say(`Error: ${e.message}`);
+  show(false);
+  $('email').focus();
+}
