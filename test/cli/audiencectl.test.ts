@@ -147,6 +147,25 @@ describe('key commands', () => {
   });
 });
 
+describe('admin commands', () => {
+  it('creates an administrator with a generated password printed once, and resets it', async () => {
+    const created = await ctl('admin', 'create', '--team', team, '--email', 'Ops@Acme.Example', '--json');
+    expect(created.code).toBe(0);
+    expect(created.json).toEqual({ email: 'ops@acme.example', password: expect.stringMatching(/^[A-Za-z2-9]{20}$/) });
+    const stored = await redis.get().client.hget(`${env.REDIS_PREFIX}admin:ops@acme.example`, 'passwordHash');
+    expect(stored).toMatch(/^scrypt\$32768\$8\$3\$/);
+    expect(stored).not.toContain(created.json.password);
+    const again = await ctl('admin', 'create', '--team', team, '--email', 'ops@acme.example', '--json');
+    expect(again.json.error.code).toBe('admin_exists');
+    const reset = await ctl('admin', 'reset-password', 'ops@acme.example', '--json');
+    expect(reset.code).toBe(0);
+    expect(reset.json.password).not.toBe(created.json.password);
+    expect((await ctl('admin', 'reset-password', 'nobody@acme.example', '--json')).json.error.code).toBe('admin_not_found');
+    expect((await ctl('admin', 'create', '--team', team, '--email', 'not-an-email', '--json')).json.error.code).toBe('invalid_argument');
+    expect((await ctl('admin', 'create', '--team', 'team_000000000000', '--email', 'x@y.example', '--json')).json.error.code).toBe('team_not_found');
+  });
+});
+
 describe('signing-key commands', () => {
   it('rotates, lists, refuses to retire the current key and retires an old one', async () => {
     const first = await ctl('signing-key', 'rotate', '--json');

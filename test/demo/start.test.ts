@@ -69,6 +69,11 @@ describe('npm start', () => {
     await eventually(() => first.out().includes('/006 ,ff 0.200 0.900'), 3000);
     expect(first.out()).toContain(`[osc 127.0.0.1:`);
     expect(first.out()).toContain('/002 ,f 0.750');
+    // the printed administrator can sign in to the management page
+    const admin = /Admin +(\S+)\/admin\/ +sign in as (\S+) with (\S+)/.exec(text)!;
+    expect(admin[1]).toBe(`http://127.0.0.1:${env.PORT}`);
+    const signin = await fetch(`${admin[1]}/admin/api/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email: admin[2], password: admin[3] }) });
+    expect(signin.status).toBe(200);
     const firstKey = /export API=\S+ KEY=(\S+)/.exec(text)![1]!;
     expect(await stop(first.child)).toBe(0);
 

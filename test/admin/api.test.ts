@@ -1,0 +1,209 @@
+// The admin JSON API against a real Redis: sign-in, sessions, CSRF, Origin, rate limits, team
+// isolation, and the secret shown once.
+import { afterEach, describe, expect, it } from 'vitest';
+import type { GatewayConfig } from '../../gateway/config.js';
+import { login, signIn } from '../helpers/admin.js';
+import { DEMO_LAYOUT, call, getLayout, startTestGateway, type TestGateway } from '../helpers/gateway.js';
+import { useRedis } from '../helpers/redis.js';
+
+const redis = useRedis();
+const open: TestGateway[] = [];
+afterEach(async () => {
+  await Promise.all(open.splice(0).map((g) => g.close()));
+});
+
+const PASSWORD = 'correct horse battery staple';
+
+async function gatewayWithAdmin(overrides: Partial<GatewayConfig> = {}, now?: () => number) {
+  const t = await startTestGateway({ redisUrl: redis.get().server.url, overrides, ...(now && { now }) });
+  open.push(t);
+  await t.admin.admins.create(t.teamId, 'Boss@Team.Example', PASSWORD);
+  return t;
+}
+
+describe('sign-in', () => {
+  it('sets an HttpOnly, SameSite=Strict session cookie and returns the CSRF token', async () => {
+    const t = await gatewayWithAdmin();
+    const r = await login(t, 'boss@team.example', PASSWORD);
+    expect(r.status).toBe(200);
+    expect(r.body).toEqual({ email: 'boss@team.example', teamId: t.teamId, teamName: 'Test team', csrfToken: expect.stringMatching(/^[A-Za-z0-9_-]{43}$/) });
+    const cookie = r.headers.get('set-cookie')!;
+    expect(cookie).toMatch(/^ac_session=[A-Za-z0-9_-]{43}; /);
+    expect(cookie).toContain('HttpOnly');
+    expect(cookie).toContain('SameSite=Strict');
+    expect(cookie).toContain('Path=/');
+    expect(cookie).not.toContain('Secure'); // plain HTTP
+    expect(r.headers.get('cache-control')).toBe('no-store');
+  });
+
+  it('marks the cookie Secure behind a trusted TLS proxy, or when told to', async () => {
+    const proxied = await gatewayWithAdmin({ trustProxy: true });
+    expect((await login(proxied, 'boss@team.example', PASSWORD, { 'x-forwarded-proto': 'https' })).headers.get('set-cookie')).toContain('Secure');
+    const always = await gatewayWithAdmin({ adminSecureCookie: 'always' });
+    expect((await login(always, 'boss@team.example', PASSWORD)).headers.get('set-cookie')).toContain('Secure');
+  });
+
+  it('answers a wrong password and an unknown email the same way', async () => {
+    const t = await gatewayWithAdmin();
+    const wrong = await login(t, 'boss@team.example', 'nope');
+    const unknown = await login(t, 'nobody@team.example', 'nope');
+    expect(wrong.status).toBe(401);
+    expect(wrong.body).toEqual(unknown.body);
+    expect(wrong.body.error.code).toBe('login_failed');
+    expect(wrong.headers.get('set-cookie')).toBeNull();
+  });
+
+  it('limits failures per account with 429 and Retry-After, for known and unknown emails alike', async () => {
+    const t = await gatewayWithAdmin({ adminLoginMaxPerAccount: 3, adminLoginWindowSeconds: 60 });
+    for (const email of ['boss@team.example', 'ghost@team.example']) {
+      for (let i = 0; i < 3; i++) expect((await login(t, email, 'wrong')).status).toBe(401);
+      const limited = await login(t, email, email.startsWith('boss') ? PASSWORD : 'wrong'); // even the right password
+      expect(limited.status).toBe(429);
+      expect(limited.body.error.code).toBe('too_many_attempts');
+      const retry = Number(limited.headers.get('retry-after'));
+      expect(retry).toBeGreaterThan(0);
+      expect(retry).toBeLessThanOrEqual(60);
+    }
+  });
+
+  it('limits failures per client address across accounts', async () => {
+    const t = await gatewayWithAdmin({ adminLoginMaxPerAddress: 4, adminLoginMaxPerAccount: 100 });
+    for (let i = 0; i < 4; i++) expect((await login(t, `user${i}@team.example`, 'wrong')).status).toBe(401);
+    expect((await login(t, 'boss@team.example', PASSWORD)).status).toBe(429);
+  });
+
+  it('refuses sign-in from a foreign Origin and malformed bodies', async () => {
+    const t = await gatewayWithAdmin();
+    expect((await login(t, 'boss@team.example', PASSWORD, { origin: 'https://evil.example' })).body.error.code).toBe('origin_not_allowed');
+    const bad = await call(`${t.url}/admin/api/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"email":"x"}' });
+    expect(bad.status).toBe(400);
+    expect(bad.body.error.code).toBe('invalid_body');
+  });
+});
+
+describe('sessions', () => {
+  it('needs a session (401) and a CSRF token on state-changing requests (403)', async () => {
+    const t = await gatewayWithAdmin();
+    const none = await call(`${t.url}/admin/api/keys`);
+    expect(none.status).toBe(401);
+    expect(none.body.error.code).toBe('session_required');
+    expect(none.headers.get('cache-control')).toBe('no-store');
+    const a = await signIn(t, 'boss@team.example', PASSWORD);
+    expect((await a.req('GET', '/admin/api/keys')).status).toBe(200);
+    for (const csrf of ['', 'wrong', a.csrf.slice(0, -1)]) {
+      const r = await a.req('POST', '/admin/api/keys', { name: 'x' }, { 'x-csrf-token': csrf });
+      expect(r.status).toBe(403);
+      expect(r.body.error.code).toBe('csrf_failed');
+    }
+    expect((await a.req('POST', '/admin/api/keys', { name: 'x' })).status).toBe(200);
+  });
+
+  it('refuses a state-changing request from a foreign Origin, and accepts its own', async () => {
+    const t = await gatewayWithAdmin();
+    const a = await signIn(t, 'boss@team.example', PASSWORD);
+    const foreign = await a.req('POST', '/admin/api/keys', { name: 'x' }, { origin: 'https://evil.example' });
+    expect(foreign.status).toBe(403);
+    expect(foreign.body.error.code).toBe('origin_not_allowed');
+    expect((await a.req('POST', '/admin/api/keys', { name: 'x' }, { origin: t.url })).status).toBe(200);
+  });
+
+  it('ends on sign-out', async () => {
+    const t = await gatewayWithAdmin();
+    const a = await signIn(t, 'boss@team.example', PASSWORD);
+    const out = await a.req('POST', '/admin/api/logout');
+    expect(out.status).toBe(200);
+    expect(out.headers.get('set-cookie')).toMatch(/ac_session=; .*Max-Age=0/);
+    expect((await a.req('GET', '/admin/api/session')).status).toBe(401);
+  });
+
+  it('ends after the idle timeout, and is renewed by use', async () => {
+    const t = await gatewayWithAdmin({ adminSessionIdleSeconds: 2 });
+    const a = await signIn(t, 'boss@team.example', PASSWORD);
+    for (let i = 0; i < 3; i++) {
+      await new Promise((r) => setTimeout(r, 1000));
+      expect((await a.req('GET', '/admin/api/session')).status).toBe(200); // each use renews the 2 s
+    }
+    await new Promise((r) => setTimeout(r, 2500));
+    expect((await a.req('GET', '/admin/api/session')).status).toBe(401);
+  });
+
+  it('ends at the absolute timeout however active it is', async () => {
+    let clock = Date.now();
+    const t = await gatewayWithAdmin({ adminSessionMaxSeconds: 3600 }, () => clock);
+    const a = await signIn(t, 'boss@team.example', PASSWORD);
+    clock += 3599_000;
+    expect((await a.req('GET', '/admin/api/session')).status).toBe(200);
+    clock += 2000;
+    expect((await a.req('GET', '/admin/api/session')).status).toBe(401);
+  });
+
+  it('ends when the password is reset', async () => {
+    const t = await gatewayWithAdmin();
+    const a = await signIn(t, 'boss@team.example', PASSWORD);
+    await t.admin.admins.resetPassword('boss@team.example', 'a new one entirely');
+    expect((await a.req('GET', '/admin/api/session')).status).toBe(401);
+    expect((await login(t, 'boss@team.example', PASSWORD)).status).toBe(401);
+    expect((await login(t, 'boss@team.example', 'a new one entirely')).status).toBe(200);
+  });
+});
+
+describe('keys and layouts of the team', () => {
+  it('shows a new key’s secret once; the key works and is listed without it', async () => {
+    const t = await gatewayWithAdmin();
+    const a = await signIn(t, 'boss@team.example', PASSWORD);
+    const created = await a.req('POST', '/admin/api/keys', { name: 'backend' });
+    expect(created.headers.get('cache-control')).toBe('no-store');
+    const secret = (created.body.apiKey as string).split('.')[1]!;
+    expect((await getLayout(t, t.layoutId, created.body.apiKey)).status).toBe(200);
+    const list = await a.req('GET', '/admin/api/keys');
+    expect(JSON.stringify(list.body)).not.toContain(secret);
+    expect(list.body.keys.find((k: { keyId: string }) => k.keyId === created.body.keyId)).toMatchObject({ name: 'backend', scope: { kind: 'team' }, revokedAt: null });
+    const revoked = await a.req('POST', `/admin/api/keys/${created.body.keyId}/revoke`);
+    expect(revoked.status).toBe(200);
+    expect((await getLayout(t, t.layoutId, created.body.apiKey)).status).toBe(401);
+  });
+
+  it('creates allow-listed keys, and switches pages that discovery then shows', async () => {
+    const t = await gatewayWithAdmin();
+    const a = await signIn(t, 'boss@team.example', PASSWORD);
+    const limited = await a.req('POST', '/admin/api/keys', { name: 'one layout', layouts: [t.layoutId] });
+    expect(limited.body.key.scope).toEqual({ kind: 'layouts', layouts: [t.layoutId] });
+    const layouts = await a.req('GET', '/admin/api/layouts');
+    expect(layouts.body.layouts).toEqual([
+      { layoutId: t.layoutId, name: 'Demo show', activePageId: 'main', destinationCount: 0, pages: [{ pageId: 'main', name: 'Main set', controls: 6 }, { pageId: 'encore', name: 'Encore', controls: 3 }] },
+    ]);
+    expect((await a.req('POST', `/admin/api/layouts/${t.layoutId}/activate`, { pageId: 'encore' })).body).toEqual({ layoutId: t.layoutId, activePageId: 'encore' });
+    expect((await getLayout(t, t.layoutId, t.apiKey)).body.activePageId).toBe('encore');
+    expect((await a.req('POST', `/admin/api/layouts/${t.layoutId}/activate`, { pageId: 'nope' })).body.error.code).toBe('page_not_found');
+  });
+
+  it('imports a layout definition with PUT, checking it', async () => {
+    const t = await gatewayWithAdmin();
+    const a = await signIn(t, 'boss@team.example', PASSWORD);
+    const put = await a.req('PUT', '/admin/api/layouts/new-show', { ...DEMO_LAYOUT, layoutId: 'new-show' });
+    expect(put.body).toEqual({ layoutId: 'new-show', replaced: false });
+    expect((await a.req('PUT', '/admin/api/layouts/new-show', { ...DEMO_LAYOUT, layoutId: 'other' })).body.error.code).toBe('invalid_layout');
+    expect((await a.req('PUT', '/admin/api/layouts/new-show', { ...DEMO_LAYOUT, layoutId: 'new-show', activePageId: 'ghost' })).body.error.code).toBe('invalid_layout');
+  });
+
+  it('never shows or touches another team’s keys or layouts: 404 as if absent', async () => {
+    const t = await gatewayWithAdmin();
+    const rival = await t.admin.teams.create('Rival');
+    await t.admin.layouts.import(rival.teamId, { ...DEMO_LAYOUT, layoutId: 'rival-show' });
+    const rivalKey = await t.admin.apiKeys.create(rival.teamId, { name: 'rival' });
+    const a = await signIn(t, 'boss@team.example', PASSWORD);
+    const keys = await a.req('GET', '/admin/api/keys');
+    expect(keys.body.keys.map((k: { keyId: string }) => k.keyId)).not.toContain(rivalKey.keyId);
+    const layouts = await a.req('GET', '/admin/api/layouts');
+    expect(layouts.body.layouts.map((l: { layoutId: string }) => l.layoutId)).toEqual([t.layoutId]);
+    const cases = [
+      await a.req('POST', `/admin/api/keys/${rivalKey.keyId}/revoke`),
+      await a.req('POST', '/admin/api/layouts/rival-show/activate', { pageId: 'encore' }),
+      await a.req('PUT', '/admin/api/layouts/rival-show', { ...DEMO_LAYOUT, layoutId: 'rival-show' }),
+      await a.req('POST', '/admin/api/keys', { name: 'sneaky', layouts: ['rival-show'] }),
+    ];
+    for (const r of cases) expect(r.status).toBe(404);
+    expect((await t.admin.apiKeys.get(rivalKey.keyId))?.revokedAt).toBeNull();
+    expect((await t.admin.layouts.get('rival-show'))?.activePageId).toBe('main');
+  });
+});

@@ -1,0 +1,125 @@
+// The team management page in real headless Chromium (Debian's, driven by playwright-core):
+// what an administrator does during a show. Screenshots of each step go to test-artifacts/admin/.
+import { mkdirSync } from 'node:fs';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { presenceKey } from '../../schemas/redis-keys.js';
+import { eventually, getLayout, startTestGateway, type TestGateway } from '../helpers/gateway.js';
+import { useRedis } from '../helpers/redis.js';
+
+const ARTIFACTS = 'test-artifacts/admin';
+const PASSWORD = 'stage-door-1234';
+const redis = useRedis();
+let t: TestGateway;
+let browser: Browser;
+let page: Page;
+const cspViolations: string[] = [];
+
+const shot = (name: string) => page.screenshot({ path: `${ARTIFACTS}/${name}.png`, fullPage: true });
+
+beforeAll(async () => {
+  mkdirSync(ARTIFACTS, { recursive: true });
+  t = await startTestGateway({ redisUrl: redis.get().server.url });
+  await t.admin.admins.create(t.teamId, 'stage@team.example', PASSWORD);
+  browser = await chromium.launch({
+    executablePath: '/usr/bin/chromium',
+    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+  });
+  page = await browser.newPage({ viewport: { width: 1100, height: 900 } });
+  page.on('console', (m) => {
+    if (/Content Security Policy/i.test(m.text())) cspViolations.push(m.text());
+  });
+});
+afterAll(async () => {
+  await browser?.close();
+  await t?.close();
+});
+
+describe('team management page', () => {
+  let apiKey = '';
+  let keyId = '';
+
+  it('signs in with the keyboard alone', async () => {
+    await page.goto(`${t.url}/admin/`);
+    await expect.poll(() => page.getByLabel('Email').isVisible()).toBe(true);
+    await shot('01-sign-in');
+    await page.getByLabel('Email').focus();
+    await page.keyboard.type('stage@team.example');
+    await page.keyboard.press('Tab');
+    await page.keyboard.type(PASSWORD);
+    await page.keyboard.press('Enter');
+    await expect.poll(() => page.getByRole('heading', { name: 'API keys' }).isVisible()).toBe(true);
+    expect(await page.locator('#who-text').textContent()).toBe('stage@team.example · Test team');
+    await shot('02-signed-in');
+  });
+
+  it('creates a key and shows its full secret once, with a plain warning', async () => {
+    await page.getByLabel('Name').fill('ticketing backend');
+    await page.getByRole('button', { name: 'Create key' }).click();
+    const secret = page.locator('#secret-value');
+    await expect.poll(() => secret.isVisible()).toBe(true);
+    apiKey = await secret.inputValue();
+    expect(apiKey).toMatch(/^ak_[0-9a-f]{16}\.[A-Za-z0-9_-]{43}$/);
+    keyId = apiKey.split('.')[0]!;
+    expect(await page.locator('#secret .warning').textContent()).toContain('only time it is shown');
+    expect(await page.getByRole('button', { name: 'Copy' }).isVisible()).toBe(true);
+    await shot('03-secret-shown-once');
+    expect(await page.locator(`tr[data-key-id="${keyId}"]`).textContent()).toContain('active');
+  });
+
+  it('the key works against GET /layout', async () => {
+    expect((await getLayout(t, t.layoutId, apiKey)).status).toBe(200);
+  });
+
+  it('the secret is gone on reload; the table never shows it', async () => {
+    await page.reload();
+    await expect.poll(() => page.locator(`tr[data-key-id="${keyId}"]`).isVisible()).toBe(true);
+    expect(await page.locator('#secret').isHidden()).toBe(true);
+    expect(await page.locator('#secret-value').inputValue()).toBe('');
+    expect(await page.content()).not.toContain(apiKey.split('.')[1]);
+  });
+
+  it('revokes with a confirmation that warns about in-flight requests; GET /layout then answers 401', async () => {
+    await page.locator(`tr[data-key-id="${keyId}"]`).getByRole('button', { name: /Revoke key/ }).click();
+    const dialog = page.locator('#revoke-dialog');
+    await expect.poll(() => dialog.isVisible()).toBe(true);
+    expect(await dialog.textContent()).toContain('including those already in flight');
+    await shot('04-revoke-confirmation');
+    await dialog.getByRole('button', { name: 'Revoke key' }).click();
+    await expect.poll(() => page.locator(`tr[data-key-id="${keyId}"]`).textContent()).toContain('revoked');
+    await shot('05-revoked');
+    const r = await getLayout(t, t.layoutId, apiKey);
+    expect(r.status).toBe(401);
+    expect(r.body.error.code).toBe('api_key_revoked');
+  });
+
+  it('switches the active page in one click, and discovery follows', async () => {
+    expect((await getLayout(t, t.layoutId, t.apiKey)).body.activePageId).toBe('main');
+    await page.getByRole('button', { name: 'Make “Encore” active' }).click();
+    await expect.poll(() => page.getByRole('button', { name: 'Encore (active)' }).getAttribute('aria-pressed')).toBe('true');
+    await shot('06-page-switched');
+    const d = await getLayout(t, t.layoutId, t.apiKey);
+    expect(d.body.activePageId).toBe('encore');
+    expect(d.body.controls.map((c: { lid: number }) => c.lid)).toEqual([7, 8, 9]);
+  });
+
+  it('keeps destinationCount up to date while open', async () => {
+    const count = page.locator(`[data-destinations="${t.layoutId}"]`);
+    expect(await count.textContent()).toBe('0');
+    await redis.get().client.zadd(presenceKey(t.config.redisPrefix, t.layoutId), Date.now() + 60_000, 'test-bridge|10.0.0.9:9000');
+    await eventually(async () => (await count.textContent()) === '1', 8000);
+    await shot('07-destination-count');
+  });
+
+  it('reads well on a phone, and signs out', async () => {
+    await page.setViewportSize({ width: 390, height: 844 });
+    await shot('08-phone');
+    expect(await page.evaluate('document.documentElement.scrollWidth <= window.innerWidth + 1')).toBe(true); // no sideways scrolling
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await expect.poll(() => page.getByLabel('Email').isVisible()).toBe(true);
+  });
+
+  it('ran without a single Content-Security-Policy violation', () => {
+    expect(cspViolations).toEqual([]);
+  });
+});
