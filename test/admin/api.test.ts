@@ -147,6 +147,30 @@ describe('sessions', () => {
   });
 });
 
+describe('the page', () => {
+  it('is served with a strict CSP, no framing, and no CDN', async () => {
+    const t = await gatewayWithAdmin();
+    for (const path of ['/admin/', '/admin/admin.js', '/admin/admin.css']) {
+      const r = await fetch(`${t.url}${path}`);
+      expect(r.status).toBe(200);
+      const csp = r.headers.get('content-security-policy')!;
+      expect(csp).toContain("default-src 'none'");
+      expect(csp).toContain("script-src 'self'");
+      expect(csp).toContain("frame-ancestors 'none'");
+      expect(csp).not.toContain('unsafe-inline');
+      expect(r.headers.get('x-frame-options')).toBe('DENY');
+      expect(r.headers.get('x-content-type-options')).toBe('nosniff');
+      const text = await r.text();
+      expect(text).not.toMatch(/https?:\/\//); // every asset is served by the gateway itself
+      if (path === '/admin/') expect(text).not.toMatch(/<script>|<style>|\son[a-z]+=/); // nothing inline
+    }
+    const redirect = await fetch(`${t.url}/admin`, { redirect: 'manual' });
+    expect(redirect.status).toBe(302);
+    expect(redirect.headers.get('location')).toBe('/admin/');
+    expect((await fetch(`${t.url}/admin/secrets.txt`)).status).toBe(404);
+  });
+});
+
 describe('keys and layouts of the team', () => {
   it('shows a new key’s secret once; the key works and is listed without it', async () => {
     const t = await gatewayWithAdmin();
