@@ -50,7 +50,7 @@ async function main(): Promise<void> {
     await stores.layouts.import(team.teamId, JSON.parse(readFileSync(DEMO_LAYOUT_FILE, 'utf8')));
     const key = await stores.apiKeys.create(team.teamId, { name: 'bench' });
     const port = await freePort();
-    const gw = await spawnPinned(0, GATEWAY, [], { REDIS_URL: redis.url, PORT: String(port), LOG_LEVEL: 'info'}, /audience-gateway listening/, nodeArgs);
+    const gw = await spawnPinned(0, GATEWAY, [], { REDIS_URL: redis.url, PORT: String(port), OPS_PORT: '0', LOG_LEVEL: 'info' }, /audience-gateway listening/, nodeArgs);
     const url = `http://127.0.0.1:${port}`;
 
     progress(`minting ${tokenCount} tokens`);

@@ -55,7 +55,7 @@ async function main(): Promise<void> {
     const layouts = config.layouts.map((l) => ({ ...l, maxMessagesPerTick: perTick }));
     progress(`draining with tickHz ${tickHz}, at most ${perTick} messages a tick`);
     const started = performance.timeOrigin + performance.now();
-    const bridge = await startBridge({ ...config, layouts }, { log: createLogger('warn'), notifier: new SystemdNotifier({}) });
+    const bridge = await startBridge({ ...config, layouts, opsPort: 0 }, { log: createLogger('warn'), notifier: new SystemdNotifier({}) });
     let got = await counts();
     while (got.messages < total) {
       await new Promise((r) => setTimeout(r, 200));

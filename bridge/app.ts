@@ -1,10 +1,14 @@
 // Builds a running bridge: Redis -> per layout a scheduler (send loop) and a consumer (read loop)
 // -> presence -> systemd READY, STATUS and a progress-gated WATCHDOG.
 import type { Redis } from 'ioredis';
+import { actionStreamKey } from '../schemas/redis-keys.js';
 import type { BridgeConfig } from './config.js';
 import { LayoutConsumer, streamAcker } from './consumer.js';
 import { BridgeCounters } from './counters.js';
 import type { Logger } from './log.js';
+import { groupName } from './consumer.js';
+import { BridgeMetrics } from './metrics.js';
+import { startOpsServer } from './ops-server.js';
 import { Presence } from './presence.js';
 import { connectBridgeRedis, connectWithRetry } from './redis.js';
 import { LayoutScheduler } from './scheduler.js';
@@ -12,6 +16,8 @@ import { SystemdNotifier } from './systemd.js';
 
 export interface Bridge {
   readonly counters: BridgeCounters;
+  /** port of /metrics, /healthz, /readyz */
+  readonly opsPort: number;
   readonly schedulers: readonly LayoutScheduler[];
   /** Graceful stop: STOPPING=1, stop reading, send what is queued, deregister, disconnect. */
   stop(): Promise<void>;
@@ -72,6 +78,24 @@ export async function startBridge(config: BridgeConfig, opts: BridgeOptions): Pr
     now,
   );
   await presence.start();
+  const metrics = new BridgeMetrics({
+    counters,
+    redis: ops,
+    prefix: config.redisPrefix,
+    group: groupName(config.bridgeId),
+    layouts: config.layouts.map((l) => l.layoutId),
+    newestRead: () => counters.newestRead,
+    lastHeartbeat: () => presence.lastBeat,
+    now,
+  });
+  counters.onLateness = (ms) => metrics.lateness.observe(ms / 1000);
+  const opsServer = await startOpsServer(config.opsHost, config.opsPort, metrics.registry, async () => {
+    for (const layout of config.layouts) {
+      const groups = (await ops.call('XINFO', 'GROUPS', actionStreamKey(config.redisPrefix, layout.layoutId))) as (string | number)[][];
+      if (!groups.some((g) => g[g.indexOf('name') + 1] === groupName(config.bridgeId))) return `consumer group missing on ${layout.layoutId}`;
+    }
+    return null;
+  });
   for (const s of schedulers) s.start();
   for (const c of consumers) c.start();
   await notifier.notify('READY=1', `STATUS=${counters.status()}`);
@@ -94,6 +118,7 @@ export async function startBridge(config: BridgeConfig, opts: BridgeOptions): Pr
 
   return {
     counters,
+    opsPort: opsServer.port,
     schedulers,
     async stop() {
       stopping = true;
@@ -103,6 +128,7 @@ export async function startBridge(config: BridgeConfig, opts: BridgeOptions): Pr
       await Promise.all(consumers.map((c) => c.stop()));
       await Promise.all(schedulers.map((s) => s.stop()));
       await presence.stop().catch((e: unknown) => log.warn({ err: (e as Error).message }, 'could not deregister destinations'));
+      await opsServer.close();
       for (const r of readers) r.disconnect();
       ops.disconnect();
       log.info({ status: counters.status() }, 'audience-bridge stopped');

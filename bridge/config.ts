@@ -26,6 +26,8 @@ export interface BridgeConfig {
   readonly redisPrefix: string;
   readonly presenceTtlMs: number;
   readonly logLevel: string;
+  readonly opsPort: number;
+  readonly opsHost: string;
   readonly layouts: readonly BridgeLayout[];
 }
 
@@ -44,6 +46,7 @@ export interface BridgeFlags {
   playoutDelayMs?: string;
   maxAgeMs?: string;
   booleans?: string;
+  opsPort?: string;
 }
 
 /** "host:port", "[v6]:port" -> {host, port}; the port stays a string if it is not a number, for the schema to name. */
@@ -92,6 +95,10 @@ export function loadBridgeConfig(flags: BridgeFlags, env: NodeJS.ProcessEnv = pr
   if (flags.redis) raw.redisUrl = flags.redis;
   raw.redisUrl ??= env.REDIS_URL || 'redis://127.0.0.1:6379';
   if (flags.bridgeId) raw.bridgeId = flags.bridgeId;
+  if (flags.opsPort !== undefined) {
+    if (!/^\d+$/.test(flags.opsPort)) throw new BridgeConfigError(`--ops-port must be a whole number, not ${JSON.stringify(flags.opsPort)}`);
+    raw.opsPort = Number(flags.opsPort);
+  }
   raw.bridgeId ??= hostname().replace(/[^A-Za-z0-9_.-]/g, '-').slice(0, 64) || 'bridge';
   if (env.REDIS_PREFIX !== undefined && raw.redisPrefix === undefined) raw.redisPrefix = env.REDIS_PREFIX;
   if (env.LOG_LEVEL) raw.logLevel = env.LOG_LEVEL;

@@ -150,6 +150,7 @@ export class LayoutConsumer {
         this.counters.droppedStale++;
         ackNow.push(id);
       } else {
+        this.counters.newestRead.set(layoutId, Math.max(this.counters.newestRead.get(layoutId) ?? 0, decoded.entry.ts));
         this.scheduler.offer(id, decoded.entry);
       }
     }

@@ -17,6 +17,10 @@ export class BridgeCounters {
   acked = 0;
   readErrors = 0;
   readonly targets = new Map<string, TargetCounters>();
+  /** newest entry read per layout: its gateway receive time (ms) */
+  readonly newestRead = new Map<string, number>();
+  /** told of every tick lateness (ms), for the histogram */
+  onLateness: (ms: number) => void = () => {};
   /** tick lateness samples (ms), bounded ring for percentiles */
   private readonly lateness: number[] = [];
   private latenessAt = 0;
@@ -31,6 +35,7 @@ export class BridgeCounters {
   }
 
   recordLateness(ms: number): void {
+    this.onLateness(ms);
     if (this.lateness.length < 10_000) this.lateness.push(ms);
     else this.lateness[this.latenessAt++ % 10_000] = ms;
   }

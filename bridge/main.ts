@@ -16,6 +16,7 @@ const program = new Command('audience-bridge')
   .option('--tick-hz <n>', 'send ticks per second (default 100)')
   .option('--playout-delay-ms <n>', 'bundle timetag = gateway receive time + this (default 0: immediately)')
   .option('--max-age-ms <n>', 'drop actions older than this (default 2000)')
+  .option('--ops-port <n>', 'port of /metrics, /healthz, /readyz (default 9465; 0 picks a free one)')
   .option('--booleans <mode>', 'Toggle encoding for --target: int (1/0) or TF (OSC T/F) (default int)')
   .option('--check-config', 'validate the configuration and exit')
   .exitOverride();

@@ -17,6 +17,8 @@ import { HttpServer } from './http/server.js';
 import { DestinationCounts } from './layouts/destinations.js';
 import { LayoutCache } from './layouts/layout-cache.js';
 import type { Logger } from './log.js';
+import { GatewayMetrics } from './metrics.js';
+import { startOpsServer } from '../bridge/ops-server.js';
 import { actionRoutes } from './routes/action.js';
 import type { RouteDeps } from './routes/deps.js';
 import { fallbackRoutes } from './routes/fallback.js';
@@ -28,6 +30,8 @@ import { InvalidationListener } from './sync/invalidation.js';
 
 export interface Gateway {
   readonly port: number;
+  /** port of /metrics, /healthz, /readyz */
+  readonly opsPort: number;
   readonly stores: Stores;
   readonly deps: RouteDeps;
   /** Stop listening, answer what is in flight (at most drainMs), disconnect from Redis. */
@@ -48,11 +52,13 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
   const subscriber = await connectServiceRedis({ ...settings, name: 'audience-gateway-sub' });
   watchConnection(subscriber, log, 'redis subscriber');
 
+  const metrics = new GatewayMetrics();
+  const timed = <T>(command: string, p: Promise<T>) => metrics.redis(command, p);
   const stores = createStores(redis, config.redisPrefix);
   await stores.signingKeys.ensureCurrent(now());
   const keyring = new SigningKeyring(stores.signingKeys);
-  const apiKeys = new ApiKeyAuth(stores.apiKeys, now, (e) => log.warn({ err: e }, 'could not record lastUsedAt'));
-  const layouts = new LayoutCache(stores.layouts);
+  const apiKeys = new ApiKeyAuth(stores.apiKeys, now, (e) => log.warn({ err: e }, 'could not record lastUsedAt'), timed);
+  const layouts = new LayoutCache(stores.layouts, timed);
   await Promise.all([keyring.reload(), apiKeys.reload()]);
 
   const listener = new InvalidationListener(
@@ -60,6 +66,7 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
     stores.keys,
     {
       apply(m) {
+        metrics.invalidations.labels(m.kind === 'key-revoked' ? 'key_revoked' : m.kind === 'layout' ? 'page_switch' : m.kind === 'key-created' ? 'key_created' : 'signing_keys').inc();
         if (m.kind === 'key-revoked') apiKeys.keyRevoked(m.id);
         else if (m.kind === 'key-created') apiKeys.keyCreated(m.id);
         else if (m.kind === 'layout') layouts.invalidate(m.id);
@@ -80,17 +87,20 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
       keyring,
       (keyId) => apiKeys.isRevoked(keyId),
       now,
+      (hit) => metrics.tokenCache.labels(hit ? 'hit' : 'miss').inc(),
     ),
     layouts,
     destinations: new DestinationCounts(redis, stores.keys, now),
-    actions: new ActionLog(redis, stores.keys, config.streamMaxLen),
+    actions: new ActionLog(redis, stores.keys, config.streamMaxLen, timed),
     cors: new CorsPolicy(config.corsOrigins),
+    metrics,
   };
 
   const server = new HttpServer({
     maxBodyBytes: config.maxBodyBytes,
     now,
     onError: (e, head) => log.error({ err: e, requestId: head.id }, 'unexpected error'),
+    observe: (route, status, seconds, code) => metrics.observeRequest(route, status, seconds, code),
   });
   const sessions = new SessionStore(redis, stores.keys, config.adminSessionIdleSeconds, config.adminSessionMaxSeconds, now);
   const admin = {
@@ -118,13 +128,23 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
   ]))
     server.mount(r);
   const port = await server.listen(config.host, config.port);
+  const ops = await startOpsServer(config.opsHost, config.opsPort, metrics.registry, async () => {
+    try {
+      await redis.ping();
+      return null;
+    } catch (e) {
+      return `Redis unreachable (${(e as Error).message})`;
+    }
+  });
 
   return {
     port,
+    opsPort: ops.port,
     stores,
     deps,
     async close(drainMs = 5000) {
       await server.close(drainMs);
+      await ops.close();
       listener.stop();
       redis.disconnect();
     },

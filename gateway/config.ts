@@ -25,6 +25,8 @@ export interface GatewayConfig {
   readonly adminLoginMaxPerAddress: number;
   readonly adminSecureCookie: 'auto' | 'always' | 'never';
   readonly trustProxy: boolean;
+  readonly opsPort: number;
+  readonly opsHost: string;
   readonly logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
 }
 

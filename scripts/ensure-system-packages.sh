@@ -14,6 +14,7 @@ if [ "$job" = test ]; then
   need+=([systemd-analyze]=systemd) # verify and security-rate the unit files
   need+=([python3]=python3)     # the fake NOTIFY_SOCKET of the sd_notify tests
   need+=([chromium]=chromium)   # the admin page's end-to-end tests (driven by playwright-core; never a downloaded browser)
+  need+=([promtool]=prometheus) # promtool check metrics on both /metrics outputs
 fi
 
 missing=()

@@ -8,6 +8,7 @@ import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
 import { AppError, orUnavailable } from '../errors.js';
 import type { ApiKeyRecord, ApiKeyStore, KeyScope } from '../store/api-keys.js';
+import { untimed, type RedisTimer } from '../store/redis.js';
 
 export interface AuthedKey {
   keyId: string;
@@ -47,6 +48,7 @@ export class ApiKeyAuth {
     private readonly store: ApiKeyStore,
     private readonly now: () => number = Date.now,
     private readonly onBackgroundError: (e: unknown) => void = () => {},
+    private readonly timed: RedisTimer = untimed,
   ) {}
 
   /** Loads the revoked set; call before serving and on every re-check. */
@@ -69,7 +71,7 @@ export class ApiKeyAuth {
 
   /** The final check of an API-key request, read from Redis: api_key_revoked, or unavailable when Redis cannot say. */
   async confirmNotRevoked(keyId: string): Promise<void> {
-    if (this.revoked.has(keyId) || (await orUnavailable(this.store.isRevoked(keyId)))) {
+    if (this.revoked.has(keyId) || (await orUnavailable(this.timed('key_revoked_check', this.store.isRevoked(keyId))))) {
       this.revoked.add(keyId);
       throw new AppError('api_key_revoked');
     }
@@ -82,7 +84,7 @@ export class ApiKeyAuth {
     if (!parsed) throw new AppError('api_key_invalid');
     let entry = this.cache.get(parsed.keyId);
     if (!entry) {
-      entry = { record: await orUnavailable(this.store.get(parsed.keyId)) };
+      entry = { record: await orUnavailable(this.timed('key_load', this.store.get(parsed.keyId))) };
       this.cache.set(parsed.keyId, entry);
     }
     const expected = entry.record ? Buffer.from(entry.record.secretHash, 'hex') : this.dummyHash;

@@ -37,6 +37,8 @@ export class AudienceTokens {
     private readonly keyring: SigningKeyring,
     private readonly isKeyRevoked: (keyId: string) => boolean,
     private readonly now: () => number = Date.now,
+    /** told of every cache lookup (metrics) */
+    private readonly onCacheLookup: (hit: boolean) => void = () => {},
   ) {
     this.cache = settings.cacheMax > 0 ? new LRUCache({ max: settings.cacheMax }) : null;
   }
@@ -60,6 +62,7 @@ export class AudienceTokens {
   /** The claims of a valid token, or AppError token_invalid / token_expired / token_revoked. */
   async verify(token: string): Promise<AudienceClaims> {
     const cached = this.cache?.get(token);
+    this.onCacheLookup(cached !== undefined);
     if (cached) return this.recheck(token, cached);
     const claims = await this.verifySignature(token);
     this.cache?.set(token, claims);

@@ -24,7 +24,8 @@ let bridge: ChildProcess | undefined;
 
 /** The real audience-bridge process for the demo layout; resolves once it runs. Its warnings go to stderr. */
 async function startDemoBridge(redisUrl: string, prefix: string, layoutId: string, target: string): Promise<ChildProcess> {
-  const child = spawn(process.execPath, [join(ROOT, 'dist/bridge/main.js'), '--layout', layoutId, '--target', target, '--redis', redisUrl, '--bridge-id', 'demo-bridge'], {
+  const opsPort = process.env.DEMO_BRIDGE_OPS_PORT ?? '9465';
+  const child = spawn(process.execPath, [join(ROOT, 'dist/bridge/main.js'), '--layout', layoutId, '--target', target, '--redis', redisUrl, '--bridge-id', 'demo-bridge', '--ops-port', opsPort], {
     env: { ...process.env, REDIS_PREFIX: prefix, LOG_LEVEL: 'info' },
     stdio: ['ignore', 'pipe', 'inherit'],
   });

@@ -58,6 +58,8 @@ export interface ServerOptions {
   maxBodyBytes: number;
   now?: () => number;
   onError?: (e: unknown, head: RequestHead) => void;
+  /** every answer: route pattern, status, seconds since arrival, the error code if any */
+  observe?: (route: string, status: number, seconds: number, errorCode: string | null) => void;
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,64}$/;
@@ -84,6 +86,7 @@ export class HttpServer {
 
   private serve(route: Route, res: HttpResponse, req: HttpRequest): void {
     const state: ResponseState = { aborted: false, done: false };
+    const started = performance.now();
     this.inFlight++;
     res.onAborted(() => {
       if (!state.done) this.inFlight--;
@@ -92,8 +95,11 @@ export class HttpServer {
     const head = this.capture(req, route.params ?? 0, route.remoteAddress === true ? res : null);
     const extra = route.replyHeaders ? route.replyHeaders(head) : NO_HEADERS;
     const finish = (reply: Reply, close = false): void => {
-      if (!state.aborted && !state.done) this.inFlight--;
+      if (state.aborted || state.done) return;
+      this.inFlight--;
       send(res, state, head.id, reply, extra, close);
+      const code = reply.status >= 400 ? ((reply.body as { error?: { code?: string } } | null)?.error?.code ?? null) : null;
+      this.opts.observe?.(route.pattern, reply.status, (performance.now() - started) / 1000, code);
     };
     const fail = (e: unknown): void => {
       if (!(e instanceof AppError)) this.opts.onError?.(e, head);

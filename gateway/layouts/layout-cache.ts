@@ -4,6 +4,7 @@
 import type { Control, Page } from '../../schemas/types.js';
 import { orUnavailable } from '../errors.js';
 import type { LayoutStore, StoredLayout } from '../store/layouts.js';
+import { untimed, type RedisTimer } from '../store/redis.js';
 
 export interface LiveLayout {
   layoutId: string;
@@ -30,7 +31,10 @@ export class LayoutCache {
   /** Bumped by every invalidation, so a load that started before one is not cached after it. */
   private epoch = 0;
 
-  constructor(private readonly store: LayoutStore) {}
+  constructor(
+    private readonly store: LayoutStore,
+    private readonly timed: RedisTimer = untimed,
+  ) {}
 
   /** The layout, from memory or Redis; null if it does not exist. Redis failures become `unavailable`. */
   get(layoutId: string): Promise<LiveLayout | null> | LiveLayout | null {
@@ -47,7 +51,7 @@ export class LayoutCache {
   private async load(layoutId: string): Promise<LiveLayout | null> {
     const epoch = this.epoch;
     try {
-      const stored = await orUnavailable(this.store.get(layoutId));
+      const stored = await orUnavailable(this.timed('layout_load', this.store.get(layoutId)));
       const live = stored ? toLive(stored) : null;
       if (live && epoch === this.epoch) this.entries.set(layoutId, live);
       return live;

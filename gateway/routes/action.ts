@@ -5,7 +5,7 @@ import { describeFirstError, validateActionRequest } from '../../schemas/validat
 import { checkAction } from '../actions/check-action.js';
 import { AppError } from '../errors.js';
 import { ok } from '../http/reply.js';
-import { parseJson, type Route } from '../http/server.js';
+import { parseJson, type RequestHead, type Route } from '../http/server.js';
 import type { RouteDeps } from './deps.js';
 
 const SUCCESS = { success: true } as const;
@@ -34,9 +34,25 @@ export function actionRoutes(d: RouteDeps): Route[] {
       body: true,
       replyHeaders,
       async handle(head, raw) {
+        let type = 'unknown';
+        try {
+          await accept(head, raw, (t) => (type = t));
+          d.metrics.actions.labels(type, 'accepted').inc();
+          return ok(SUCCESS);
+        } catch (e) {
+          d.metrics.actions.labels(type, e instanceof AppError ? e.code : 'internal').inc();
+          throw e;
+        }
+      },
+    },
+  ];
+
+  /** Checks an action and appends it; `typed` learns the control type once the body is valid (for metrics). */
+  async function accept(head: RequestHead, raw: Buffer | null, typed: (type: string) => void): Promise<void> {
         const claims = await d.tokens.verify(bearerToken(head.headers.authorization));
         const body = parseJson(raw);
         if (!validateActionRequest(body)) throw new AppError('invalid_body', describeFirstError(validateActionRequest.errors));
+        typed(body.type);
         if (body.layoutId !== claims.layoutId) throw new AppError('token_layout_mismatch');
         const layout = await d.layouts.get(body.layoutId);
         if (!layout || layout.teamId !== claims.team) throw new AppError('layout_not_found', undefined, 400);
@@ -51,8 +67,5 @@ export function actionRoutes(d: RouteDeps): Route[] {
           value,
           ts: head.receivedAt,
         });
-        return ok(SUCCESS);
-      },
-    },
-  ];
+  }
 }

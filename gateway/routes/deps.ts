@@ -5,6 +5,7 @@ import type { AudienceTokens } from '../auth/audience-tokens.js';
 import type { CorsPolicy } from '../http/cors.js';
 import type { DestinationCounts } from '../layouts/destinations.js';
 import type { LayoutCache } from '../layouts/layout-cache.js';
+import type { GatewayMetrics } from '../metrics.js';
 
 export interface RouteDeps {
   apiKeys: ApiKeyAuth;
@@ -13,4 +14,5 @@ export interface RouteDeps {
   destinations: DestinationCounts;
   actions: ActionLog;
   cors: CorsPolicy;
+  metrics: GatewayMetrics;
 }

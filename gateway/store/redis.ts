@@ -3,6 +3,10 @@
 // a per-command timeout so a black-holed Redis turns into 503 instead of a hang.
 import { Redis, type RedisOptions } from 'ioredis';
 
+/** Wraps a Redis call on the request path (metrics time it); `untimed` does nothing. */
+export type RedisTimer = <T>(command: string, p: Promise<T>) => Promise<T>;
+export const untimed: RedisTimer = (_command, p) => p;
+
 export interface RedisSettings {
   url: string;
   commandTimeoutMs: number;

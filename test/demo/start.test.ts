@@ -48,6 +48,8 @@ describe('npm start', () => {
       EMBEDDED_REDIS_PORT: String(await freePort()),
       PORT: String(await freePort()),
       DEMO_OSC_PORT: String(await freePort()),
+      OPS_PORT: '0',
+      DEMO_BRIDGE_OPS_PORT: '0',
     };
     const first = await start(env);
     const text = first.out();

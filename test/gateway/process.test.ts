@@ -13,7 +13,7 @@ const redis = useRedis();
 
 function runBin(env: Record<string, string>, args: string[] = []): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    execFile(process.execPath, [BIN, ...args], { env: { PATH: process.env.PATH ?? '', ...env }, timeout: 10_000 }, (err, stdout, stderr) =>
+    execFile(process.execPath, [BIN, ...args], { env: { PATH: process.env.PATH ?? '', OPS_PORT: '0', ...env }, timeout: 10_000 }, (err, stdout, stderr) =>
       resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
     );
   });
@@ -77,7 +77,7 @@ describe('the process', () => {
 
   it('serves, then drains and exits 0 on SIGTERM', async () => {
     const port = await freePort();
-    const child = spawn(process.execPath, [BIN], { env: { PATH: process.env.PATH ?? '', REDIS_URL: redis.get().server.url, PORT: String(port), REDIS_PREFIX: 'proc:' } });
+    const child = spawn(process.execPath, [BIN], { env: { PATH: process.env.PATH ?? '', REDIS_URL: redis.get().server.url, PORT: String(port), REDIS_PREFIX: 'proc:', OPS_PORT: '0' } });
     let out = '';
     child.stdout.on('data', (d) => (out += d));
     await eventually(() => out.includes('audience-gateway listening'), 10_000);

@@ -24,7 +24,7 @@ export interface TestBridgeOptions {
 /** Writes a config file, as a venue technician would. */
 export function configFile(o: TestBridgeOptions): string {
   const file = join(mkdtempSync(join(tmpdir(), 'ac-bridge-')), 'bridge.json');
-  const body = { bridgeId: o.bridgeId ?? 'test-bridge', redisUrl: o.redisUrl, redisPrefix: o.prefix, logLevel: 'silent', ...(o.presenceTtlMs && { presenceTtlMs: o.presenceTtlMs }), layouts: o.layouts };
+  const body = { bridgeId: o.bridgeId ?? 'test-bridge', redisUrl: o.redisUrl, redisPrefix: o.prefix, logLevel: 'silent', opsPort: 0, ...(o.presenceTtlMs && { presenceTtlMs: o.presenceTtlMs }), layouts: o.layouts };
   writeFileSync(file, JSON.stringify(body));
   return file;
 }

@@ -38,7 +38,7 @@ export interface TestGatewayOptions {
 
 export async function startTestGateway(o: TestGatewayOptions): Promise<TestGateway> {
   const prefix = o.sameDataAs?.config.redisPrefix ?? o.prefix ?? randomPrefix();
-  const config = loadConfig({}, { port: 0, host: '127.0.0.1', redisUrl: o.redisUrl, redisPrefix: prefix, logLevel: 'silent', ...o.overrides });
+  const config = loadConfig({}, { port: 0, opsPort: 0, host: '127.0.0.1', redisUrl: o.redisUrl, redisPrefix: prefix, logLevel: 'silent', ...o.overrides });
   const adminRedis = new Redis(o.redisUrl, { maxRetriesPerRequest: 1 });
   const admin = createStores(adminRedis, prefix);
   const layout = o.layout ?? DEMO_LAYOUT;
