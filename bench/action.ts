@@ -4,11 +4,8 @@
 import { parseArgs } from 'node:util';
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
-import { createStores } from '../gateway/store/stores.js';
-import { DEMO_LAYOUT_FILE } from '../gateway/demo/seed.js';
-import { readFileSync } from 'node:fs';
 import { freePort } from '../gateway/dev/redis-server.js';
-import { load, pinnedRedis, spawnPinned, stopChild, type LoadResult } from './harness.js';
+import { actionRequests, load, mintTokens, pinnedRedis, seedDemo, spawnPinned, stopChild, type LoadResult } from './harness.js';
 
 const { values } = parseArgs({ options: { seconds: { type: 'string', default: '10' }, connections: { type: 'string', default: '100' }, tokens: { type: 'string', default: '2000' } } });
 const seconds = Number(values.seconds);
@@ -19,17 +16,6 @@ const tokenCount = Number(values.tokens);
 const nodeArgs = process.env.GATEWAY_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.GATEWAY_PROFILE}`] : [];
 const GATEWAY = fileURLToPath(new URL('../gateway/main.js', import.meta.url));
 const BARE = fileURLToPath(new URL('./bare-uws.js', import.meta.url));
-
-/** The audience's mix: mostly continuous controls, some discrete. */
-const MIX: { weight: number; body: (i: number) => object }[] = [
-  { weight: 40, body: (i) => ({ lid: 2, type: 'Slider', value: (i % 101) / 100 }) },
-  { weight: 25, body: (i) => ({ lid: 6, type: 'XYPad', value: [(i % 11) / 10, (i % 7) / 6] }) },
-  { weight: 15, body: () => ({ lid: 1, type: 'Button' }) },
-  { weight: 10, body: (i) => ({ lid: 3, type: 'Toggle', value: i % 2 === 0 }) },
-  { weight: 7, body: (i) => ({ lid: 4, type: 'Index', value: i % 3 }) },
-  { weight: 3, body: (i) => ({ lid: 5, type: 'String', value: `go team ${i % 50}` }) },
-];
-const wheel = MIX.flatMap((m) => Array<(i: number) => object>(m.weight).fill(m.body));
 
 function progress(what: string): void {
   process.stderr.write(`bench: ${what}\n`);
@@ -45,28 +31,15 @@ async function main(): Promise<void> {
     await stopChild(bare.child);
 
     const admin = new Redis(redis.url);
-    const stores = createStores(admin, 'ac:');
-    const team = await stores.teams.create('bench');
-    await stores.layouts.import(team.teamId, JSON.parse(readFileSync(DEMO_LAYOUT_FILE, 'utf8')));
-    const key = await stores.apiKeys.create(team.teamId, { name: 'bench' });
+    const key = await seedDemo(redis.url);
     const port = await freePort();
     const gw = await spawnPinned(0, GATEWAY, [], { REDIS_URL: redis.url, PORT: String(port), OPS_PORT: '0', LOG_LEVEL: 'info' }, /audience-gateway listening/, nodeArgs);
     const url = `http://127.0.0.1:${port}`;
 
     progress(`minting ${tokenCount} tokens`);
-    const tokens: string[] = [];
-    for (let i = 0; i < tokenCount; i++) {
-      const r = await fetch(`${url}/token`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': key.apiKey }, body: '{"layoutId":"demo-show"}' });
-      tokens.push(((await r.json()) as { token: string }).token);
-    }
+    const tokens = await mintTokens(url, key.apiKey, key.layoutId, tokenCount);
     progress(`POST /action, ${seconds} s`);
-    // Requests are built up front so the generator spends its core on sending, not on JSON.
-    const prebuilt = Array.from({ length: 10_000 }, (_, i) => ({
-      method: 'POST' as const,
-      path: '/action',
-      headers: { 'content-type': 'application/json', authorization: `Bearer ${tokens[i % tokens.length]}` },
-      body: JSON.stringify({ layoutId: 'demo-show', ...wheel[i % wheel.length]!(i) }),
-    }));
+    const prebuilt = actionRequests(tokens, key.layoutId);
     let n = 0;
     results.push(
       await load({

@@ -14,7 +14,7 @@ import { ACTION_FIELD, encodeActionEntry } from '../schemas/action-entry.js';
 import { actionStreamKey } from '../schemas/redis-keys.js';
 import { pinnedRedis } from './harness.js';
 
-const { values } = parseArgs({ options: { actions: { type: 'string', default: '200000' }, 'tick-hz': { type: 'string', default: '100' }, 'per-tick': { type: 'string', default: '1000' } } });
+const { values } = parseArgs({ options: { actions: { type: 'string', default: '200000' }, 'tick-hz': { type: 'string', default: '100' }, 'per-tick': { type: 'string', default: '1000' }, 'read-count': { type: 'string' } } });
 const total = Number(values.actions);
 const tickHz = Number(values['tick-hz']);
 const perTick = Number(values['per-tick']);
@@ -55,7 +55,7 @@ async function main(): Promise<void> {
     const layouts = config.layouts.map((l) => ({ ...l, maxMessagesPerTick: perTick }));
     progress(`draining with tickHz ${tickHz}, at most ${perTick} messages a tick`);
     const started = performance.timeOrigin + performance.now();
-    const bridge = await startBridge({ ...config, layouts, opsPort: 0 }, { log: createLogger('warn'), notifier: new SystemdNotifier({}) });
+    const bridge = await startBridge({ ...config, layouts, opsPort: 0 }, { log: createLogger('warn'), notifier: new SystemdNotifier({}), ...(values['read-count'] && { readCount: Number(values['read-count']) }) });
     let got = await counts();
     while (got.messages < total) {
       await new Promise((r) => setTimeout(r, 200));

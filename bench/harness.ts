@@ -44,7 +44,7 @@ export function cpuSeconds(pid: number): number {
 export interface LoadResult {
   name: string;
   requestsPerSec: number;
-  latencyMs: { p50: number; p99: number; max: number };
+  latencyMs: { p50: number; p99: number; p999: number; max: number };
   total: number;
   non2xx: number;
   errors: number;
@@ -63,6 +63,10 @@ export interface LoadSpec {
   serverPid?: number;
   /** builds each request; called by autocannon per request */
   request?: () => { method: 'GET' | 'POST'; path: string; headers: Record<string, string>; body?: string };
+  /** open loop: this many requests per second in all (autocannon overallRate) */
+  rate?: number;
+  /** stop after this many requests instead of after durationSec */
+  amount?: number;
 }
 
 /** One closed-loop autocannon run (no pipelining: uWS stalls on pipelined async replies). */
@@ -74,6 +78,8 @@ export async function load(spec: LoadSpec): Promise<LoadResult> {
     connections: spec.connections,
     duration: spec.durationSec,
     pipelining: 1,
+    ...(spec.rate && { overallRate: spec.rate }),
+    ...(spec.amount && { amount: spec.amount }),
     ...(make && {
       requests: [
         {
@@ -85,7 +91,7 @@ export async function load(spec: LoadSpec): Promise<LoadResult> {
   return {
     name: spec.name,
     requestsPerSec: result.requests.average,
-    latencyMs: { p50: result.latency.p50, p99: result.latency.p99, max: result.latency.max },
+    latencyMs: { p50: result.latency.p50, p99: result.latency.p99, p999: result.latency.p99_9, max: result.latency.max },
     total: result.requests.total,
     non2xx: result.non2xx,
     errors: result.errors + result.timeouts,
@@ -94,4 +100,66 @@ export async function load(spec: LoadSpec): Promise<LoadResult> {
       serverCpuShare: (cpuSeconds(spec.serverPid) - cpuBefore) / result.duration,
     }),
   };
+}
+
+/** Resident memory of a process, in MiB (VmRSS). */
+export function rssMiB(pid: number): number {
+  const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return m ? Number(m[1]) / 1024 : NaN;
+}
+
+/** A team, the demo layout and an API key, written straight to Redis. */
+export async function seedDemo(redisUrl: string, prefix = 'ac:'): Promise<{ apiKey: string; layoutId: string }> {
+  const { Redis } = await import('ioredis');
+  const { createStores } = await import('../gateway/store/stores.js');
+  const { DEMO_LAYOUT_FILE } = await import('../gateway/demo/seed.js');
+  const admin = new Redis(redisUrl);
+  try {
+    const stores = createStores(admin, prefix);
+    const team = await stores.teams.create('bench');
+    await stores.layouts.import(team.teamId, JSON.parse(readFileSync(DEMO_LAYOUT_FILE, 'utf8')));
+    const key = await stores.apiKeys.create(team.teamId, { name: 'bench' });
+    return { apiKey: key.apiKey, layoutId: 'demo-show' };
+  } finally {
+    admin.disconnect();
+  }
+}
+
+/** `count` audience tokens from POST /token, `parallel` requests at a time. */
+export async function mintTokens(url: string, apiKey: string, layoutId: string, count: number, parallel = 32): Promise<string[]> {
+  const tokens: string[] = [];
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: parallel }, async () => {
+      while (next < count) {
+        next++;
+        const r = await fetch(`${url}/token`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': apiKey }, body: JSON.stringify({ layoutId }) });
+        tokens.push(((await r.json()) as { token: string }).token);
+      }
+    }),
+  );
+  return tokens;
+}
+
+/** The audience's mix of control types: mostly continuous controls, some discrete. */
+const MIX: { weight: number; body: (i: number) => object }[] = [
+  { weight: 40, body: (i) => ({ lid: 2, type: 'Slider', value: (i % 101) / 100 }) },
+  { weight: 25, body: (i) => ({ lid: 6, type: 'XYPad', value: [(i % 11) / 10, (i % 7) / 6] }) },
+  { weight: 15, body: () => ({ lid: 1, type: 'Button' }) },
+  { weight: 10, body: (i) => ({ lid: 3, type: 'Toggle', value: i % 2 === 0 }) },
+  { weight: 7, body: (i) => ({ lid: 4, type: 'Index', value: i % 3 }) },
+  { weight: 3, body: (i) => ({ lid: 5, type: 'String', value: `go team ${i % 50}` }) },
+];
+const WHEEL = MIX.flatMap((m) => Array<(i: number) => object>(m.weight).fill(m.body));
+
+export type BuiltRequest = { method: 'POST'; path: string; headers: Record<string, string>; body: string };
+
+/** `count` POST /action requests rotating over the tokens and the mix, built up front (the generator then only sends). */
+export function actionRequests(tokens: string[], layoutId: string, count = 10_000, body?: (i: number) => object): BuiltRequest[] {
+  return Array.from({ length: count }, (_, i) => ({
+    method: 'POST',
+    path: '/action',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${tokens[i % tokens.length]}` },
+    body: JSON.stringify({ layoutId, ...(body ?? WHEEL[i % WHEEL.length]!)(i) }),
+  }));
 }

@@ -31,6 +31,8 @@ export interface BridgeOptions {
   blockMs?: number;
   /** reclaim pending entries idle longer than this */
   reclaimIdleMs?: number;
+  /** entries per stream read */
+  readCount?: number;
 }
 
 const STATUS_EVERY_MS = 5000;
@@ -58,7 +60,7 @@ export async function startBridge(config: BridgeConfig, opts: BridgeOptions): Pr
       reader,
       ops,
       scheduler,
-      { prefix: config.redisPrefix, bridgeId: config.bridgeId, blockMs, count: 1000, maxBacklog: layout.maxMessagesPerTick * 10, reclaimIdleMs: opts.reclaimIdleMs ?? 30_000, deadLetterMaxLen: 10_000 },
+      { prefix: config.redisPrefix, bridgeId: config.bridgeId, blockMs, count: opts.readCount ?? 1000, maxBacklog: layout.maxMessagesPerTick * 10, reclaimIdleMs: opts.reclaimIdleMs ?? 30_000, deadLetterMaxLen: 10_000 },
       counters,
       log,
       now,

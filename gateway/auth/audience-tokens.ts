@@ -20,6 +20,7 @@ export interface TokenSettings {
 
 /** What a verified token grants. */
 export interface AudienceClaims {
+  /** the audience id ('' when the claims come from the cache, which does not keep it) */
   sub: string;
   layoutId: string;
   team: string;
@@ -29,8 +30,21 @@ export interface AudienceClaims {
   exp: number;
 }
 
+/** The few distinct claim values (layouts, teams, keys, kids) shared by all cached tokens. */
+class Interner {
+  private readonly values = new Map<string, string>();
+  of(s: string): string {
+    const known = this.values.get(s);
+    if (known !== undefined) return known;
+    if (this.values.size > 100_000) this.values.clear();
+    this.values.set(s, s);
+    return s;
+  }
+}
+
 export class AudienceTokens {
   private readonly cache: LRUCache<string, AudienceClaims> | null;
+  private readonly interned = new Interner();
 
   constructor(
     private readonly settings: TokenSettings,
@@ -65,7 +79,9 @@ export class AudienceTokens {
     this.onCacheLookup(cached !== undefined);
     if (cached) return this.recheck(token, cached);
     const claims = await this.verifySignature(token);
-    this.cache?.set(token, claims);
+    // What the cache keeps per token is small: shared strings for the claims every hit re-checks.
+    const i = this.interned;
+    this.cache?.set(token, { sub: '', layoutId: i.of(claims.layoutId), team: i.of(claims.team), keyId: i.of(claims.keyId), kid: i.of(claims.kid), exp: claims.exp });
     return this.recheck(token, claims);
   }
 

@@ -1,0 +1,165 @@
+// `npm run bench`: the whole suite on this machine, each figure beside its target.
+// Gateway on core 0; Redis, the bridge, the load generator and the UDP sink on core 1.
+// Writes bench/results/<timestamp>.json and .md, and prints the Markdown.
+import { createSocket } from 'node:dgram';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { cpus } from 'node:os';
+import { fileURLToPath } from 'node:url';
+import { fromBuffer, timetagToDate } from 'osc-min';
+import { freePort } from '../gateway/dev/redis-server.js';
+import { actionRequests, cpuSeconds, load, mintTokens, pinnedRedis, rssMiB, seedDemo, spawnPinned, stopChild, type LoadResult } from './harness.js';
+
+const GATEWAY = fileURLToPath(new URL('../gateway/main.js', import.meta.url));
+const BRIDGE = fileURLToPath(new URL('../bridge/main.js', import.meta.url));
+const BARE = fileURLToPath(new URL('./bare-uws.js', import.meta.url));
+const BRIDGE_BENCH = fileURLToPath(new URL('./bridge.js', import.meta.url));
+const CONNECTIONS = 100;
+
+interface Row {
+  scenario: string;
+  figure: string;
+  target: string;
+  met: boolean | null;
+}
+const rows: Row[] = [];
+const raw: Record<string, unknown> = {};
+const progress = (what: string) => process.stderr.write(`bench: ${what}\n`);
+const pct = (sorted: number[], q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? NaN;
+
+function row(scenario: string, figure: string, target: string, met: boolean | null): void {
+  rows.push({ scenario, figure, target, met });
+}
+
+function describeLoad(r: LoadResult, ceiling: number): string {
+  return `${Math.round(r.requestsPerSec)} req/s (${(r.requestsPerSec / ceiling).toFixed(2)}× ceiling), p50 ${r.latencyMs.p50} ms, p99 ${r.latencyMs.p99} ms, non-2xx ${r.non2xx}, server CPU ${r.serverCpuShare?.toFixed(2) ?? '-'}`;
+}
+
+async function endToEnd(url: string, tokens: string[], redisUrl: string, tickHz: number, rate: number): Promise<void> {
+  const latencies: number[] = [];
+  const sink = createSocket('udp4');
+  sink.on('message', (d) => {
+    const now = Date.now(); // the same clock the gateway stamps `ts` with
+    const walk = (p: ReturnType<typeof fromBuffer>): void => {
+      if (p.oscType === 'bundle') {
+        if (p.elements.every((e) => e.oscType === 'message')) for (let i = 0; i < p.elements.length; i++) latencies.push(now - (timetagToDate(p.timetag).getTime() - 1));
+        else p.elements.forEach(walk);
+      }
+    };
+    walk(fromBuffer(d));
+  });
+  await new Promise<void>((r) => sink.bind(0, '127.0.0.1', r));
+  const bridge = await spawnPinned(1, BRIDGE, ['--layout', 'demo-show', '--target', `127.0.0.1:${sink.address().port}`, '--redis', redisUrl, '--bridge-id', `e2e-${tickHz}-${rate}`, '--tick-hz', String(tickHz), '--playout-delay-ms', '1', '--ops-port', '0'], { LOG_LEVEL: 'info' }, /audience-bridge running/);
+  const requests = actionRequests(tokens, 'demo-show', 10_000, () => ({ lid: 1, type: 'Button' }));
+  let n = 0;
+  const r = await load({ name: 'e2e', url, connections: 50, durationSec: 5, rate, request: () => requests[n++ % requests.length]! });
+  await new Promise((res) => setTimeout(res, 1000));
+  await stopChild(bridge.child);
+  sink.close();
+  const ok = r.total - r.non2xx;
+  const sorted = latencies.sort((a, b) => a - b);
+  const [p50, p99, p999, max] = [pct(sorted, 0.5), pct(sorted, 0.99), pct(sorted, 0.999), sorted[sorted.length - 1] ?? NaN];
+  const lost = Math.max(0, ok - latencies.length);
+  raw[`e2e_${tickHz}hz_${rate}`] = { sent200: ok, received: latencies.length, p50, p99, p999, max };
+  const tickMs = 1000 / tickHz;
+  const target = rate === 2000 ? `p99 ≤ ${tickMs + 2} ms (tick ${tickMs} ms + 2), zero loss` : 'report';
+  const met = rate === 2000 ? p99 <= tickMs + 2 && lost === 0 : null;
+  row(`end to end, ${rate}/s open loop, bridge ${tickHz} Hz`, `p50 ${p50.toFixed(1)} / p99 ${p99.toFixed(1)} / p99.9 ${p999.toFixed(1)} / max ${max.toFixed(1)} ms; ${ok} accepted, ${lost} lost (${r.non2xx} non-2xx)`, target, met);
+}
+
+async function main(): Promise<void> {
+  const startedAt = new Date();
+  const redis = await pinnedRedis(1);
+  try {
+    progress('bare uWS ceiling');
+    const bare = await spawnPinned(0, BARE, ['0'], {}, /listening (\d+)/);
+    const ceiling = await load({ name: 'bare', url: `http://127.0.0.1:${bare.match[1]}`, connections: CONNECTIONS, durationSec: 10, serverPid: bare.child.pid! });
+    await stopChild(bare.child);
+    raw.ceiling = ceiling;
+    row('bare uWS reply (the ceiling)', describeLoad(ceiling, ceiling.requestsPerSec), 'reference', null);
+    if ((ceiling.serverCpuShare ?? 1) < 0.9) row('load generator', `the bare server used only ${ceiling.serverCpuShare?.toFixed(2)} of its core: autocannon (one process, sharing core 1 with Redis) is the bottleneck; ratios understate the gateway`, 'note', null);
+
+    const seed = await seedDemo(redis.url);
+    const port = await freePort();
+    const gw = await spawnPinned(0, GATEWAY, [], { REDIS_URL: redis.url, PORT: String(port), OPS_PORT: '0', LOG_LEVEL: 'info' }, /audience-gateway listening/);
+    const url = `http://127.0.0.1:${port}`;
+    progress('minting 5,000 tokens');
+    const tokens = await mintTokens(url, seed.apiKey, seed.layoutId, 5000);
+
+    progress('POST /action, mix over 5,000 tokens');
+    const requests = actionRequests(tokens, seed.layoutId);
+    let n = 0;
+    const action = await load({ name: 'action', url, connections: CONNECTIONS, durationSec: 10, serverPid: gw.child.pid!, request: () => requests[n++ % requests.length]! });
+    raw.action = action;
+    const ratio = action.requestsPerSec / ceiling.requestsPerSec;
+    row('POST /action, control mix, 5,000 tokens', describeLoad(action, ceiling.requestsPerSec), '≥ 0.50× ceiling', ratio >= 0.5);
+
+    progress('POST /token');
+    const token = await load({ name: 'token', url, connections: CONNECTIONS, durationSec: 5, serverPid: gw.child.pid!, request: () => ({ method: 'POST', path: '/token', headers: { 'content-type': 'application/json', 'x-api-key': seed.apiKey }, body: '{"layoutId":"demo-show"}' }) });
+    raw.token = token;
+    row('POST /token', describeLoad(token, ceiling.requestsPerSec), 'report', null);
+
+    progress('GET /layout');
+    const layout = await load({ name: 'layout', url, connections: CONNECTIONS, durationSec: 5, serverPid: gw.child.pid!, request: () => ({ method: 'GET', path: '/layout/demo-show', headers: { 'x-api-key': seed.apiKey } }) });
+    raw.layout = layout;
+    row('GET /layout', describeLoad(layout, ceiling.requestsPerSec), 'report', null);
+
+    const half = Math.round(action.requestsPerSec / 2);
+    progress(`POST /action at half the maximum rate (${half}/s, open loop)`);
+    n = 0;
+    const halfRate = await load({ name: 'half', url, connections: CONNECTIONS, durationSec: 10, rate: half, request: () => requests[n++ % requests.length]! });
+    raw.halfRate = halfRate;
+    row(`POST /action at half the max rate (${half}/s)`, `p50 ${halfRate.latencyMs.p50} / p99 ${halfRate.latencyMs.p99} / p99.9 ${halfRate.latencyMs.p999} / max ${halfRate.latencyMs.max} ms`, 'gateway p99 ≤ 5 ms', halfRate.latencyMs.p99 <= 5);
+
+    for (const tickHz of [100, 1000]) {
+      for (const rate of [1000, 2000, 5000]) {
+        progress(`end to end at ${rate}/s, bridge ${tickHz} Hz`);
+        await endToEnd(url, tokens, redis.url, tickHz, rate);
+      }
+    }
+
+    progress('gateway memory with 100,000 live tokens cached');
+    const many = await mintTokens(url, seed.apiKey, seed.layoutId, 100_000, 64);
+    const warm = actionRequests(many, seed.layoutId, many.length, () => ({ lid: 1, type: 'Button' }));
+    let w = 0;
+    await load({ name: 'warm', url, connections: 64, durationSec: 120, amount: warm.length, request: () => warm[w++ % warm.length]! });
+    const rss = rssMiB(gw.child.pid!);
+    raw.memory = { tokens: many.length, rssMiB: rss, cpuSeconds: cpuSeconds(gw.child.pid!) };
+    row('gateway resident memory, 100,000 distinct live tokens cached', `${rss.toFixed(0)} MiB`, '≤ 150 MB', rss * 1.048576 <= 150);
+    await stopChild(gw.child);
+  } finally {
+    await redis.stop();
+  }
+
+  progress('bridge throughput and tick lateness (bench/bridge.ts)');
+  for (const [tickHz, perTick] of [[100, 1000], [1000, 100]] as const) {
+    const b = await spawnPinned(0, BRIDGE_BENCH, ['--tick-hz', String(tickHz), '--per-tick', String(perTick)], {}, /ceiling set by pacing/);
+    const line = /\| drain [^\n]*\| (\d+) \| ([\d.]+) \/ ([\d.]+) \/ ([\d.]+) \|/.exec((b.match.input ?? ''));
+    await stopChild(b.child).catch(() => undefined);
+    if (line) {
+      const [rate, p50, p99, max] = [Number(line[1]), Number(line[2]), Number(line[3]), Number(line[4])];
+      raw[`bridge_${tickHz}hz`] = { messagesPerSec: rate, latenessMs: { p50, p99, max } };
+      row(`bridge drain, ${tickHz} Hz, ≤ ${perTick}/tick`, `${rate} messages/s, tick lateness p50 ${p50} / p99 ${p99} / max ${max} ms`, '≥ 50k messages/s with lateness p99 ≤ 1 ms', rate >= 50_000 && p99 <= 1);
+    }
+  }
+
+  const md = [
+    `# Bench results ${startedAt.toISOString()}`,
+    '',
+    `Machine: ${cpus().length} cores (${cpus()[0]?.model ?? 'unknown'}), Node ${process.version}. Command: \`npm run bench\`. Gateway on core 0; Redis (AOF on), bridge, load generator and UDP sink on core 1; ${CONNECTIONS} connections, no pipelining.`,
+    '',
+    '| scenario | measured | target | met |',
+    '|---|---|---|---|',
+    ...rows.map((r) => `| ${r.scenario} | ${r.figure} | ${r.target} | ${r.met === null ? '-' : r.met ? 'yes' : '**no**'} |`),
+    '',
+  ].join('\n');
+  mkdirSync('bench/results', { recursive: true });
+  const stamp = startedAt.toISOString().replace(/[:.]/g, '-');
+  writeFileSync(`bench/results/${stamp}.json`, `${JSON.stringify({ startedAt, rows, raw }, null, 2)}\n`);
+  writeFileSync(`bench/results/${stamp}.md`, md);
+  process.stdout.write(`${md}\nwritten: bench/results/${stamp}.json and .md\n`);
+}
+
+main().catch((e: unknown) => {
+  process.stderr.write(`bench: ${String(e)}\n`);
+  process.exit(1);
+});
