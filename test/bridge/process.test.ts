@@ -1,14 +1,11 @@
 // audience-bridge as systemd runs it: configuration checks, sd_notify on a fake NOTIFY_SOCKET,
 // kill -9 and restart, and the destinations it registers.
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { execFile, type ChildProcess } from 'node:child_process';
 import { afterEach, describe, expect, it } from 'vitest';
 import { BRIDGE_BIN, configFile, spawnBridge, stopProcess } from '../helpers/bridge.js';
 import { DEMO_LAYOUT, eventually, getLayout, postAction, useGatewayWithToken } from '../helpers/gateway.js';
 import { useRedis } from '../helpers/redis.js';
+import { startFakeNotifySocket } from '../helpers/notify-socket.js';
 import { TcpProxy } from '../helpers/tcp-proxy.js';
 import { UdpSink } from '../helpers/udp-sink.js';
 
@@ -63,58 +60,45 @@ describe('the process', () => {
   const destinationCount = async (layoutId = g.t.layoutId) => (await getLayout(g.t, layoutId, g.t.apiKey)).body.destinationCount as number;
 
   it('speaks sd_notify: READY, STATUS, WATCHDOG while healthy, STOPPING on SIGTERM, then exits 0', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'ac-notify-'));
-    const socketPath = join(dir, 'notify.sock');
-    const fake = spawn('python3', [fileURLToPath(new URL('../helpers/notify-socket.py', import.meta.url)), socketPath]);
-    children.push(fake);
-    let lines = '';
-    fake.stdout.on('data', (d) => (lines += d));
-    await eventually(() => lines.includes('listening'));
+    const fake = await startFakeNotifySocket();
+    children.push(fake.child);
     const sink = new UdpSink();
     await sink.start();
     try {
       const file = configFile({ redisUrl: redis.get().server.url, prefix: g.t.config.redisPrefix, bridgeId: 'notify', layouts: [{ layoutId: g.t.layoutId, targets: [{ host: '127.0.0.1', port: sink.port }] }] });
-      const { child } = await spawnBridge(['--config', file], { NOTIFY_SOCKET: socketPath, WATCHDOG_USEC: '600000' });
+      const { child } = await spawnBridge(['--config', file], { NOTIFY_SOCKET: fake.path, WATCHDOG_USEC: '600000' });
       children.push(child);
-      await eventually(() => lines.includes('READY=1'), 5000);
-      expect(lines).toMatch(/READY=1\|STATUS=read \d+, sent \d+/);
-      await eventually(() => (lines.match(/WATCHDOG=1/g) ?? []).length >= 3, 5000);
+      await eventually(() => fake.text().includes('READY=1'), 5000);
+      expect(fake.text()).toMatch(/READY=1\|STATUS=read \d+, sent \d+/);
+      await eventually(() => fake.pings.length >= 3, 5000);
       const started = Date.now();
       expect(await stopProcess(child)).toBe(0);
       expect(Date.now() - started).toBeLessThan(10_000);
-      await eventually(() => lines.includes('STOPPING=1'));
-      expect(lines.indexOf('STOPPING=1')).toBeGreaterThan(lines.lastIndexOf('READY=1'));
+      await eventually(() => fake.text().includes('STOPPING=1'));
+      expect(fake.text().indexOf('STOPPING=1')).toBeGreaterThan(fake.text().lastIndexOf('READY=1'));
     } finally {
       await sink.stop();
     }
   });
 
   it('withholds WATCHDOG=1 while a loop makes no progress, and resumes after', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'ac-notify-'));
-    const socketPath = join(dir, 'notify.sock');
-    const fake = spawn('python3', [fileURLToPath(new URL('../helpers/notify-socket.py', import.meta.url)), socketPath]);
-    children.push(fake);
-    const pings: number[] = [];
-    let text = '';
-    fake.stdout.on('data', (d: Buffer) => {
-      text += String(d);
-      for (const _ of String(d).match(/WATCHDOG=1/g) ?? []) pings.push(Date.now());
-    });
-    await eventually(() => text.includes('listening'));
+    const fake = await startFakeNotifySocket();
+    children.push(fake.child);
+    const { pings } = fake;
     const proxy = new TcpProxy(redis.get().server.port);
     await proxy.start();
     try {
       const file = configFile({ redisUrl: `redis://127.0.0.1:${proxy.port}`, prefix: g.t.config.redisPrefix, bridgeId: 'wedge', layouts: [{ layoutId: g.t.layoutId, targets: [{ host: '127.0.0.1', port: 9 }] }] });
-      const { child } = await spawnBridge(['--config', file], { NOTIFY_SOCKET: socketPath, WATCHDOG_USEC: '600000' }); // pings every 300 ms
+      const { child } = await spawnBridge(['--config', file], { NOTIFY_SOCKET: fake.path, WATCHDOG_USEC: '600000' }); // pings every 300 ms
       children.push(child);
       await eventually(() => pings.length >= 3, 5000);
       proxy.hold(); // the blocking read now hangs until its command timeout (~2 s): no progress
-      const heldAt = Date.now();
+      const heldAt = performance.now();
       await new Promise((r) => setTimeout(r, 1500));
       const during = pings.filter((p) => p > heldAt + 400); // allow one ping already under way
       expect(during).toEqual([]);
       proxy.release();
-      const releasedAt = Date.now();
+      const releasedAt = performance.now();
       await eventually(() => pings.some((p) => p > releasedAt), 5000);
     } finally {
       proxy.release();
