@@ -31,9 +31,12 @@ function parseBody<T>(raw: Buffer | null, validate: ((v: unknown) => v is T) & {
   return body;
 }
 
-/** Every reply of the route, errors included, carries no-store. */
-function api(route: Omit<Route, 'replyHeaders'>): Route {
-  return { ...route, replyHeaders: () => NO_STORE };
+/** What the guard reads: the session cookie, the CSRF token, Origin against Host, the proxy's forwarding. */
+const ADMIN_HEADERS = ['cookie', 'x-csrf-token', 'origin', 'host', 'x-forwarded-proto', 'x-forwarded-for'] as const;
+
+/** An admin route: reads the guard's headers; every reply, errors included, carries no-store. */
+function api(route: Omit<Route, 'replyHeaders' | 'headers'>): Route {
+  return { ...route, headers: ADMIN_HEADERS, replyHeaders: () => NO_STORE };
 }
 
 export function adminApiRoutes(d: AdminDeps): Route[] {

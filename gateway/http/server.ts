@@ -8,8 +8,8 @@ import { isJsonContentType, readBody } from './body.js';
 import { errorReply, internalError, send, type Reply, type ResponseState } from './reply.js';
 import { nativeUws } from './uws.js';
 
-/** The request headers routes may read; uWS only lets us read them before the first await. */
-const CAPTURED = [
+/** The request headers a route may ask for; uWS only lets us read them before the first await. */
+const CAPTURABLE = [
   'content-type',
   'content-length',
   'authorization',
@@ -23,7 +23,8 @@ const CAPTURED = [
   'x-forwarded-proto',
   'x-forwarded-for',
 ] as const;
-export type CapturedHeader = (typeof CAPTURED)[number];
+export type CapturedHeader = (typeof CAPTURABLE)[number];
+const NO_CAPTURED_HEADERS = Object.freeze(Object.fromEntries(CAPTURABLE.map((h) => [h, ''])) as Record<CapturedHeader, string>);
 
 export interface RequestHead {
   readonly id: string;
@@ -32,6 +33,7 @@ export interface RequestHead {
   readonly headers: Readonly<Record<CapturedHeader, string>>;
   /** ms since the epoch, when the request arrived */
   readonly receivedAt: number;
+  /** Only the route's `headers` (and those the server reads itself) are captured; the rest read as ''. */
   /** the peer's address, when the route asked for it */
   readonly remoteAddress: string;
 }
@@ -43,6 +45,8 @@ export interface Route {
   pattern: string;
   /** number of `:param` segments in the pattern */
   params?: number;
+  /** the request headers the route reads (each read costs a call into uWS, so only these are captured) */
+  headers?: readonly CapturedHeader[];
   /** read a JSON body (415 unless application/json, 413 over the limit) */
   body?: boolean;
   /** this route's body limit, when it differs from the server's */
@@ -92,7 +96,7 @@ export class HttpServer {
       if (!state.done) this.inFlight--;
       state.aborted = true;
     });
-    const head = this.capture(req, route.params ?? 0, route.remoteAddress === true ? res : null);
+    const head = this.capture(req, route, route.remoteAddress === true ? res : null);
     const extra = route.replyHeaders ? route.replyHeaders(head) : NO_HEADERS;
     const finish = (reply: Reply, close = false): void => {
       if (state.aborted || state.done) return;
@@ -123,15 +127,27 @@ export class HttpServer {
     readBody(res, limit, run, tooLarge);
   }
 
-  private capture(req: HttpRequest, paramCount: number, res: HttpResponse | null): RequestHead {
-    const headers = {} as Record<CapturedHeader, string>;
-    for (const h of CAPTURED) headers[h] = req.getHeader(h);
+  private capture(req: HttpRequest, route: Route, res: HttpResponse | null): RequestHead {
+    const headers = { ...NO_CAPTURED_HEADERS };
+    for (const h of this.headersOf(route)) headers[h] = req.getHeader(h);
     const params: string[] = [];
-    for (let i = 0; i < paramCount; i++) params.push(decodeURIComponentSafe(req.getParameter(i)));
+    for (let i = 0; i < (route.params ?? 0); i++) params.push(decodeURIComponentSafe(req.getParameter(i)));
     const given = headers['x-request-id'];
     const id = given && REQUEST_ID.test(given) ? given : `${this.bootId}-${(++this.seq).toString(36)}`;
     const remoteAddress = res ? Buffer.from(res.getRemoteAddressAsText()).toString() : '';
     return { id, method: req.getMethod(), params, headers, receivedAt: this.now(), remoteAddress };
+  }
+
+  private readonly headerLists = new WeakMap<Route, readonly CapturedHeader[]>();
+
+  /** The headers read for a route: its own, the request id, and the body's type and length. */
+  private headersOf(route: Route): readonly CapturedHeader[] {
+    let list = this.headerLists.get(route);
+    if (!list) {
+      list = [...new Set<CapturedHeader>(['x-request-id', ...(route.body ? (['content-type', 'content-length'] as const) : []), ...(route.headers ?? [])])];
+      this.headerLists.set(route, list);
+    }
+    return list;
   }
 
   /** Listens and resolves with the bound port (useful with port 0). */

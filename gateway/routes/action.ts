@@ -25,6 +25,7 @@ export function actionRoutes(d: RouteDeps): Route[] {
     {
       method: 'options',
       pattern: '/action',
+      headers: ['origin'],
       replyHeaders,
       handle: (head) => d.cors.preflight(head.headers.origin),
     },
@@ -32,6 +33,7 @@ export function actionRoutes(d: RouteDeps): Route[] {
       method: 'post',
       pattern: '/action',
       body: true,
+      headers: ['authorization', 'origin'],
       replyHeaders,
       async handle(head, raw) {
         let type = 'unknown';

@@ -13,6 +13,7 @@ export function layoutRoute(d: RouteDeps): Route {
     method: 'get',
     pattern: '/layout/:layoutId',
     params: 1,
+    headers: ['x-api-key'],
     async handle(head) {
       const key = await d.apiKeys.authenticate(head.headers['x-api-key']);
       const layoutId = head.params[0] ?? '';

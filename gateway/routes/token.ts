@@ -11,6 +11,7 @@ export function tokenRoute(d: RouteDeps): Route {
     method: 'post',
     pattern: '/token',
     body: true,
+    headers: ['x-api-key'],
     async handle(head, raw) {
       const key = await d.apiKeys.authenticate(head.headers['x-api-key']);
       const body = parseJson(raw);
