@@ -18,10 +18,8 @@ export interface TokenSettings {
   cacheMax: number;
 }
 
-/** What a verified token grants. */
+/** What a verified token grants (its `sub`, the audience id, is checked but not needed afterwards). */
 export interface AudienceClaims {
-  /** the audience id ('' when the claims come from the cache, which does not keep it) */
-  sub: string;
   layoutId: string;
   team: string;
   keyId: string;
@@ -79,9 +77,7 @@ export class AudienceTokens {
     this.onCacheLookup(cached !== undefined);
     if (cached) return this.recheck(token, cached);
     const claims = await this.verifySignature(token);
-    // What the cache keeps per token is small: shared strings for the claims every hit re-checks.
-    const i = this.interned;
-    this.cache?.set(token, { sub: '', layoutId: i.of(claims.layoutId), team: i.of(claims.team), keyId: i.of(claims.keyId), kid: i.of(claims.kid), exp: claims.exp });
+    this.cache?.set(token, claims);
     return this.recheck(token, claims);
   }
 
@@ -118,7 +114,9 @@ export class AudienceTokens {
       if (typeof sub !== 'string' || typeof layoutId !== 'string' || typeof team !== 'string' || typeof keyId !== 'string' || typeof exp !== 'number') {
         throw new AppError('token_invalid');
       }
-      return { sub, layoutId, team, keyId, kid, exp };
+      // The few distinct values are shared by every cached token, which keeps each entry small.
+      const i = this.interned;
+      return { layoutId: i.of(layoutId), team: i.of(team), keyId: i.of(keyId), kid: i.of(kid), exp };
     } catch (e) {
       if (e instanceof joseErrors.JWTExpired) throw new AppError('token_expired');
       if (e instanceof AppError) throw e;
