@@ -94,19 +94,27 @@ const INNER_BUNDLE = 4 + BUNDLE_HEAD;
 
 const sameTag = (a: TimeTag, b: TimeTag) => a[0] === b[0] && a[1] === b[1];
 
+export interface Packed {
+  datagrams: Buffer[];
+  /** OSC bundles in them: one per flat datagram, 1 + one per timetag for a nested one */
+  bundles: number;
+}
+
 /**
  * Packs timed groups (in order) into datagrams of at most `maxBytes`. A datagram holding one
  * timetag is a flat bundle with it; one holding several is an "immediately" bundle of
  * per-timetag bundles. A single message larger than `maxBytes` travels alone.
  */
-export function packDatagrams(groups: TimedGroup[], maxBytes: number): Buffer[] {
+export function packDatagrams(groups: TimedGroup[], maxBytes: number): Packed {
   const out: Buffer[] = [];
+  let bundles = 0;
   let current: TimedGroup[] = [];
   let nestedSize = BUNDLE_HEAD; // the size of `current` sent as a bundle of inner bundles
   const sizeOf = (groupCount: number, nested: number) => (groupCount === 1 ? nested - INNER_BUNDLE : nested);
   const flush = () => {
     if (current.length === 1) out.push(bundle(current[0]!.timetag, current[0]!.messages));
     else if (current.length > 1) out.push(bundle(IMMEDIATE, current.map((g) => bundle(g.timetag, g.messages))));
+    bundles += current.length > 1 ? 1 + current.length : current.length;
     current = [];
     nestedSize = BUNDLE_HEAD;
   };
@@ -127,5 +135,5 @@ export function packDatagrams(groups: TimedGroup[], maxBytes: number): Buffer[] 
     }
   }
   flush();
-  return out;
+  return { datagrams: out, bundles };
 }

@@ -99,16 +99,16 @@ export class LayoutScheduler {
     return (d.encoded[mode] ??= encodeMessage(toOscMessage(d.entry, mode)));
   }
 
-  /** Consecutive deliveries with the same timetag form one group. */
+  /** Consecutive deliveries with the same play-out time (null: immediately) form one group. */
   private groups(ds: Delivery[], mode: BooleanMode): TimedGroup[] {
     const groups: TimedGroup[] = [];
-    let lastTs = NaN;
+    let lastAt: number | null | undefined;
     for (const d of ds) {
-      const ts = this.settings.playoutDelayMs > 0 ? d.entry.ts + this.settings.playoutDelayMs : null;
+      const at = this.settings.playoutDelayMs > 0 ? d.entry.ts + this.settings.playoutDelayMs : null;
       const last = groups[groups.length - 1];
-      if (last && (ts === null ? Number.isNaN(lastTs) : ts === lastTs)) last.messages.push(this.encoded(d, mode));
-      else groups.push({ timetag: timetag(ts), messages: [this.encoded(d, mode)] });
-      lastTs = ts ?? NaN;
+      if (last && at === lastAt) last.messages.push(this.encoded(d, mode));
+      else groups.push({ timetag: timetag(at), messages: [this.encoded(d, mode)] });
+      lastAt = at;
     }
     return groups;
   }
@@ -153,13 +153,13 @@ export class LayoutScheduler {
       return;
     }
     const groups = this.groups(fresh, lane.booleans);
-    const datagrams = packDatagrams(groups, MAX_DATAGRAM_BYTES);
+    const { datagrams, bundles } = packDatagrams(groups, MAX_DATAGRAM_BYTES);
     const c = this.counters.target(lane.udp.name);
     const refusals = lane.udp.refusals;
     try {
       await lane.udp.send(datagrams);
       c.messages += fresh.length;
-      c.bundles += datagrams.length;
+      c.bundles += bundles;
       c.datagrams += datagrams.length;
       c.bytes += datagrams.reduce((n, d) => n + d.length, 0);
       this.counters.sent += fresh.length;

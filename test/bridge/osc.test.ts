@@ -53,8 +53,9 @@ describe('packing datagrams', () => {
 
   it('keeps one timetag per datagram flat, and every datagram within the limit', () => {
     const groups = [{ timetag: IMMEDIATE, messages: Array.from({ length: 200 }, (_, i) => m(i)) }];
-    const datagrams = packDatagrams(groups, 1400);
+    const { datagrams, bundles } = packDatagrams(groups, 1400);
     expect(datagrams.length).toBeGreaterThan(1);
+    expect(bundles).toBe(datagrams.length); // flat: one bundle each
     for (const d of datagrams) {
       expect(d.length).toBeLessThanOrEqual(1400);
       expect(d.subarray(8, 16).toString('hex')).toBe('0000000000000001'); // flat, immediate
@@ -70,7 +71,8 @@ describe('packing datagrams', () => {
       { timetag: timetag(1_000), messages: [m(1), m(2)] },
       { timetag: timetag(2_000), messages: [m(3)] },
     ];
-    const [d, ...rest] = packDatagrams(groups, 1400);
+    const { datagrams: [d, ...rest], bundles } = packDatagrams(groups, 1400);
+    expect(bundles).toBe(3); // the immediate one and one per timetag
     expect(rest).toHaveLength(0);
     const p = fromBuffer(d!);
     expect(p.oscType).toBe('bundle');
@@ -82,13 +84,13 @@ describe('packing datagrams', () => {
 
   it('sends a message larger than the limit alone', () => {
     const big = encodeMessage(toOscMessage({ address: '/001', type: 'String', value: 'x'.repeat(2000) }, 'int'));
-    const datagrams = packDatagrams([{ timetag: IMMEDIATE, messages: [m(1), big, m(2)] }], 1400);
+    const { datagrams } = packDatagrams([{ timetag: IMMEDIATE, messages: [m(1), big, m(2)] }], 1400);
     expect(datagrams).toHaveLength(3);
     expect(datagrams[1]!.length).toBe(16 + 4 + big.length);
   });
 
   it('fills a datagram exactly to the limit when the sizes allow it', () => {
-    const datagrams = packDatagrams([{ timetag: IMMEDIATE, messages: Array.from({ length: 70 }, (_, i) => m(i)) }], 16 + 70 * 20);
+    const { datagrams } = packDatagrams([{ timetag: IMMEDIATE, messages: Array.from({ length: 70 }, (_, i) => m(i)) }], 16 + 70 * 20);
     expect(datagrams).toHaveLength(1);
   });
 });
