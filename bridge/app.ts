@@ -1,12 +1,11 @@
 // Builds a running bridge: Redis -> per layout a scheduler (send loop) and a consumer (read loop)
 // -> presence -> systemd READY, STATUS and a progress-gated WATCHDOG.
 import type { Redis } from 'ioredis';
-import { actionStreamKey } from '../schemas/redis-keys.js';
 import type { BridgeConfig } from './config.js';
 import { LayoutConsumer, streamAcker } from './consumer.js';
 import { BridgeCounters } from './counters.js';
 import type { Logger } from './log.js';
-import { groupName } from './consumer.js';
+import { groupInfo } from './consumer.js';
 import { BridgeMetrics } from './metrics.js';
 import { startOpsServer } from './ops-server.js';
 import { Presence } from './presence.js';
@@ -84,7 +83,7 @@ export async function startBridge(config: BridgeConfig, opts: BridgeOptions): Pr
     counters,
     redis: ops,
     prefix: config.redisPrefix,
-    group: groupName(config.bridgeId),
+    bridgeId: config.bridgeId,
     layouts: config.layouts.map((l) => l.layoutId),
     newestRead: () => counters.newestRead,
     lastHeartbeat: () => presence.lastBeat,
@@ -93,8 +92,7 @@ export async function startBridge(config: BridgeConfig, opts: BridgeOptions): Pr
   counters.onLateness = (ms) => metrics.lateness.observe(ms / 1000);
   const opsServer = await startOpsServer(config.opsHost, config.opsPort, metrics.registry, async () => {
     for (const layout of config.layouts) {
-      const groups = (await ops.call('XINFO', 'GROUPS', actionStreamKey(config.redisPrefix, layout.layoutId))) as (string | number)[][];
-      if (!groups.some((g) => g[g.indexOf('name') + 1] === groupName(config.bridgeId))) return `consumer group missing on ${layout.layoutId}`;
+      if (!(await groupInfo(ops, config.redisPrefix, config.bridgeId, layout.layoutId))) return `consumer group missing on ${layout.layoutId}`;
     }
     return null;
   });

@@ -31,6 +31,23 @@ export function groupName(bridgeId: string): string {
   return `bridge:${bridgeId}`;
 }
 
+/**
+ * This bridge's group on a layout's stream, from XINFO GROUPS: null when the group (or the
+ * stream) does not exist; `lag` is the entries not yet delivered to the group.
+ */
+export async function groupInfo(redis: Redis, prefix: string, bridgeId: string, layoutId: string): Promise<{ lag: number } | null> {
+  let groups: (string | number)[][];
+  try {
+    groups = (await redis.call('XINFO', 'GROUPS', actionStreamKey(prefix, layoutId))) as (string | number)[][];
+  } catch (e) {
+    if (String((e as Error).message).includes('no such key')) return null;
+    throw e;
+  }
+  const field = (g: (string | number)[], name: string) => g[g.indexOf(name) + 1];
+  const mine = groups.find((g) => field(g, 'name') === groupName(bridgeId));
+  return mine ? { lag: Number(field(mine, 'lag') ?? 0) } : null;
+}
+
 /** XACK for one layout's stream in this bridge's group (the scheduler calls it after sending). */
 export function streamAcker(ops: Redis, prefix: string, bridgeId: string, layoutId: string): (ids: string[]) => Promise<void> {
   const stream = actionStreamKey(prefix, layoutId);

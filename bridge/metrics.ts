@@ -3,7 +3,7 @@
 // the configuration (at most 256 layouts of at most 64 targets); nothing else is labelled.
 import type { Redis } from 'ioredis';
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
-import { actionStreamKey } from '../schemas/redis-keys.js';
+import { groupInfo } from './consumer.js';
 import type { BridgeCounters, TargetCounters } from './counters.js';
 import { collectProcessMetrics } from './ops-server.js';
 
@@ -29,7 +29,7 @@ export interface BridgeMetricsSources {
   counters: BridgeCounters;
   redis: Redis;
   prefix: string;
-  group: string;
+  bridgeId: string;
   layouts: readonly string[];
   /** ms since the epoch of the newest entry read, per layout */
   newestRead: () => ReadonlyMap<string, number>;
@@ -81,10 +81,8 @@ export class BridgeMetrics {
         this.reset();
         await Promise.all(
           s.layouts.map(async (layout) => {
-            const groups = (await s.redis.call('XINFO', 'GROUPS', actionStreamKey(s.prefix, layout)).catch(() => [])) as (string | number)[][];
-            const mine = groups.find((g) => g[g.indexOf('name') + 1] === s.group);
-            const lag = mine ? Number(mine[mine.indexOf('lag') + 1] ?? 0) : NaN;
-            if (!Number.isNaN(lag)) this.labels(layout).set(lag);
+            const group = await groupInfo(s.redis, s.prefix, s.bridgeId, layout).catch(() => null);
+            if (group) this.labels(layout).set(group.lag);
           }),
         );
       },
