@@ -140,6 +140,21 @@ describe('straight from the stream', () => {
     expect(new Set(got).size).toBe(got.length); // once
   });
 
+  it('after a restart, first sends what it had read but not acked (its own pending entries)', async () => {
+    const prefix = randomPrefix();
+    const key = actionStreamKey(prefix, 'demo-show');
+    const c = redis.get().client;
+    await c.xgroup('CREATE', key, 'bridge:test-bridge', '$', 'MKSTREAM');
+    await c.xadd(key, '*', ACTION_FIELD, encodeActionEntry(entry(1)));
+    // what a crash between reading and sending leaves: read by this bridge's consumer, never acked
+    await c.call('XREADGROUP', 'GROUP', 'bridge:test-bridge', 'test-bridge', 'COUNT', 10, 'STREAMS', key, '>');
+    const s = await sink();
+    await bridgeFor(prefix, { targets: [{ host: '127.0.0.1', port: s.port }] }); // reclaim only after 30 s idle: not what delivers it
+    await eventually(() => s.messages.length === 1, 3000);
+    expect(s.messages[0]!.args[0]!.value).toBe(1);
+    await eventually(async () => ((await c.xpending(key, 'bridge:test-bridge')) as [number])[0] === 0);
+  });
+
   it('reclaims entries stuck with another consumer of its group (XAUTOCLAIM)', async () => {
     const prefix = randomPrefix();
     const key = actionStreamKey(prefix, 'demo-show');
