@@ -1,19 +1,37 @@
-// The bridge's Redis connections. Commands fail fast while Redis is away (the read loop backs
-// off and retries); a blocking reader gets a command timeout longer than its BLOCK.
-import { Redis } from 'ioredis';
+// Redis connections for long-running processes (the bridge here; the gateway builds on it).
+// Commands fail fast while Redis is away: no offline queue, no resend of a command that was in
+// flight when the connection dropped (an XADD must never be sent twice), a per-command timeout
+// so a black-holed Redis turns into an error instead of a hang. The connection itself keeps
+// reconnecting. A blocking reader needs a command timeout longer than its BLOCK.
+import { Redis, type RedisOptions } from 'ioredis';
 import type { Logger } from './log.js';
 
-export function connectBridgeRedis(url: string, name: string, commandTimeoutMs: number): Redis {
-  const redis = new Redis(url, {
-    connectionName: name,
+export interface FailFastSettings {
+  name: string;
+  commandTimeoutMs: number;
+  /** reconnection attempt n waits n × this, up to maxReconnectDelayMs */
+  reconnectStepMs: number;
+  maxReconnectDelayMs: number;
+  /** batch the commands of one event-loop turn into one write (the gateway's hot path) */
+  autoPipelining?: boolean;
+}
+
+export function failFastRedisOptions(s: FailFastSettings): RedisOptions {
+  return {
+    connectionName: s.name,
     lazyConnect: true,
+    enableAutoPipelining: s.autoPipelining === true,
     enableOfflineQueue: false,
     maxRetriesPerRequest: 0,
     autoResendUnfulfilledCommands: false,
-    commandTimeout: commandTimeoutMs,
+    commandTimeout: s.commandTimeoutMs,
     connectTimeout: 1000,
-    retryStrategy: (attempt) => Math.min(100 * attempt, 2000),
-  });
+    retryStrategy: (attempt) => Math.min(s.reconnectStepMs * attempt, s.maxReconnectDelayMs),
+  };
+}
+
+export function connectBridgeRedis(url: string, name: string, commandTimeoutMs: number): Redis {
+  const redis = new Redis(url, failFastRedisOptions({ name, commandTimeoutMs, reconnectStepMs: 100, maxReconnectDelayMs: 2000 }));
   redis.on('error', () => {}); // surfaced through failing commands; without a listener ioredis prints them
   return redis;
 }

@@ -1,7 +1,7 @@
-// Redis connections. Callers must fail fast while Redis is away: no offline queue, no retry of a
-// command that was in flight when the connection dropped (an XADD must never be sent twice), and
-// a per-command timeout so a black-holed Redis turns into 503 instead of a hang.
-import { Redis, type RedisOptions } from 'ioredis';
+// The gateway's Redis connections: the fail-fast options of bridge/redis.ts (a failed command
+// becomes 503 unavailable), with auto-pipelining and quick reconnects; and one-shot tool clients.
+import { Redis } from 'ioredis';
+import { failFastRedisOptions } from '../../bridge/redis.js';
 
 /** Wraps a Redis call on the request path (metrics time it); `untimed` does nothing. */
 export type RedisTimer = <T>(command: string, p: Promise<T>) => Promise<T>;
@@ -13,24 +13,9 @@ export interface RedisSettings {
   name: string;
 }
 
-/** Options for long-running processes: reconnect forever (every 50-250 ms), fail commands at once meanwhile. */
-export function serviceRedisOptions(s: RedisSettings): RedisOptions {
-  return {
-    connectionName: s.name,
-    lazyConnect: true,
-    enableAutoPipelining: true,
-    enableOfflineQueue: false,
-    maxRetriesPerRequest: 0,
-    autoResendUnfulfilledCommands: false,
-    commandTimeout: s.commandTimeoutMs,
-    connectTimeout: 1000,
-    retryStrategy: (attempt) => Math.min(50 * attempt, 250),
-  };
-}
-
-/** Connects a client for a service; rejects if the first connection fails. */
+/** Connects a client for the gateway (reconnecting every 50-250 ms); rejects if the first connection fails. */
 export async function connectServiceRedis(s: RedisSettings): Promise<Redis> {
-  const redis = new Redis(s.url, serviceRedisOptions(s));
+  const redis = new Redis(s.url, failFastRedisOptions({ name: s.name, commandTimeoutMs: s.commandTimeoutMs, reconnectStepMs: 50, maxReconnectDelayMs: 250, autoPipelining: true }));
   let lastError = '';
   // Later errors surface as command failures and 'close'/'ready' events; without a listener ioredis logs them to stderr.
   redis.on('error', (e: Error) => (lastError = e.message));
