@@ -26,6 +26,7 @@ import { layoutRoute } from './routes/layout.js';
 import { tokenRoute } from './routes/token.js';
 import { connectServiceRedis } from './store/redis.js';
 import { createStores, type Stores } from './store/stores.js';
+import type { Invalidation } from './store/invalidation.js';
 import { InvalidationListener } from './sync/invalidation.js';
 
 export interface Gateway {
@@ -37,6 +38,14 @@ export interface Gateway {
   /** Stop listening, answer what is in flight (at most drainMs), disconnect from Redis. */
   close(drainMs?: number): Promise<void>;
 }
+
+/** The metric label of each invalidation message (a layout message is a page switch or a re-import). */
+const INVALIDATION_LABEL: Record<Invalidation['kind'], string> = {
+  'key-revoked': 'key_revoked',
+  'key-created': 'key_created',
+  layout: 'page_switch',
+  'signing-keys': 'signing_keys',
+};
 
 export interface GatewayOptions {
   log: Logger;
@@ -66,7 +75,7 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
     stores.keys,
     {
       apply(m) {
-        metrics.invalidations.labels(m.kind === 'key-revoked' ? 'key_revoked' : m.kind === 'layout' ? 'page_switch' : m.kind === 'key-created' ? 'key_created' : 'signing_keys').inc();
+        metrics.invalidations.labels(INVALIDATION_LABEL[m.kind]).inc();
         if (m.kind === 'key-revoked') apiKeys.keyRevoked(m.id);
         else if (m.kind === 'key-created') apiKeys.keyCreated(m.id);
         else if (m.kind === 'layout') layouts.invalidate(m.id);

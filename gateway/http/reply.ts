@@ -44,19 +44,12 @@ export function internalError(): AppError {
   return new AppError('internal', ERRORS.internal.message);
 }
 
-/** Per-request state the route wrapper keeps: whether the client left and whether we answered. */
-export interface ResponseState {
-  aborted: boolean;
-  done: boolean;
-}
-
 /**
- * Sends the reply unless the client is gone or it was already sent. `close` ends the connection
- * after the reply (used when the request body was not read, so it cannot be parsed as the next request).
+ * Writes the reply in one corked write. The caller makes sure the client is still there and it
+ * answers once. `close` ends the connection after the reply (used when the request body was not
+ * read, so it cannot be parsed as the next request).
  */
-export function send(res: HttpResponse, state: ResponseState, requestId: string, reply: Reply, common: readonly (readonly [string, string])[], close = false): void {
-  if (state.aborted || state.done) return;
-  state.done = true;
+export function send(res: HttpResponse, requestId: string, reply: Reply, common: readonly (readonly [string, string])[], close = false): void {
   res.cork(() => {
     res.writeStatus(STATUS_TEXT[reply.status] ?? String(reply.status));
     res.writeHeader('x-request-id', requestId);

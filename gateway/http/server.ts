@@ -5,7 +5,7 @@ import { randomBytes } from 'node:crypto';
 import type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket } from 'uWebSockets.js';
 import { AppError } from '../errors.js';
 import { isJsonContentType, readBody } from './body.js';
-import { errorReply, internalError, send, type Reply, type ResponseState } from './reply.js';
+import { errorReply, internalError, send, type Reply } from './reply.js';
 import { nativeUws } from './uws.js';
 
 /** The request headers a route may ask for; uWS only lets us read them before the first await. */
@@ -66,6 +66,12 @@ export interface ServerOptions {
   observe?: (route: string, status: number, seconds: number, errorCode: string | null) => void;
 }
 
+/** Per-request state: whether the client left and whether we answered (each happens once). */
+interface ResponseState {
+  aborted: boolean;
+  done: boolean;
+}
+
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,64}$/;
 const NO_HEADERS: readonly (readonly [string, string])[] = [];
 
@@ -100,8 +106,9 @@ export class HttpServer {
     const extra = route.replyHeaders ? route.replyHeaders(head) : NO_HEADERS;
     const finish = (reply: Reply, close = false): void => {
       if (state.aborted || state.done) return;
+      state.done = true;
       this.inFlight--;
-      send(res, state, head.id, reply, extra, close);
+      send(res, head.id, reply, extra, close);
       const code = reply.status >= 400 ? ((reply.body as { error?: { code?: string } } | null)?.error?.code ?? null) : null;
       this.opts.observe?.(route.pattern, reply.status, (performance.now() - started) / 1000, code);
     };
