@@ -1,7 +1,7 @@
 // GET /layout and POST /token: every status row of the spec plus the API-key rules (scope, allow-list, 401s).
 import { decodeJwt, decodeProtectedHeader } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DEMO_LAYOUT, call, getLayout, postJson, startTestGateway, type TestGateway } from '../helpers/gateway.js';
+import { DEMO_LAYOUT, call, eventually, getLayout, postJson, startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { useRedis } from '../helpers/redis.js';
 
 const redis = useRedis();
@@ -163,5 +163,27 @@ describe('POST /token', () => {
     const text = await call(`${t.url}/token`, { method: 'POST', headers: { 'x-api-key': t.apiKey, 'content-type': 'text/plain' }, body: '{}' });
     expect(text.status).toBe(415);
     expect(text.body.error.code).toBe('unsupported_media_type');
+  });
+});
+
+describe('lastUsedAt', () => {
+  it('is written coarsely: at most once a minute per key and gateway', async () => {
+    let clock = Date.parse('2026-11-21T12:00:00Z');
+    const g = await startTestGateway({ redisUrl: redis.get().server.url, now: () => clock });
+    try {
+      const lastUsed = async () => (await g.admin.apiKeys.get(g.keyId))?.lastUsedAt ?? null;
+      expect((await getLayout(g, g.layoutId, g.apiKey)).status).toBe(200);
+      await eventually(async () => (await lastUsed()) === clock);
+      const first = clock;
+      clock += 30_000;
+      expect((await getLayout(g, g.layoutId, g.apiKey)).status).toBe(200);
+      await new Promise((r) => setTimeout(r, 100));
+      expect(await lastUsed()).toBe(first); // within the minute: not written again
+      clock += 31_000;
+      expect((await getLayout(g, g.layoutId, g.apiKey)).status).toBe(200);
+      await eventually(async () => (await lastUsed()) === clock);
+    } finally {
+      await g.close();
+    }
   });
 });
