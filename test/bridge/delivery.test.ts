@@ -140,14 +140,20 @@ describe('straight from the stream', () => {
     expect(new Set(got).size).toBe(got.length); // once
   });
 
-  it('after a restart, first sends what it had read but not acked (its own pending entries)', async () => {
+  /** One action entry (Index 1) in a fresh stream, read by `consumer` of this bridge's group and not acked. */
+  async function leavePending(consumer: string) {
     const prefix = randomPrefix();
     const key = actionStreamKey(prefix, 'demo-show');
     const c = redis.get().client;
     await c.xgroup('CREATE', key, 'bridge:test-bridge', '$', 'MKSTREAM');
     await c.xadd(key, '*', ACTION_FIELD, encodeActionEntry(entry(1)));
+    await c.call('XREADGROUP', 'GROUP', 'bridge:test-bridge', consumer, 'COUNT', 10, 'STREAMS', key, '>');
+    return { prefix, key, c };
+  }
+
+  it('after a restart, first sends what it had read but not acked (its own pending entries)', async () => {
     // what a crash between reading and sending leaves: read by this bridge's consumer, never acked
-    await c.call('XREADGROUP', 'GROUP', 'bridge:test-bridge', 'test-bridge', 'COUNT', 10, 'STREAMS', key, '>');
+    const { prefix, key, c } = await leavePending('test-bridge');
     const s = await sink();
     await bridgeFor(prefix, { targets: [{ host: '127.0.0.1', port: s.port }] }); // reclaim only after 30 s idle: not what delivers it
     await eventually(() => s.messages.length === 1, 3000);
@@ -156,13 +162,8 @@ describe('straight from the stream', () => {
   });
 
   it('reclaims entries stuck with another consumer of its group (XAUTOCLAIM)', async () => {
-    const prefix = randomPrefix();
-    const key = actionStreamKey(prefix, 'demo-show');
-    const c = redis.get().client;
-    await c.xgroup('CREATE', key, 'bridge:test-bridge', '$', 'MKSTREAM');
-    await c.xadd(key, '*', ACTION_FIELD, encodeActionEntry(entry(1)));
     // a consumer that read it and vanished without acking
-    await c.call('XREADGROUP', 'GROUP', 'bridge:test-bridge', 'vanished', 'COUNT', 10, 'STREAMS', key, '>');
+    const { prefix, key, c } = await leavePending('vanished');
     const s = await sink();
     await bridgeFor(prefix, { targets: [{ host: '127.0.0.1', port: s.port }] }, undefined, 300);
     await eventually(() => s.messages.length === 1, 5000);
