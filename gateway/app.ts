@@ -96,7 +96,7 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
       keyring,
       (keyId) => apiKeys.isRevoked(keyId),
       now,
-      (hit) => metrics.tokenCache.labels(hit ? 'hit' : 'miss').inc(),
+      (hit) => metrics.tokenCacheLookup(hit),
     ),
     layouts,
     destinations: new DestinationCounts(redis, stores.keys, now),

@@ -39,10 +39,10 @@ export function actionRoutes(d: RouteDeps): Route[] {
         let type = 'unknown';
         try {
           await accept(head, raw, (t) => (type = t));
-          d.metrics.actions.labels(type, 'accepted').inc();
+          d.metrics.action(type, 'accepted').inc();
           return ok(SUCCESS);
         } catch (e) {
-          d.metrics.actions.labels(type, e instanceof AppError ? e.code : 'internal').inc();
+          d.metrics.action(type, e instanceof AppError ? e.code : 'internal').inc();
           throw e;
         }
       },
