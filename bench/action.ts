@@ -1,16 +1,18 @@
 // Throughput of POST /action against a bare uWS reply, on this machine: the server under test on
-// core 0, Redis and the load generator (autocannon, one process) on core 1.
-//   npm run bench:action [-- --seconds 10 --connections 100 --tokens 2000]
+// core 0, Redis and the load generator (wrk by default, or autocannon) on core 1.
+//   npm run bench:action [-- --seconds 10 --connections 100 --tokens 2000 --generator wrk|autocannon]
 import { parseArgs } from 'node:util';
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import { freePort } from '../gateway/dev/redis-server.js';
-import { actionRequests, load, mintTokens, pinnedRedis, seedDemo, spawnPinned, stopChild, type LoadResult } from './harness.js';
+import { actionRequests, load, pinProcess, mintTokens, pinnedRedis, seedDemo, spawnPinned, stopChild, wrkLoad, type BuiltRequest, type LoadResult } from './harness.js';
 
-const { values } = parseArgs({ options: { seconds: { type: 'string', default: '10' }, connections: { type: 'string', default: '100' }, tokens: { type: 'string', default: '2000' } } });
+const { values } = parseArgs({ options: { seconds: { type: 'string', default: '10' }, connections: { type: 'string', default: '100' }, tokens: { type: 'string', default: '2000' }, generator: { type: 'string', default: 'wrk' } } });
 const seconds = Number(values.seconds);
 const connections = Number(values.connections);
 const tokenCount = Number(values.tokens);
+if (values.generator !== 'wrk' && values.generator !== 'autocannon') throw new Error('--generator is wrk or autocannon');
+const generator = values.generator;
 
 /** GATEWAY_PROFILE=DIR writes a V8 CPU profile of the gateway there (see bench/README.md). */
 const nodeArgs = process.env.GATEWAY_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.GATEWAY_PROFILE}`] : [];
@@ -21,13 +23,23 @@ function progress(what: string): void {
   process.stderr.write(`bench: ${what}\n`);
 }
 
+/** One closed-loop run with the chosen generator, on core 1. */
+function run(spec: { name: string; url: string; serverPid: number; requests?: BuiltRequest[] }): Promise<LoadResult> {
+  const common = { name: spec.name, url: spec.url, connections, durationSec: seconds, serverPid: spec.serverPid };
+  if (generator === 'wrk') return wrkLoad({ ...common, ...(spec.requests && { requests: spec.requests }) });
+  let n = 0;
+  const list = spec.requests;
+  return load({ ...common, ...(list && { request: () => list[n++ % list.length]! }) });
+}
+
 async function main(): Promise<void> {
+  await pinProcess(1); // autocannon runs in this process
   const redis = await pinnedRedis(1);
   const results: LoadResult[] = [];
   try {
     progress(`bare uWS reply, ${seconds} s`);
     const bare = await spawnPinned(0, BARE, ['0'], {}, /listening (\d+)/);
-    results.push(await load({ name: 'bare uWS reply (ceiling)', url: `http://127.0.0.1:${bare.match[1]}`, connections, durationSec: seconds, serverPid: bare.child.pid! }));
+    results.push(await run({ name: 'bare uWS reply (ceiling)', url: `http://127.0.0.1:${bare.match[1]}`, serverPid: bare.child.pid! }));
     await stopChild(bare.child);
 
     const admin = new Redis(redis.url);
@@ -40,17 +52,7 @@ async function main(): Promise<void> {
     const tokens = await mintTokens(url, key.apiKey, key.layoutId, tokenCount);
     progress(`POST /action, ${seconds} s`);
     const prebuilt = actionRequests(tokens, key.layoutId);
-    let n = 0;
-    results.push(
-      await load({
-        name: `POST /action (${tokenCount} tokens, control mix)`,
-        url,
-        connections,
-        durationSec: seconds,
-        serverPid: gw.child.pid!,
-        request: () => prebuilt[n++ % prebuilt.length]!,
-      }),
-    );
+    results.push(await run({ name: `POST /action (${tokenCount} tokens, control mix)`, url, serverPid: gw.child.pid!, requests: prebuilt }));
     // XLEN is capped by MAXLEN trimming; entries-added counts every append ever made.
     const info = (await admin.call('XINFO', 'STREAM', 'ac:layout:{demo-show}:actions')) as (string | number)[];
     const entriesAdded = Number(info[info.indexOf('entries-added') + 1]);
@@ -58,7 +60,7 @@ async function main(): Promise<void> {
     admin.disconnect();
 
     const ceiling = results[0]!.requestsPerSec;
-    process.stdout.write(`\nmachine: ${(await import('node:os')).cpus().length} cores, Node ${process.version}; ${connections} connections, ${seconds} s, no pipelining\n\n`);
+    process.stdout.write(`\nmachine: ${(await import('node:os')).cpus().length} cores, Node ${process.version}; ${generator}, ${connections} connections, ${seconds} s, no pipelining\n\n`);
     process.stdout.write('| scenario | req/s | × ceiling | p50 ms | p99 ms | max ms | non-2xx | errors | server CPU (share of a core) | server CPU µs/request |\n|---|---|---|---|---|---|---|---|---|---|\n');
     for (const r of results) {
       process.stdout.write(
@@ -67,7 +69,7 @@ async function main(): Promise<void> {
     }
     process.stdout.write('\nA server CPU share well under 1.00 means the load generator, not the server, set the rate.\n');
     const okCount = results[1]!.total - results[1]!.non2xx;
-    // Requests in flight when autocannon stops (at most one per connection) are appended but not counted by it.
+    // Requests in flight when the generator stops (at most one per connection) are appended but not counted by it.
     const inFlight = entriesAdded - okCount;
     const verdict = inFlight >= 0 && inFlight <= connections ? `consistent: the ${inFlight} extra were in flight when the generator stopped` : 'MISMATCH';
     process.stdout.write(`\n/action answered 200 ${okCount} times; the stream received ${entriesAdded} entries (${verdict})\n`);

@@ -1,9 +1,11 @@
 // Bench plumbing: processes pinned to cores, an embedded Redis, seeding, and autocannon runs.
-import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
 import { startRedisServer, type RedisServer } from '../gateway/dev/redis-server.js';
 
 /** Spawns `node [nodeArgs] file args` on the given CPU core (taskset), resolving once it prints `marker`. */
@@ -28,11 +30,23 @@ export async function stopChild(child: ChildProcess): Promise<void> {
   await exited;
 }
 
-/** redis-server with AOF on, pinned to `core`. */
+/** Moves a running process (this one by default) to one CPU core. */
+export async function pinProcess(core: number, pid = process.pid): Promise<void> {
+  await promisify(execFile)('taskset', ['-pc', String(core), String(pid)]);
+}
+
+/** redis-server with AOF on, pinned to `core`; stop() also removes its data directory. */
 export async function pinnedRedis(core: number): Promise<RedisServer> {
-  const redis = await startRedisServer({ dir: mkdtempSync(join(tmpdir(), 'ac-bench-')) });
-  spawn('taskset', ['-pc', String(core), String(redis.pid)], { stdio: 'ignore' });
-  return redis;
+  const dir = mkdtempSync(join(tmpdir(), 'ac-bench-'));
+  const redis = await startRedisServer({ dir });
+  await pinProcess(core, redis.pid);
+  const stop = redis.stop.bind(redis);
+  return Object.assign(redis, {
+    stop: async () => {
+      await stop();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  });
 }
 
 /** CPU seconds (user + system) a process has used so far, from /proc. */
@@ -102,6 +116,57 @@ export async function load(spec: LoadSpec): Promise<LoadResult> {
   };
 }
 
+export interface WrkSpec {
+  name: string;
+  url: string;
+  connections: number;
+  durationSec: number;
+  serverPid?: number;
+  /** the requests, sent in rotation; absent: GET / */
+  requests?: readonly BuiltRequest[];
+  /** the core wrk runs on (default 1) */
+  core?: number;
+}
+
+const WRK_SCRIPT = fileURLToPath(new URL('../../bench/wrk.lua', import.meta.url));
+
+/**
+ * One closed-loop wrk run (one thread, no pipelining), pinned to a core. wrk costs far less per
+ * request than autocannon, so from one core it can saturate a server that autocannon cannot.
+ */
+export async function wrkLoad(spec: WrkSpec): Promise<LoadResult> {
+  const dir = mkdtempSync(join(tmpdir(), 'ac-wrk-'));
+  try {
+    const env: Record<string, string> = { ...(process.env as Record<string, string>) };
+    if (spec.requests) {
+      const file = join(dir, 'requests.tsv');
+      writeFileSync(file, spec.requests.map((r) => [r.method, r.path, r.body ?? '', ...Object.entries(r.headers).map(([k, v]) => `${k}: ${v}`)].join('\t')).join('\n') + '\n');
+      env.REQUESTS = file;
+    }
+    const cpuBefore = spec.serverPid ? cpuSeconds(spec.serverPid) : 0;
+    const args = ['-c', String(spec.core ?? 1), 'wrk', '-t1', `-c${spec.connections}`, `-d${spec.durationSec}s`, '-s', WRK_SCRIPT, spec.url];
+    const { stdout } = await promisify(execFile)('taskset', args, { env, maxBuffer: 1 << 20 });
+    const m = /WRK_RESULT (\{.*\})/.exec(stdout);
+    if (!m) throw new Error(`wrk printed no result:\n${stdout}`);
+    const r = JSON.parse(m[1]!) as { requests: number; durationUs: number; non2xx: number; errors: number; p50: number; p99: number; p999: number; max: number };
+    const seconds = r.durationUs / 1e6;
+    return {
+      name: spec.name,
+      requestsPerSec: r.requests / seconds,
+      latencyMs: { p50: r.p50 / 1000, p99: r.p99 / 1000, p999: r.p999 / 1000, max: r.max / 1000 },
+      total: r.requests,
+      non2xx: r.non2xx,
+      errors: r.errors,
+      ...(spec.serverPid && {
+        serverCpuUsPerRequest: ((cpuSeconds(spec.serverPid) - cpuBefore) * 1e6) / r.requests,
+        serverCpuShare: (cpuSeconds(spec.serverPid) - cpuBefore) / seconds,
+      }),
+    };
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
 /** Resident memory of a process, in MiB (VmRSS). */
 export function rssMiB(pid: number): number {
   const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
@@ -152,7 +217,7 @@ const MIX: { weight: number; body: (i: number) => object }[] = [
 ];
 const WHEEL = MIX.flatMap((m) => Array<(i: number) => object>(m.weight).fill(m.body));
 
-export type BuiltRequest = { method: 'POST'; path: string; headers: Record<string, string>; body: string };
+export type BuiltRequest = { method: 'GET' | 'POST'; path: string; headers: Record<string, string>; body?: string };
 
 /** `count` POST /action requests rotating over the tokens and the mix, built up front (the generator then only sends). */
 export function actionRequests(tokens: string[], layoutId: string, count = 10_000, body?: (i: number) => object): BuiltRequest[] {

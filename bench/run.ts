@@ -7,7 +7,7 @@ import { cpus } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { fromBuffer, timetagToDate } from 'osc-min';
 import { freePort } from '../gateway/dev/redis-server.js';
-import { actionRequests, cpuSeconds, load, mintTokens, pinnedRedis, rssMiB, seedDemo, spawnPinned, stopChild, type LoadResult } from './harness.js';
+import { actionRequests, cpuSeconds, load, pinProcess, mintTokens, pinnedRedis, rssMiB, seedDemo, spawnPinned, stopChild, type LoadResult } from './harness.js';
 
 const GATEWAY = fileURLToPath(new URL('../gateway/main.js', import.meta.url));
 const BRIDGE = fileURLToPath(new URL('../bridge/main.js', import.meta.url));
@@ -68,6 +68,7 @@ async function endToEnd(url: string, tokens: string[], redisUrl: string, tickHz:
 
 async function main(): Promise<void> {
   const startedAt = new Date();
+  await pinProcess(1); // autocannon and the UDP sink run in this process
   const redis = await pinnedRedis(1);
   try {
     progress('bare uWS ceiling');

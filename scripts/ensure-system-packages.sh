@@ -2,6 +2,7 @@
 # Installs the Debian packages a job needs when they are missing.
 #   ensure-system-packages.sh start   the demo: redis-server
 #   ensure-system-packages.sh test    the test suite: redis-server and the real peers the tests talk to
+#   ensure-system-packages.sh bench   the benchmarks: redis-server and wrk (a C load generator)
 # As root it uses apt-get; otherwise it stops and says what to install.
 set -euo pipefail
 job=${1:-start}
@@ -15,6 +16,9 @@ if [ "$job" = test ]; then
   need+=([python3]=python3)     # the fake NOTIFY_SOCKET of the sd_notify tests
   need+=([chromium]=chromium)   # the admin page's end-to-end tests (driven by playwright-core; never a downloaded browser)
   need+=([promtool]=prometheus) # promtool check metrics on both /metrics outputs
+fi
+if [ "$job" = bench ]; then
+  need+=([wrk]=wrk)             # saturates a server from one core, where autocannon cannot
 fi
 
 missing=()
