@@ -1,13 +1,33 @@
-// Appends accepted actions to their layout's stream. The caller answers 200 only once this resolves,
-// that is once Redis has acknowledged the XADD.
+// Appends accepted actions to their layout's stream. The actions accepted for one layout in one
+// event-loop turn go to Redis in a single Lua call (store/lua/appendActions-1.lua), each still its
+// own stream entry. Every caller's promise settles once Redis answered that call, so the route
+// answers 200 only for an action that is in the stream.
 import type { Redis } from 'ioredis';
 import { ACTION_FIELD, encodeActionEntry } from '../../schemas/action-entry.js';
 import type { ActionEntry } from '../../schemas/types.js';
-import { orUnavailable } from '../errors.js';
+import { AppError, orUnavailable } from '../errors.js';
 import type { RedisKeys } from '../store/keys.js';
 import { untimed, type RedisTimer } from '../store/redis.js';
+import { runScript } from '../store/scripts.js';
+
+/** At most this many entries go in one Lua call, so one call never holds Redis for long. */
+export const MAX_BATCH = 256;
+
+interface Waiter {
+  resolve: () => void;
+  reject: (e: unknown) => void;
+}
+
+interface Batch {
+  readonly payloads: string[];
+  readonly waiters: Waiter[];
+}
 
 export class ActionLog {
+  /** the batches of this event-loop turn, by stream key */
+  private readonly batches = new Map<string, Batch>();
+  private flushScheduled = false;
+
   constructor(
     private readonly redis: Redis,
     private readonly keys: RedisKeys,
@@ -16,11 +36,45 @@ export class ActionLog {
     private readonly timed: RedisTimer = untimed,
   ) {}
 
-  /** The stream entry id Redis assigned. */
-  async append(entry: ActionEntry): Promise<string> {
-    const id = await orUnavailable(
-      this.timed('xadd', this.redis.xadd(this.keys.actions(entry.layoutId), 'MAXLEN', '~', this.maxLen, '*', ACTION_FIELD, encodeActionEntry(entry))),
+  /** Resolves once Redis has stored the entry; rejects with `unavailable` if it could not. */
+  append(entry: ActionEntry): Promise<void> {
+    return new Promise((resolve, reject) => {
+      const key = this.keys.actions(entry.layoutId);
+      let batch = this.batches.get(key);
+      if (!batch) {
+        batch = { payloads: [], waiters: [] };
+        this.batches.set(key, batch);
+      }
+      batch.payloads.push(encodeActionEntry(entry));
+      batch.waiters.push({ resolve, reject });
+      // setImmediate runs after the poll phase, so it gathers every request uWS handled in this turn.
+      if (!this.flushScheduled) {
+        this.flushScheduled = true;
+        setImmediate(this.flush);
+      }
+    });
+  }
+
+  private readonly flush = (): void => {
+    this.flushScheduled = false;
+    for (const [key, batch] of this.batches) {
+      for (let i = 0; i < batch.payloads.length; i += MAX_BATCH) {
+        this.send(key, batch.payloads.slice(i, i + MAX_BATCH), batch.waiters.slice(i, i + MAX_BATCH));
+      }
+    }
+    this.batches.clear();
+  };
+
+  private send(key: string, payloads: string[], waiters: Waiter[]): void {
+    const call = runScript(this.redis, 'appendActions', [key], [this.maxLen, ACTION_FIELD, ...payloads]);
+    orUnavailable(this.timed('append_actions', call)).then(
+      (ids) => {
+        const results = Array.isArray(ids) ? (ids as unknown[]) : [];
+        waiters.forEach((w, i) => (typeof results[i] === 'string' ? w.resolve() : w.reject(new AppError('unavailable'))));
+      },
+      (e: unknown) => {
+        for (const w of waiters) w.reject(e);
+      },
     );
-    return id ?? '';
   }
 }

@@ -71,14 +71,19 @@ export class AudienceTokens {
     return { token, expiresAt: exp * 1000 };
   }
 
-  /** The claims of a valid token, or AppError token_invalid / token_expired / token_revoked. */
-  async verify(token: string): Promise<AudienceClaims> {
+  /**
+   * The claims of a valid token, or AppError token_invalid / token_expired / token_revoked. A cached
+   * token is answered synchronously (the request path then needs no promise); a new one is verified
+   * with jose (asynchronous) and cached.
+   */
+  verify(token: string): AudienceClaims | Promise<AudienceClaims> {
     const cached = this.cache?.get(token);
     this.onCacheLookup(cached !== undefined);
     if (cached) return this.recheck(token, cached);
-    const claims = await this.verifySignature(token);
-    this.cache?.set(token, claims);
-    return this.recheck(token, claims);
+    return this.verifySignature(token).then((claims) => {
+      this.cache?.set(token, claims);
+      return this.recheck(token, claims);
+    });
   }
 
   private recheck(token: string, c: AudienceClaims): AudienceClaims {

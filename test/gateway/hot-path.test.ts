@@ -1,8 +1,13 @@
-// The /action hot path's promises about Redis: one XADD per accepted action and nothing else,
-// and streams trimmed to about STREAM_MAXLEN.
+// The /action hot path's promises about Redis: one XADD per accepted action and no other command,
+// the actions of one event-loop turn appended in one call, and streams trimmed to about STREAM_MAXLEN.
+import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ActionLog, MAX_BATCH } from '../../gateway/actions/action-log.js';
+import type { AppError } from '../../gateway/errors.js';
+import { RedisKeys } from '../../gateway/store/keys.js';
+import type { ActionEntry } from '../../schemas/types.js';
 import { mintToken, postAction, startTestGateway, type TestGateway } from '../helpers/gateway.js';
-import { useRedis } from '../helpers/redis.js';
+import { randomPrefix, useRedis } from '../helpers/redis.js';
 
 const redis = useRedis();
 let t: TestGateway;
@@ -21,14 +26,14 @@ async function commandCalls(): Promise<Map<string, number>> {
 }
 
 describe('the /action hot path', () => {
-  it('makes exactly one Redis call per accepted action, its XADD', async () => {
+  it('makes no Redis call per accepted action but its append: one XADD, in a batch script', async () => {
     await postAction(t, token, { layoutId: t.layoutId, lid: 1, type: 'Button' }); // warm: token and layout now cached
     const before = await commandCalls();
     for (let i = 0; i < 25; i++) expect((await postAction(t, token, { layoutId: t.layoutId, lid: 2, type: 'Slider', value: i / 25 })).status).toBe(200);
     const after = await commandCalls();
     const delta = [...after].map(([cmd, n]) => [cmd, n - (before.get(cmd) ?? 0)] as const).filter(([, d]) => d > 0);
-    // the test's own INFO call is the only other command
-    expect(Object.fromEntries(delta)).toEqual({ xadd: 25, info: 1 });
+    // One request at a time, so each turn's batch holds one action; the test's own INFO is the only other command.
+    expect(Object.fromEntries(delta)).toEqual({ evalsha: 25, xadd: 25, info: 1 });
   });
 
   it('trims each stream to about STREAM_MAXLEN entries', async () => {
@@ -36,5 +41,43 @@ describe('the /action hot path', () => {
     const len = await redis.get().client.xlen(`${t.config.redisPrefix}layout:{${t.layoutId}}:actions`);
     expect(len).toBeGreaterThanOrEqual(100);
     expect(len).toBeLessThan(300); // approximate trimming removes whole stream nodes (100 entries each by default)
+  });
+});
+
+describe('ActionLog', () => {
+  const entry = (i: number): ActionEntry => ({ v: 1, id: `id-${i}`, layoutId: 'show', lid: 1, address: '/001', type: 'Button', value: null, ts: 1_700_000_000_000 + i });
+
+  it('appends the actions of one turn in one call, each its own entry, in order', async () => {
+    const client = new Redis(redis.get().server.url);
+    const keys = new RedisKeys(randomPrefix());
+    try {
+      const log = new ActionLog(client, keys, 10_000);
+      await log.append(entry(-1)); // loads the script
+      const before = await commandCalls();
+      const count = MAX_BATCH + 44; // more than one call's worth
+      await Promise.all(Array.from({ length: count }, (_, i) => log.append(entry(i))));
+      const after = await commandCalls();
+      expect((after.get('evalsha') ?? 0) - (before.get('evalsha') ?? 0)).toBe(2);
+      const stored = await client.xrange(keys.actions('show'), '-', '+');
+      expect(stored.map(([, fields]) => (JSON.parse(fields[1]!) as ActionEntry).id)).toEqual(['id--1', ...Array.from({ length: count }, (_, i) => `id-${i}`)]);
+    } finally {
+      client.disconnect();
+    }
+  });
+
+  it('rejects every waiter with unavailable when Redis refuses the call, and stores nothing', async () => {
+    const client = new Redis(redis.get().server.url);
+    const keys = new RedisKeys(randomPrefix());
+    try {
+      await client.set(keys.actions('show'), 'not a stream'); // XADD on it fails with WRONGTYPE
+      const log = new ActionLog(client, keys, 10_000);
+      const results = await Promise.allSettled([log.append(entry(1)), log.append(entry(2))]);
+      for (const r of results) {
+        expect(r.status).toBe('rejected');
+        expect(((r as PromiseRejectedResult).reason as AppError).code).toBe('unavailable');
+      }
+    } finally {
+      client.disconnect();
+    }
   });
 });

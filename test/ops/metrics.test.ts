@@ -39,7 +39,7 @@ describe('gateway ops endpoints', () => {
     expect(sample(text, 'audience_gateway_auth_failures_total{kind="api_key",reason="api_key_invalid"}')).toBe(1);
     expect(sample(text, 'audience_gateway_token_cache_total{result="hit"}')).toBeGreaterThanOrEqual(2);
     expect(sample(text, 'audience_gateway_http_requests_total{route="/action",status="200"}')).toBe(2);
-    expect(sample(text, 'audience_gateway_redis_command_duration_seconds_count{command="xadd"}')).toBe(2);
+    expect(sample(text, 'audience_gateway_redis_command_duration_seconds_count{command="append_actions"}')).toBe(2);
     expect(text).toMatch(/^audience_gateway_http_request_duration_seconds_bucket\{le="0.005",route="\/action"\} \d+$/m);
     expect(text).toContain('audience_gateway_process_resident_memory_bytes');
     expect(text).not.toContain(g.t.layoutId); // no layout labels
