@@ -49,6 +49,22 @@ export async function pinnedRedis(core: number): Promise<RedisServer> {
   });
 }
 
+/**
+ * Starts measuring the share of this machine's CPU time the hypervisor took away (steal, from
+ * /proc/stat); the returned function gives the share since. A busy host makes every figure worse.
+ */
+export function stealMeter(): () => number {
+  const read = () => {
+    const f = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1, 9).map(Number);
+    return { steal: f[7]!, total: f.reduce((a, b) => a + b, 0) };
+  };
+  const before = read();
+  return () => {
+    const after = read();
+    return after.total > before.total ? (after.steal - before.steal) / (after.total - before.total) : 0;
+  };
+}
+
 /** CPU seconds (user + system) a process has used so far, from /proc. */
 export function cpuSeconds(pid: number): number {
   const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
@@ -59,6 +75,8 @@ export interface LoadResult {
   name: string;
   requestsPerSec: number;
   latencyMs: { p50: number; p99: number; p999: number; max: number };
+  /** open loop only: latency from each request's scheduled time (see open-loop.ts) */
+  fromScheduleMs?: { p50: number; p99: number; p999: number; max: number };
   total: number;
   non2xx: number;
   errors: number;
@@ -77,13 +95,14 @@ export interface LoadSpec {
   serverPid?: number;
   /** builds each request; called by autocannon per request */
   request?: () => { method: 'GET' | 'POST'; path: string; headers: Record<string, string>; body?: string };
-  /** open loop: this many requests per second in all (autocannon overallRate) */
-  rate?: number;
   /** stop after this many requests instead of after durationSec */
   amount?: number;
 }
 
-/** One closed-loop autocannon run (no pipelining: uWS stalls on pipelined async replies). */
+/**
+ * One closed-loop autocannon run (no pipelining: uWS stalls on pipelined async replies). For fixed
+ * rates use open-loop.ts: autocannon's rate option sends each second's budget as a burst.
+ */
 export async function load(spec: LoadSpec): Promise<LoadResult> {
   const make = spec.request;
   const cpuBefore = spec.serverPid ? cpuSeconds(spec.serverPid) : 0;
@@ -92,7 +111,6 @@ export async function load(spec: LoadSpec): Promise<LoadResult> {
     connections: spec.connections,
     duration: spec.durationSec,
     pipelining: 1,
-    ...(spec.rate && { overallRate: spec.rate }),
     ...(spec.amount && { amount: spec.amount }),
     ...(make && {
       requests: [

@@ -7,7 +7,8 @@ import { cpus } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { fromBuffer, timetagToDate } from 'osc-min';
 import { freePort } from '../gateway/dev/redis-server.js';
-import { actionRequests, cpuSeconds, load, pinProcess, mintTokens, pinnedRedis, rssMiB, seedDemo, spawnPinned, stopChild, type LoadResult } from './harness.js';
+import { actionRequests, cpuSeconds, load, mintTokens, pinProcess, pinnedRedis, rssMiB, seedDemo, spawnPinned, stealMeter, stopChild, wrkLoad, type LoadResult } from './harness.js';
+import { openLoop } from './open-loop.js';
 
 const GATEWAY = fileURLToPath(new URL('../gateway/main.js', import.meta.url));
 const BRIDGE = fileURLToPath(new URL('../bridge/main.js', import.meta.url));
@@ -26,12 +27,14 @@ const raw: Record<string, unknown> = {};
 const progress = (what: string) => process.stderr.write(`bench: ${what}\n`);
 const pct = (sorted: number[], q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? NaN;
 
+const pctOf = (v: unknown) => `${((v as number) * 100).toFixed(1)} %`;
+
 function row(scenario: string, figure: string, target: string, met: boolean | null): void {
   rows.push({ scenario, figure, target, met });
 }
 
 function describeLoad(r: LoadResult, ceiling: number): string {
-  return `${Math.round(r.requestsPerSec)} req/s (${(r.requestsPerSec / ceiling).toFixed(2)}× ceiling), p50 ${r.latencyMs.p50} ms, p99 ${r.latencyMs.p99} ms, non-2xx ${r.non2xx}, server CPU ${r.serverCpuShare?.toFixed(2) ?? '-'}`;
+  return `${Math.round(r.requestsPerSec)} req/s (${(r.requestsPerSec / ceiling).toFixed(2)}× ceiling), p50 ${r.latencyMs.p50.toFixed(2)} ms, p99 ${r.latencyMs.p99.toFixed(2)} ms, non-2xx ${r.non2xx}, server CPU ${r.serverCpuShare?.toFixed(2) ?? '-'} of a core, ${r.serverCpuUsPerRequest?.toFixed(1) ?? '-'} µs/request`;
 }
 
 async function endToEnd(url: string, tokens: string[], redisUrl: string, tickHz: number, rate: number): Promise<void> {
@@ -40,18 +43,22 @@ async function endToEnd(url: string, tokens: string[], redisUrl: string, tickHz:
   sink.on('message', (d) => {
     const now = Date.now(); // the same clock the gateway stamps `ts` with
     const walk = (p: ReturnType<typeof fromBuffer>): void => {
-      if (p.oscType === 'bundle') {
-        if (p.elements.every((e) => e.oscType === 'message')) for (let i = 0; i < p.elements.length; i++) latencies.push(now - (timetagToDate(p.timetag).getTime() - 1));
-        else p.elements.forEach(walk);
+      if (p.oscType !== 'bundle') return;
+      for (const e of p.elements) {
+        if (e.oscType === 'bundle') walk(e);
+        // only the measured Buttons (/001); the warm-up sends Sliders (/002)
+        else if (e.address === '/001') latencies.push(now - (timetagToDate(p.timetag).getTime() - 1));
       }
     };
     walk(fromBuffer(d));
   });
   await new Promise<void>((r) => sink.bind(0, '127.0.0.1', r));
   const bridge = await spawnPinned(1, BRIDGE, ['--layout', 'demo-show', '--target', `127.0.0.1:${sink.address().port}`, '--redis', redisUrl, '--bridge-id', `e2e-${tickHz}-${rate}`, '--tick-hz', String(tickHz), '--playout-delay-ms', '1', '--ops-port', '0'], { LOG_LEVEL: 'info' }, /audience-bridge running/);
+  // 2 s at the same rate first, so neither process is measured while its code is still being compiled.
+  const warmUp = actionRequests(tokens, 'demo-show', 10_000, (i) => ({ lid: 2, type: 'Slider', value: (i % 100) / 100 }));
+  await openLoop({ name: 'e2e warm-up', url, rate, durationSec: 2, connections: 50, requests: warmUp });
   const requests = actionRequests(tokens, 'demo-show', 10_000, () => ({ lid: 1, type: 'Button' }));
-  let n = 0;
-  const r = await load({ name: 'e2e', url, connections: 50, durationSec: 5, rate, request: () => requests[n++ % requests.length]! });
+  const r = await openLoop({ name: 'e2e', url, rate, durationSec: 5, connections: 50, requests });
   await new Promise((res) => setTimeout(res, 1000));
   await stopChild(bridge.child);
   sink.close();
@@ -66,18 +73,48 @@ async function endToEnd(url: string, tokens: string[], redisUrl: string, tickHz:
   row(`end to end, ${rate}/s open loop, bridge ${tickHz} Hz`, `p50 ${p50.toFixed(1)} / p99 ${p99.toFixed(1)} / p99.9 ${p999.toFixed(1)} / max ${max.toFixed(1)} ms; ${ok} accepted, ${lost} lost (${r.non2xx} non-2xx)`, target, met);
 }
 
+/** How late a 1 ms Node timer fires on an otherwise idle core: the floor this machine sets under every latency figure. */
+function timerJitter(seconds: number): Promise<{ p50: number; p99: number; p999: number; max: number }> {
+  const late: number[] = [];
+  let last = performance.now();
+  return new Promise((resolve) => {
+    const t = setInterval(() => {
+      const now = performance.now();
+      late.push(now - last - 1);
+      last = now;
+    }, 1);
+    setTimeout(() => {
+      clearInterval(t);
+      late.sort((a, b) => a - b);
+      resolve({ p50: pct(late, 0.5), p99: pct(late, 0.99), p999: pct(late, 0.999), max: late[late.length - 1] ?? NaN });
+    }, seconds * 1000);
+  });
+}
+
 async function main(): Promise<void> {
   const startedAt = new Date();
-  await pinProcess(1); // autocannon and the UDP sink run in this process
+  const stealRun = stealMeter();
+  await pinProcess(1); // autocannon, the open-loop generator and the UDP sink run in this process
   const redis = await pinnedRedis(1);
   try {
-    progress('bare uWS ceiling');
+    progress('timer jitter of this machine, 5 s idle');
+    const jitter = await timerJitter(5);
+    raw.timerJitterMs = jitter;
+    row('machine floor: lateness of a 1 ms timer, idle', `p50 ${jitter.p50.toFixed(2)} / p99 ${jitter.p99.toFixed(2)} / p99.9 ${jitter.p999.toFixed(2)} / max ${jitter.max.toFixed(2)} ms`, 'reference', null);
+
+    progress('bare uWS ceiling (autocannon, then wrk)');
     const bare = await spawnPinned(0, BARE, ['0'], {}, /listening (\d+)/);
-    const ceiling = await load({ name: 'bare', url: `http://127.0.0.1:${bare.match[1]}`, connections: CONNECTIONS, durationSec: 10, serverPid: bare.child.pid! });
+    const bareUrl = `http://127.0.0.1:${bare.match[1]}`;
+    const ceilingAc = await load({ name: 'bare', url: bareUrl, connections: CONNECTIONS, durationSec: 10, serverPid: bare.child.pid! });
+    const stealBare = stealMeter();
+    const ceiling = await wrkLoad({ name: 'bare (wrk)', url: bareUrl, connections: CONNECTIONS, durationSec: 10, serverPid: bare.child.pid! });
+    raw.hostStealDuringCeiling = stealBare();
     await stopChild(bare.child);
+    raw.ceilingAutocannon = ceilingAc;
     raw.ceiling = ceiling;
-    row('bare uWS reply (the ceiling)', describeLoad(ceiling, ceiling.requestsPerSec), 'reference', null);
-    if ((ceiling.serverCpuShare ?? 1) < 0.9) row('load generator', `the bare server used only ${ceiling.serverCpuShare?.toFixed(2)} of its core: autocannon (one process, sharing core 1 with Redis) is the bottleneck; ratios understate the gateway`, 'note', null);
+    row('bare uWS reply (the ceiling), wrk', describeLoad(ceiling, ceiling.requestsPerSec), 'reference', null);
+    row('bare uWS reply, autocannon', describeLoad(ceilingAc, ceilingAc.requestsPerSec), 'reference', null);
+    if ((ceilingAc.serverCpuShare ?? 1) < 0.9) row('autocannon as generator', `the bare server used only ${ceilingAc.serverCpuShare?.toFixed(2)} of its core under autocannon (one process, sharing core 1 with Redis): autocannon is the bottleneck there, so the target is measured with wrk`, 'note', null);
 
     const seed = await seedDemo(redis.url);
     const port = await freePort();
@@ -86,30 +123,41 @@ async function main(): Promise<void> {
     progress('minting 5,000 tokens');
     const tokens = await mintTokens(url, seed.apiKey, seed.layoutId, 5000);
 
-    progress('POST /action, mix over 5,000 tokens');
+    progress('POST /action, mix over 5,000 tokens (autocannon, then wrk)');
     const requests = actionRequests(tokens, seed.layoutId);
     let n = 0;
-    const action = await load({ name: 'action', url, connections: CONNECTIONS, durationSec: 10, serverPid: gw.child.pid!, request: () => requests[n++ % requests.length]! });
+    const actionAc = await load({ name: 'action', url, connections: CONNECTIONS, durationSec: 10, serverPid: gw.child.pid!, request: () => requests[n++ % requests.length]! });
+    raw.actionAutocannon = actionAc;
+    row('POST /action, control mix, 5,000 tokens, autocannon', describeLoad(actionAc, ceilingAc.requestsPerSec), 'report (ratio to the autocannon ceiling)', null);
+    const stealAction = stealMeter();
+    const action = await wrkLoad({ name: 'action (wrk)', url, connections: CONNECTIONS, durationSec: 10, serverPid: gw.child.pid!, requests });
+    raw.hostStealDuringAction = stealAction();
     raw.action = action;
     const ratio = action.requestsPerSec / ceiling.requestsPerSec;
-    row('POST /action, control mix, 5,000 tokens', describeLoad(action, ceiling.requestsPerSec), '≥ 0.50× ceiling', ratio >= 0.5);
+    row('POST /action, control mix, 5,000 tokens, wrk', describeLoad(action, ceiling.requestsPerSec), '≥ 0.50× ceiling', ratio >= 0.5);
 
     progress('POST /token');
     const token = await load({ name: 'token', url, connections: CONNECTIONS, durationSec: 5, serverPid: gw.child.pid!, request: () => ({ method: 'POST', path: '/token', headers: { 'content-type': 'application/json', 'x-api-key': seed.apiKey }, body: '{"layoutId":"demo-show"}' }) });
     raw.token = token;
-    row('POST /token', describeLoad(token, ceiling.requestsPerSec), 'report', null);
+    row('POST /token, autocannon', describeLoad(token, ceilingAc.requestsPerSec), 'report', null);
 
     progress('GET /layout');
     const layout = await load({ name: 'layout', url, connections: CONNECTIONS, durationSec: 5, serverPid: gw.child.pid!, request: () => ({ method: 'GET', path: '/layout/demo-show', headers: { 'x-api-key': seed.apiKey } }) });
     raw.layout = layout;
-    row('GET /layout', describeLoad(layout, ceiling.requestsPerSec), 'report', null);
+    row('GET /layout, autocannon', describeLoad(layout, ceilingAc.requestsPerSec), 'report', null);
 
     const half = Math.round(action.requestsPerSec / 2);
     progress(`POST /action at half the maximum rate (${half}/s, open loop)`);
-    n = 0;
-    const halfRate = await load({ name: 'half', url, connections: CONNECTIONS, durationSec: 10, rate: half, request: () => requests[n++ % requests.length]! });
+    const halfRate = await openLoop({ name: 'half', url, rate: half, durationSec: 10, connections: CONNECTIONS, requests });
     raw.halfRate = halfRate;
-    row(`POST /action at half the max rate (${half}/s)`, `p50 ${halfRate.latencyMs.p50} / p99 ${halfRate.latencyMs.p99} / p99.9 ${halfRate.latencyMs.p999} / max ${halfRate.latencyMs.max} ms`, 'gateway p99 ≤ 5 ms', halfRate.latencyMs.p99 <= 5);
+    const ms = (v: number) => v.toFixed(2);
+    const fromSchedule = halfRate.fromScheduleMs;
+    row(
+      `POST /action at half the max rate (${half}/s, open loop)`,
+      `p50 ${ms(halfRate.latencyMs.p50)} / p99 ${ms(halfRate.latencyMs.p99)} / p99.9 ${ms(halfRate.latencyMs.p999)} / max ${ms(halfRate.latencyMs.max)} ms from the write; from the scheduled time p99 ${ms(fromSchedule?.p99 ?? NaN)} ms; non-2xx ${halfRate.non2xx}, errors ${halfRate.errors}`,
+      'gateway p99 ≤ 5 ms',
+      halfRate.latencyMs.p99 <= 5,
+    );
 
     for (const tickHz of [100, 1000]) {
       for (const rate of [1000, 2000, 5000]) {
@@ -146,7 +194,9 @@ async function main(): Promise<void> {
   const md = [
     `# Bench results ${startedAt.toISOString()}`,
     '',
-    `Machine: ${cpus().length} cores (${cpus()[0]?.model ?? 'unknown'}), Node ${process.version}. Command: \`npm run bench\`. Gateway on core 0; Redis (AOF on), bridge, load generator and UDP sink on core 1; ${CONNECTIONS} connections, no pipelining.`,
+    `Machine: ${cpus().length} cores (${cpus()[0]?.model ?? 'unknown'}), Node ${process.version}. Command: \`npm run bench\`. Gateway on core 0; Redis (AOF on), bridge, load generator and UDP sink on core 1; ${CONNECTIONS} connections, no pipelining. Fixed rates are open loop (bench/open-loop.ts).`,
+    '',
+    `Host CPU steal (time the hypervisor gave to other guests): ${pctOf(raw.hostStealDuringCeiling)} during the wrk ceiling, ${pctOf(raw.hostStealDuringAction)} during wrk /action, ${pctOf(stealRun())} over the whole run. Above a few per cent, every figure is pessimistic.`,
     '',
     '| scenario | measured | target | met |',
     '|---|---|---|---|',
