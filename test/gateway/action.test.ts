@@ -184,12 +184,14 @@ describe('token checks (401)', () => {
     expect(r.body.error.code).toBe('token_invalid');
   });
 
-  it('refuses a tampered token', async () => {
+  it('refuses a tampered token, even one carrying the signature of a cached token', async () => {
+    expect((await act({ lid: 1, type: 'Button' }, token)).status).toBe(200); // its signature is now cached
     const [h, p, s] = token.split('.') as [string, string, string];
     const claims = JSON.parse(new TextDecoder().decode(base64url.decode(p))) as Record<string, unknown>;
     const forged = `${h}.${base64url.encode(JSON.stringify({ ...claims, layoutId: 'other' }))}.${s}`;
     const flipped = `${h}.${p}.${s.slice(0, -2)}${s.endsWith('AA') ? 'BB' : 'AA'}`;
-    for (const bad of [forged, flipped, 'not.a.jwt', 'x']) {
+    const reheadered = `${base64url.encode('{"alg":"HS256","typ":"audience+jwt"}')}.${p}.${s}`;
+    for (const bad of [forged, reheadered, flipped, 'not.a.jwt', 'x', `${token}.`]) {
       const r = await act({ lid: 1, type: 'Button' }, bad);
       expect(r.status).toBe(401);
       expect(r.body.error.code).toBe('token_invalid');
