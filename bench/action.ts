@@ -5,6 +5,7 @@ import { parseArgs } from 'node:util';
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import { freePort } from '../gateway/dev/redis-server.js';
+import { GATEWAY_NODE_FLAGS } from '../gateway/node-flags.js';
 import { actionRequests, load, pinProcess, mintTokens, pinnedRedis, seedDemo, spawnPinned, stopChild, wrkLoad, type BuiltRequest, type LoadResult } from './harness.js';
 
 const { values } = parseArgs({ options: { seconds: { type: 'string', default: '10' }, connections: { type: 'string', default: '100' }, tokens: { type: 'string', default: '2000' }, generator: { type: 'string', default: 'wrk' } } });
@@ -45,7 +46,7 @@ async function main(): Promise<void> {
     const admin = new Redis(redis.url);
     const key = await seedDemo(redis.url);
     const port = await freePort();
-    const gw = await spawnPinned(0, GATEWAY, [], { REDIS_URL: redis.url, PORT: String(port), OPS_PORT: '0', LOG_LEVEL: 'info' }, /audience-gateway listening/, nodeArgs);
+    const gw = await spawnPinned(0, GATEWAY, [], { REDIS_URL: redis.url, PORT: String(port), OPS_PORT: '0', LOG_LEVEL: 'info' }, /audience-gateway listening/, [...GATEWAY_NODE_FLAGS, ...nodeArgs]);
     const url = `http://127.0.0.1:${port}`;
 
     progress(`minting ${tokenCount} tokens`);

@@ -7,6 +7,7 @@ import { cpus } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { fromBuffer, timetagToDate } from 'osc-min';
 import { freePort } from '../gateway/dev/redis-server.js';
+import { GATEWAY_NODE_FLAGS } from '../gateway/node-flags.js';
 import { actionRequests, cpuSeconds, load, mintTokens, pinProcess, pinnedRedis, rssMiB, seedDemo, spawnPinned, stealMeter, stopChild, wrkLoad, type LoadResult } from './harness.js';
 import { openLoop } from './open-loop.js';
 
@@ -118,7 +119,7 @@ async function main(): Promise<void> {
 
     const seed = await seedDemo(redis.url);
     const port = await freePort();
-    const gw = await spawnPinned(0, GATEWAY, [], { REDIS_URL: redis.url, PORT: String(port), OPS_PORT: '0', LOG_LEVEL: 'info' }, /audience-gateway listening/);
+    const gw = await spawnPinned(0, GATEWAY, [], { REDIS_URL: redis.url, PORT: String(port), OPS_PORT: '0', LOG_LEVEL: 'info' }, /audience-gateway listening/, [...GATEWAY_NODE_FLAGS]);
     const url = `http://127.0.0.1:${port}`;
     progress('minting 5,000 tokens');
     const tokens = await mintTokens(url, seed.apiKey, seed.layoutId, 5000);

@@ -3,6 +3,7 @@ import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { GATEWAY_NODE_FLAGS } from '../../gateway/node-flags.js';
 
 const DIR = fileURLToPath(new URL('../../systemd/', import.meta.url));
 const UNITS = ['audience-bridge.service', 'audience-gateway.service'];
@@ -36,5 +37,22 @@ describe.each(UNITS)('%s', (unit) => {
     expect(text).toMatch(/^StartLimitIntervalSec=0$/m);
     expect(text).toMatch(/^ExecStartPre=.*--check-config$/m);
     expect(text).not.toMatch(/^MemoryDenyWriteExecute=yes/m);
+  });
+});
+
+describe('the gateway heap settings', () => {
+  const flags = GATEWAY_NODE_FLAGS.join(' ');
+
+  it('are on the unit ExecStart line and in the audience-gateway shebang', () => {
+    expect(readFileSync(`${DIR}audience-gateway.service`, 'utf8')).toMatch(new RegExp(`^ExecStart=/usr/bin/node ${flags} /\\S+/dist/gateway/main\\.js$`, 'm'));
+    const shebang = readFileSync(fileURLToPath(new URL('../../dist/gateway/main.js', import.meta.url)), 'utf8').split('\n')[0];
+    expect(shebang).toBe(`#!/usr/bin/env -S node ${flags}`);
+  });
+
+  it('are accepted by this node', async () => {
+    const r = await new Promise<{ code: number; out: string }>((resolve) => {
+      execFile(process.execPath, [...GATEWAY_NODE_FLAGS, '-e', 'process.stdout.write("ok")'], (err, stdout, stderr) => resolve({ code: err ? 1 : 0, out: stdout + stderr }));
+    });
+    expect(r).toEqual({ code: 0, out: 'ok' });
   });
 });
