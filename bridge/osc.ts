@@ -69,22 +69,21 @@ export interface TimedGroup {
 
 const BUNDLE_HEADER = Buffer.from('#bundle\0', 'latin1');
 
-function timetagBytes([s, f]: TimeTag): Buffer {
-  const b = Buffer.alloc(8);
-  b.writeUInt32BE(s >>> 0, 0);
-  b.writeUInt32BE(f >>> 0, 4);
-  return b;
-}
-
-function sizePrefixed(element: Buffer): Buffer[] {
-  const size = Buffer.alloc(4);
-  size.writeInt32BE(element.length, 0);
-  return [size, element];
-}
-
-/** An OSC bundle of already-encoded elements. */
-export function bundle(tag: TimeTag, elements: Buffer[]): Buffer {
-  return Buffer.concat([BUNDLE_HEADER, timetagBytes(tag), ...elements.flatMap(sizePrefixed)]);
+/** An OSC bundle of already-encoded elements, written into one buffer (no per-element allocation). */
+export function bundle([seconds, fraction]: TimeTag, elements: readonly Buffer[]): Buffer {
+  let size = BUNDLE_HEADER.length + 8;
+  for (const e of elements) size += 4 + e.length;
+  const out = Buffer.allocUnsafe(size);
+  BUNDLE_HEADER.copy(out, 0);
+  out.writeUInt32BE(seconds >>> 0, 8);
+  out.writeUInt32BE(fraction >>> 0, 12);
+  let at = 16;
+  for (const e of elements) {
+    out.writeInt32BE(e.length, at);
+    e.copy(out, at + 4);
+    at += 4 + e.length;
+  }
+  return out;
 }
 
 /** "#bundle\0" and the timetag. */
