@@ -1,4 +1,4 @@
-#!/usr/bin/env -S node --max-semi-space-size=4 --heap-growing-percent=25
+#!/usr/bin/env -S node --max-semi-space-size=8 --heap-growing-percent=25
 // audience-gateway: the REST API process. Wiring only: config -> gateway -> signals.
 //   audience-gateway                 serve (settings from the environment; see the README)
 //   audience-gateway --check-config  validate the settings and exit (systemd ExecStartPre)
