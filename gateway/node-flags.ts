@@ -2,8 +2,8 @@
 // memory 198 MiB with V8's defaults, 133 MiB with these. An old generation allowed to grow 25 %
 // over its live size before the next full collection (V8 lets it grow up to 4x) keeps the
 // garbage of the tokens' first verification from piling up; a young generation of 2 x 8 MB
-// (default up to 2 x 16) trims the rest. 2 x 4 MB gave 126 MiB but cost the hot path about 10 %
-// more CPU in interleaved wrk runs; 2 x 8 MB costs it little within this machine's noise.
+// (default up to 2 x 16) trims the rest. 2 x 4 MB gave 126 MiB but cost the hot path 12 to 14 %
+// more CPU in two of three interleaved wrk pairs; 2 x 8 MB: 0 and 9 % in two pairs (noise here).
 // The shebang of main.ts, the systemd unit's ExecStart and the bench all use this list; a test
 // checks the first two.
 export const GATEWAY_NODE_FLAGS: readonly string[] = ['--max-semi-space-size=8', '--heap-growing-percent=25'];
