@@ -1,5 +1,6 @@
 // POST /action (spec 4.3), the hot path: a cached token check, an in-memory layout lookup, pure value
-// checks, then the append (batched per event-loop turn); 200 only after Redis acknowledged it. OPTIONS answers CORS preflight.
+// checks, then the append (batched per event-loop turn); 200 only after Redis acknowledged it.
+// OPTIONS answers CORS preflight.
 import { randomUUID } from 'node:crypto';
 import { describeFirstError, validateActionRequest } from '../../schemas/validators.js';
 import type { ActionRequest } from '../../schemas/types.js';
