@@ -10,7 +10,7 @@ import { startTestBridge } from '../helpers/bridge.js';
 import { DEMO_LAYOUT, eventually, postAction, useGatewayWithToken } from '../helpers/gateway.js';
 import { randomPrefix, useRedis } from '../helpers/redis.js';
 import { TcpProxy } from '../helpers/tcp-proxy.js';
-import { UdpSink } from '../helpers/udp-sink.js';
+import { refusingPort, UdpSink } from '../helpers/udp-sink.js';
 
 const redis = useRedis();
 
@@ -125,13 +125,14 @@ describe('straight from the stream', () => {
   it('retries a display that refuses, with backoff, and catches up when it returns', async () => {
     const prefix = randomPrefix();
     const s = new UdpSink();
-    const port = await s.start();
-    await s.stop(); // the display is off: its port refuses
+    const off = await refusingPort(); // the display is off: its port refuses
+    const port = off.port;
     const bridge = await bridgeFor(prefix, { maxAgeMs: 10_000, targets: [{ host: '127.0.0.1', port }] });
     const key = actionStreamKey(prefix, 'demo-show');
     const c = redis.get().client;
     for (let i = 0; i < 5; i++) await c.xadd(key, '*', ACTION_FIELD, encodeActionEntry(entry(i, { type: 'String', lid: 5, address: '/005', value: `m${i}` })));
-    await eventually(() => (bridge.counters.target(`127.0.0.1:${port}`).sendErrors ?? 0) > 0, 3000);
+    await eventually(() => (bridge.counters.target(`127.0.0.1:${port}`).sendErrors ?? 0) > 0, 10_000);
+    await off.release();
     await s.start(port); // the display is back
     cleanups.push(() => s.stop());
     await eventually(() => s.messages.some((m) => m.args[0]!.value === 'm4'), 8000);

@@ -55,3 +55,16 @@ export class UdpSink {
     this.socket = null;
   }
 }
+
+/**
+ * A UDP port that refuses datagrams (the kernel answers ICMP port unreachable) and stays reserved
+ * until released: a socket bound to it and connected elsewhere, so no other process can take the
+ * port meanwhile (a closed sink's port can be reused by a parallel test and silently accept).
+ */
+export async function refusingPort(): Promise<{ port: number; release: () => Promise<void> }> {
+  const socket = createSocket('udp4');
+  await new Promise<void>((resolve) => socket.bind(0, '127.0.0.1', resolve));
+  // Connected to the discard port, it takes datagrams from 127.0.0.1:9 only; everything else is refused.
+  await new Promise<void>((resolve) => socket.connect(9, '127.0.0.1', resolve));
+  return { port: socket.address().port, release: () => new Promise<void>((resolve) => socket.close(() => resolve())) };
+}
