@@ -9,17 +9,6 @@ import { LiveCounter, LiveHistogram, type CounterSeries } from './live-metrics.j
 
 const LATENCY_BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1];
 
-/** Series handles by their label values joined, so the hot path does one Map lookup. */
-function memo<T>(make: (...values: string[]) => T): (...values: string[]) => T {
-  const known = new Map<string, T>();
-  return (...values) => {
-    const key = values.join(' ');
-    let s = known.get(key);
-    if (s === undefined) known.set(key, (s = make(...values)));
-    return s;
-  };
-}
-
 export class GatewayMetrics {
   readonly registry = new Registry();
   private readonly requests = new LiveCounter(this.registry, 'audience_gateway_http_requests_total', 'HTTP requests answered, by route pattern and status.', ['route', 'status']);
@@ -31,14 +20,13 @@ export class GatewayMetrics {
   private readonly redisErrors = new LiveCounter(this.registry, 'audience_gateway_redis_errors_total', 'Failed Redis commands on the request path, by command.', ['command']);
   readonly invalidations = new Counter({ name: 'audience_gateway_invalidations_applied_total', help: 'Control-plane changes applied from the invalidation channel: key_revoked, page_switch (layout change), key_created, signing_keys.', labelNames: ['kind'], registers: [this.registry] });
 
-  private readonly requestSeries = memo((route, status) => this.requests.series(route, status));
-  private readonly latencySeries = memo((route) => this.latency.series(route));
-  private readonly authFailureSeries = memo((kind, reason) => this.authFailures.series(kind, reason));
-  private readonly redisSeries = memo((command) => ({ latency: this.redisLatency.series(command), errors: this.redisErrors.series(command) }));
-  /** POST /action outcomes by control type and result (`accepted` or an error code). */
-  readonly action: (type: string, result: string) => CounterSeries = memo((type, result) => this.actions.series(type, result));
   private readonly cacheHit = this.tokenCache.series('hit');
   private readonly cacheMiss = this.tokenCache.series('miss');
+
+  /** POST /action outcomes by control type and result (`accepted` or an error code). */
+  action(type: string, result: string): CounterSeries {
+    return this.actions.series(type, result);
+  }
 
   constructor() {
     collectProcessMetrics(this.registry, 'audience_gateway_');
@@ -48,11 +36,11 @@ export class GatewayMetrics {
 
   /** Called by the HTTP layer for every answer. */
   observeRequest(route: string, status: number, seconds: number, errorCode: string | null): void {
-    this.requestSeries(route, String(status)).inc();
-    this.latencySeries(route).observe(seconds);
+    this.requests.series(route, String(status)).inc();
+    this.latency.series(route).observe(seconds);
     if (errorCode === null) return;
-    if (errorCode.startsWith('api_key_')) this.authFailureSeries('api_key', errorCode).inc();
-    else if (errorCode.startsWith('token_')) this.authFailureSeries('token', errorCode).inc();
+    if (errorCode.startsWith('api_key_')) this.authFailures.series('api_key', errorCode).inc();
+    else if (errorCode.startsWith('token_')) this.authFailures.series('token', errorCode).inc();
   }
 
   tokenCacheLookup(hit: boolean): void {
@@ -61,16 +49,16 @@ export class GatewayMetrics {
 
   /** Times a Redis call on the request path. */
   redis<T>(command: string, p: Promise<T>): Promise<T> {
-    const s = this.redisSeries(command);
+    const latency = this.redisLatency.series(command);
     const started = performance.now();
     return p.then(
       (v) => {
-        s.latency.observe((performance.now() - started) / 1000);
+        latency.observe((performance.now() - started) / 1000);
         return v;
       },
       (e: unknown) => {
-        s.latency.observe((performance.now() - started) / 1000);
-        s.errors.inc();
+        latency.observe((performance.now() - started) / 1000);
+        this.redisErrors.series(command).inc();
         throw e;
       },
     );
