@@ -152,11 +152,12 @@ export class LayoutConsumer {
 
   private async handle(entries: [string, string[]][]): Promise<void> {
     const now = this.now();
+    const layoutId = this.scheduler.settings.layoutId;
     const ackNow: string[] = [];
+    let newest = this.counters.newestRead.get(layoutId) ?? 0;
     for (const [id, fields] of entries) {
       this.counters.read++;
       const decoded = decodeActionEntry(fields);
-      const layoutId = this.scheduler.settings.layoutId;
       const reason = !decoded.ok ? decoded.reason : decoded.entry.layoutId !== layoutId ? `entry is for layout "${decoded.entry.layoutId}"` : null;
       if (reason !== null || !decoded.ok) {
         this.counters.deadLettered++;
@@ -167,10 +168,11 @@ export class LayoutConsumer {
         this.counters.droppedStale++;
         ackNow.push(id);
       } else {
-        this.counters.newestRead.set(layoutId, Math.max(this.counters.newestRead.get(layoutId) ?? 0, decoded.entry.ts));
+        newest = Math.max(newest, decoded.entry.ts);
         this.scheduler.offer(id, decoded.entry);
       }
     }
+    if (newest > 0) this.counters.newestRead.set(layoutId, newest);
     await this.ack(ackNow);
   }
 }
