@@ -71,12 +71,26 @@ export function cpuSeconds(pid: number): number {
   return (Number(fields[11]) + Number(fields[12])) / 100; // utime, stime in clock ticks (USER_HZ = 100)
 }
 
+/** The percentiles every figure here reports. */
+export interface Percentiles {
+  p50: number;
+  p99: number;
+  p999: number;
+  max: number;
+}
+
+/** Percentiles of samples sorted ascending (NaN when there are none). */
+export function percentiles(sorted: ArrayLike<number>): Percentiles {
+  const at = (q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? NaN;
+  return { p50: at(0.5), p99: at(0.99), p999: at(0.999), max: sorted[sorted.length - 1] ?? NaN };
+}
+
 export interface LoadResult {
   name: string;
   requestsPerSec: number;
-  latencyMs: { p50: number; p99: number; p999: number; max: number };
+  latencyMs: Percentiles;
   /** open loop only: latency from each request's scheduled time (see open-loop.ts) */
-  fromScheduleMs?: { p50: number; p99: number; p999: number; max: number };
+  fromScheduleMs?: Percentiles;
   total: number;
   non2xx: number;
   errors: number;

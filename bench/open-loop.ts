@@ -9,7 +9,7 @@
 // HTTP/1.1 on plain keep-alive sockets: requests are serialised once, replies are framed by their
 // Content-Length (the servers under test always send one), one request in flight per socket.
 import { connect, type Socket } from 'node:net';
-import type { BuiltRequest, LoadResult } from './harness.js';
+import { percentiles, type BuiltRequest, type LoadResult } from './harness.js';
 
 export interface OpenLoopSpec {
   name: string;
@@ -24,7 +24,6 @@ export interface OpenLoopSpec {
 }
 
 const HEADER_END = Buffer.from('\r\n\r\n');
-const percentile = (sorted: Float64Array, q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? NaN;
 
 function serialise(r: BuiltRequest, host: string): Buffer {
   const body = r.body === undefined ? null : Buffer.from(r.body);
@@ -127,13 +126,12 @@ export async function openLoop(spec: OpenLoopSpec): Promise<LoadResult> {
       clearInterval(pacer);
       clearTimeout(deadline);
       for (const c of conns) c.close();
-      const measured = latencies.filter((v) => !Number.isNaN(v)).sort();
-      const scheduledToo = fromSchedule.filter((v) => !Number.isNaN(v)).sort();
+      const answeredOnly = (a: Float64Array) => percentiles(a.filter((v) => !Number.isNaN(v)).sort());
       resolve({
-        fromScheduleMs: { p50: percentile(scheduledToo, 0.5), p99: percentile(scheduledToo, 0.99), p999: percentile(scheduledToo, 0.999), max: scheduledToo[scheduledToo.length - 1] ?? NaN },
+        fromScheduleMs: answeredOnly(fromSchedule),
         name: spec.name,
         requestsPerSec: answered / ((performance.now() - start) / 1000),
-        latencyMs: { p50: percentile(measured, 0.5), p99: percentile(measured, 0.99), p999: percentile(measured, 0.999), max: measured[measured.length - 1] ?? NaN },
+        latencyMs: answeredOnly(latencies),
         total: answered,
         non2xx,
         errors: total - answered,

@@ -8,7 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { fromBuffer, timetagToDate } from 'osc-min';
 import { freePort } from '../gateway/dev/redis-server.js';
 import { GATEWAY_NODE_FLAGS } from '../gateway/node-flags.js';
-import { actionRequests, cpuSeconds, load, mintTokens, pinProcess, pinnedRedis, rssMiB, seedDemo, spawnPinned, stealMeter, stopChild, wrkLoad, type LoadResult } from './harness.js';
+import { actionRequests, cpuSeconds, load, mintTokens, percentiles, pinProcess, pinnedRedis, rssMiB, seedDemo, spawnPinned, stealMeter, stopChild, wrkLoad, type LoadResult, type Percentiles } from './harness.js';
 import { openLoop } from './open-loop.js';
 
 const GATEWAY = fileURLToPath(new URL('../gateway/main.js', import.meta.url));
@@ -26,7 +26,6 @@ interface Row {
 const rows: Row[] = [];
 const raw: Record<string, unknown> = {};
 const progress = (what: string) => process.stderr.write(`bench: ${what}\n`);
-const pct = (sorted: number[], q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? NaN;
 
 const pctOf = (v: unknown) => `${((v as number) * 100).toFixed(1)} %`;
 
@@ -65,7 +64,7 @@ async function endToEnd(url: string, tokens: string[], redisUrl: string, tickHz:
   sink.close();
   const ok = r.total - r.non2xx;
   const sorted = latencies.sort((a, b) => a - b);
-  const [p50, p99, p999, max] = [pct(sorted, 0.5), pct(sorted, 0.99), pct(sorted, 0.999), sorted[sorted.length - 1] ?? NaN];
+  const { p50, p99, p999, max } = percentiles(sorted);
   const lost = Math.max(0, ok - latencies.length);
   raw[`e2e_${tickHz}hz_${rate}`] = { sent200: ok, received: latencies.length, p50, p99, p999, max };
   const tickMs = 1000 / tickHz;
@@ -75,7 +74,7 @@ async function endToEnd(url: string, tokens: string[], redisUrl: string, tickHz:
 }
 
 /** How late a 1 ms Node timer fires on an otherwise idle core: the floor this machine sets under every latency figure. */
-function timerJitter(seconds: number): Promise<{ p50: number; p99: number; p999: number; max: number }> {
+function timerJitter(seconds: number): Promise<Percentiles> {
   const late: number[] = [];
   let last = performance.now();
   return new Promise((resolve) => {
@@ -87,7 +86,7 @@ function timerJitter(seconds: number): Promise<{ p50: number; p99: number; p999:
     setTimeout(() => {
       clearInterval(t);
       late.sort((a, b) => a - b);
-      resolve({ p50: pct(late, 0.5), p99: pct(late, 0.99), p999: pct(late, 0.999), max: late[late.length - 1] ?? NaN });
+      resolve(percentiles(late));
     }, seconds * 1000);
   });
 }
