@@ -183,7 +183,8 @@ async function main(): Promise<void> {
   for (const [tickHz, perTick] of [[100, 1000], [1000, 100]] as const) {
     const b = await spawnPinned(0, BRIDGE_BENCH, ['--tick-hz', String(tickHz), '--per-tick', String(perTick)], {}, /ceiling set by pacing/);
     const line = /\| drain [^\n]*\| (\d+) \| ([\d.]+) \/ ([\d.]+) \/ ([\d.]+) \|/.exec((b.match.input ?? ''));
-    await stopChild(b.child).catch(() => undefined);
+    // It prints the marker just before stopping its own Redis: let it finish (a SIGTERM here orphaned that redis-server).
+    if (b.child.exitCode === null) await new Promise((r) => b.child.once('exit', r));
     if (line) {
       const [rate, p50, p99, max] = [Number(line[1]), Number(line[2]), Number(line[3]), Number(line[4])];
       raw[`bridge_${tickHz}hz`] = { messagesPerSec: rate, latenessMs: { p50, p99, max } };
