@@ -1,6 +1,6 @@
 // `npm start` as a newcomer meets it: embedded Redis, demo seed, and a walk-through whose commands,
 // pasted into a shell, work. A second start keeps the data (AOF) and replaces the demo key.
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -27,11 +27,16 @@ async function start(env: Record<string, string>): Promise<{ child: ChildProcess
   return { child, out: () => out };
 }
 
+// stdin is /dev/null, as for a command pasted into a terminal: bash sources /etc/bash.bashrc (which
+// fails under -u on PS1) when its stdin is a socket and SHLVL is below 2, and Node's piped stdin is one.
 function bash(script: string): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    execFile('bash', ['-euo', 'pipefail', '-c', script], { cwd: ROOT, timeout: 20_000 }, (err, stdout, stderr) =>
-      resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
-    );
+    const child = spawn('bash', ['-euo', 'pipefail', '-c', script], { cwd: ROOT, timeout: 20_000, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d) => (stdout += d));
+    child.stderr.on('data', (d) => (stderr += d));
+    child.on('close', (code) => resolve({ code: code ?? 1, stdout, stderr }));
   });
 }
 
