@@ -78,6 +78,9 @@ export function describeFirstError(errors: ErrorObject[] | null | undefined, wha
       return `${at} is missing the field "${String(e.params.missingProperty)}"`;
     case 'additionalProperties':
       return `${at} has an unknown field "${String(e.params.additionalProperty)}"`;
+    case 'pattern':
+      // the one pattern on a value (action-value.schema.json#/$defs/String) gets words, not a regex
+      return String(e.params.pattern).includes('\\u0000') ? `${at} must not contain U+0000 or an unpaired surrogate (OSC strings are NUL-terminated UTF-8)` : `${at} ${e.message ?? 'is invalid'}`;
     case 'enum':
       return `${at} must be one of ${(e.params.allowedValues as unknown[]).map((v) => JSON.stringify(v)).join(', ')}`;
     default:
