@@ -5,7 +5,6 @@ import type { BridgeConfig } from './config.js';
 import { LayoutConsumer, streamAcker } from './consumer.js';
 import { BridgeCounters } from './counters.js';
 import type { Logger } from './log.js';
-import { groupInfo } from './consumer.js';
 import { BridgeMetrics } from './metrics.js';
 import { startOpsServer } from './ops-server.js';
 import { Presence } from './presence.js';
@@ -18,6 +17,8 @@ export interface Bridge {
   /** port of /metrics, /healthz, /readyz */
   readonly opsPort: number;
   readonly schedulers: readonly LayoutScheduler[];
+  /** Entries of a layout read and not yet settled (the "pending" of the counter identity). */
+  pending(layoutId: string): number;
   /** Graceful stop: STOPPING=1, stop reading, send what is queued, deregister, disconnect. */
   stop(): Promise<void>;
 }
@@ -39,10 +40,13 @@ const STATUS_EVERY_MS = 5000;
 export async function startBridge(config: BridgeConfig, opts: BridgeOptions): Promise<Bridge> {
   const { log } = opts;
   const now = opts.now ?? Date.now;
-  const notifier = opts.notifier ?? new SystemdNotifier();
+  const counters = new BridgeCounters();
+  const notifier = opts.notifier ?? new SystemdNotifier(process.env, (e) => {
+    counters.notifyFailures++;
+    log.warn({ err: e.message }, 'systemd-notify failed');
+  });
   const watchdogMs = notifier.watchdogIntervalMs();
   const blockMs = Math.min(opts.blockMs ?? 1000, watchdogMs ? Math.floor(watchdogMs / 2) : Infinity);
-  const counters = new BridgeCounters();
   let stopping = false;
 
   const ops = connectBridgeRedis(config.redisUrl, `audience-bridge:${config.bridgeId}`, 2000);
@@ -69,6 +73,7 @@ export async function startBridge(config: BridgeConfig, opts: BridgeOptions): Pr
     consumers.push(consumer);
   }
 
+  const pendingOf = (layoutId: string) => schedulers.find((x) => x.settings.layoutId === layoutId)?.pending() ?? 0;
   const presence = new Presence(
     ops,
     config.redisPrefix,
@@ -86,15 +91,15 @@ export async function startBridge(config: BridgeConfig, opts: BridgeOptions): Pr
     bridgeId: config.bridgeId,
     layouts: config.layouts.map((l) => l.layoutId),
     newestRead: () => counters.newestRead,
+    pending: pendingOf,
     lastHeartbeat: () => presence.lastBeat,
     now,
   });
   counters.onLateness = (ms) => metrics.lateness.observe(ms / 1000);
-  const opsServer = await startOpsServer(config.opsHost, config.opsPort, metrics.registry, async () => {
-    for (const layout of config.layouts) {
-      if (!(await groupInfo(ops, config.redisPrefix, config.bridgeId, layout.layoutId))) return `consumer group missing on ${layout.layoutId}`;
-    }
-    return null;
+  // Ready while every read loop's last read worked and no send loop is failing; else says which and why.
+  const opsServer = await startOpsServer(config.opsHost, config.opsPort, metrics.registry, () => {
+    const problems = [...consumers, ...schedulers].map((x) => x.problem()).filter((p): p is string => p !== null);
+    return Promise.resolve(problems.length > 0 ? problems.join('; ') : null);
   });
   for (const s of schedulers) s.start();
   for (const c of consumers) c.start();
@@ -120,6 +125,7 @@ export async function startBridge(config: BridgeConfig, opts: BridgeOptions): Pr
     counters,
     opsPort: opsServer.port,
     schedulers,
+    pending: pendingOf,
     async stop() {
       stopping = true;
       clearInterval(statusTimer);

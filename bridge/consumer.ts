@@ -1,12 +1,18 @@
 // Reads one layout's action stream with this bridge's own consumer group, so every bridge gets
 // every action. At start it first re-reads its own pending entries (read before a crash, never
 // acked), then new ones with a bounded BLOCK. Stuck entries are reclaimed with XAUTOCLAIM.
-// Entries that cannot be used are copied to the dead-letter stream and acked; entries older
-// than maxAgeMs are dropped and acked; the rest go to the scheduler, which acks after sending.
+// Each entry is settled on its own, and nothing it holds can stop the loop:
+// - data trimmed or deleted while pending (nil fields): acked, counted as lost, logged with its id;
+// - cannot be decoded, validated or encoded: copied to the dead-letter stream with the reason, acked;
+// - older than maxAgeMs: dropped as stale, acked; more than maxAgeMs in the future: dead-lettered;
+// - otherwise: handed to the scheduler, which acks after sending.
+// A missing group or stream (Redis lost its data) is created again from the oldest entry left.
+// `lastProgress` moves only on a successful read or a healthy wait, so the watchdog tells the truth.
 import type { Redis } from 'ioredis';
+import { LRUCache } from 'lru-cache';
 import { decodeActionEntry } from '../schemas/action-entry.js';
 import { actionStreamKey, deadLetterKey } from '../schemas/redis-keys.js';
-import type { BridgeCounters } from './counters.js';
+import type { BridgeCounters, LayoutCounters } from './counters.js';
 import type { Logger } from './log.js';
 import type { LayoutScheduler } from './scheduler.js';
 
@@ -25,10 +31,24 @@ export interface ConsumerSettings {
   deadLetterMaxLen: number;
 }
 
-type StreamReply = [string, [string, string[]][]][] | null;
+/** An entry as XREADGROUP and XAUTOCLAIM return it: fields are nil when its data is gone. */
+type RawEntry = [string, string[] | null];
+type StreamReply = [string, RawEntry[]][] | null;
+
+/** The dead-letter stream keeps this much of an unusable entry's fields (the rest is counted, not kept). */
+const DEAD_LETTER_KEEP_CHARS = 4096;
+/** Ids named in one "lost" log line at most. */
+const LOST_IDS_LOGGED = 20;
+const LOG_EVERY_MS = 5000;
 
 export function groupName(bridgeId: string): string {
   return `bridge:${bridgeId}`;
+}
+
+/** The group (or its stream) is gone: Redis lost its data, or someone deleted it. */
+function isMissingGroup(e: unknown): boolean {
+  const m = String((e as Error)?.message ?? e);
+  return m.startsWith('NOGROUP') || m.startsWith('UNBLOCKED');
 }
 
 /**
@@ -60,17 +80,27 @@ export function streamAcker(ops: Redis, prefix: string, bridgeId: string, layout
 export class LayoutConsumer {
   private readonly stream: string;
   private readonly group: string;
+  private readonly layoutId: string;
+  private readonly c: LayoutCounters;
   private running = false;
   private loop: Promise<void> | null = null;
   private lastReclaim = 0;
-  private readonly ack: (ids: string[]) => Promise<void>;
+  /** where the XAUTOCLAIM scan of the group's pending list goes on ('0-0': from the start) */
+  private claimCursor = '0-0';
+  private failingSince: number | null = null;
+  private lastError = '';
+  private lastReadErrorLog = 0;
+  private lastDeadLetterLog = 0;
+  private deadLettersUnlogged = 0;
+  /** ids already counted as lost: XREADGROUP and XAUTOCLAIM can both report one before its ack lands */
+  private readonly lostIds = new LRUCache<string, true>({ max: 10_000 });
   /** last time the read loop completed an iteration (for the watchdog) */
   lastProgress = 0;
 
   constructor(
     /** a connection of its own: XREADGROUP BLOCK holds it */
     private readonly reader: Redis,
-    /** shared connection for acks and dead letters */
+    /** shared connection for dead letters and group management */
     private readonly ops: Redis,
     private readonly scheduler: LayoutScheduler,
     private readonly s: ConsumerSettings,
@@ -78,18 +108,32 @@ export class LayoutConsumer {
     private readonly log: Logger,
     private readonly now: () => number = Date.now,
   ) {
-    this.stream = actionStreamKey(s.prefix, scheduler.settings.layoutId);
+    this.layoutId = scheduler.settings.layoutId;
+    this.stream = actionStreamKey(s.prefix, this.layoutId);
     this.group = groupName(s.bridgeId);
-    this.ack = streamAcker(ops, s.prefix, s.bridgeId, scheduler.settings.layoutId);
+    this.c = counters.layout(this.layoutId);
   }
 
   /** Creates the group (from new entries on) unless it exists. */
   async ensureGroup(): Promise<void> {
+    await this.createGroup('$');
+  }
+
+  private async createGroup(from: '$' | '0'): Promise<boolean> {
     try {
-      await this.ops.xgroup('CREATE', this.stream, this.group, '$', 'MKSTREAM');
+      await this.ops.xgroup('CREATE', this.stream, this.group, from, 'MKSTREAM');
+      return true;
     } catch (e) {
       if (!String((e as Error).message).includes('BUSYGROUP')) throw e;
+      return false;
     }
+  }
+
+  /** Why this layout's read loop is not healthy, or null. */
+  problem(): string | null {
+    if (this.failingSince !== null) return `layout ${this.layoutId}: stream reads failing for ${this.now() - this.failingSince} ms (${this.lastError})`;
+    if (this.lastProgress === 0) return `layout ${this.layoutId}: no stream read yet`;
+    return null;
   }
 
   start(): void {
@@ -103,37 +147,71 @@ export class LayoutConsumer {
     await this.loop;
   }
 
+  private progress(): void {
+    this.lastProgress = this.now();
+    this.failingSince = null;
+  }
+
   private async run(): Promise<void> {
-    // Our own pending entries are walked with a cursor: re-reading from 0 would return, again and
-    // again, entries the scheduler holds but has not acked yet.
+    // Our own pending entries are walked with a cursor; entries the scheduler still holds are
+    // skipped when read again, so re-walking after an outage neither resends nor recounts them.
     let pendingCursor: string | null = '0';
     let backoff = 100;
     while (this.running) {
       try {
         if (this.scheduler.backlog() >= this.s.maxBacklog) {
-          await new Promise((r) => setTimeout(r, 1000 / this.scheduler.settings.tickHz));
+          await new Promise((r) => setTimeout(r, 1000 / this.scheduler.settings.tickHz)); // healthy: the sender drains
         } else if (pendingCursor !== null) {
           const entries = await this.read(pendingCursor, false);
           pendingCursor = entries.length === 0 ? null : entries[entries.length - 1]![0];
         } else {
           await this.read('>', true);
-          if (this.now() - this.lastReclaim > this.s.reclaimIdleMs) await this.reclaim();
+          if (this.claimCursor !== '0-0' || this.now() - this.lastReclaim > this.s.reclaimIdleMs) await this.reclaim();
         }
         backoff = 100;
-        this.lastProgress = this.now();
+        this.progress();
       } catch (e) {
         if (!this.running) break;
-        this.counters.readErrors++;
-        this.log.warn({ layoutId: this.scheduler.settings.layoutId, err: (e as Error).message, retryInMs: backoff }, 'stream read failed; retrying');
+        if (isMissingGroup(e) && (await this.recreateGroup(e))) {
+          pendingCursor = '0';
+          continue;
+        }
+        this.readFailed(e, backoff);
         await new Promise((r) => setTimeout(r, backoff));
         backoff = Math.min(backoff * 2, 2000);
         pendingCursor = '0'; // after an outage, finish our own pending entries first
-        this.lastProgress = this.now();
       }
     }
   }
 
-  private async read(from: string, block: boolean): Promise<[string, string[]][]> {
+  private readFailed(e: unknown, retryInMs: number): void {
+    this.c.readErrors++;
+    this.lastError = String((e as Error)?.message ?? e);
+    const now = this.now();
+    this.failingSince ??= now;
+    if (now - this.lastReadErrorLog >= LOG_EVERY_MS) {
+      this.lastReadErrorLog = now;
+      this.log.warn({ layoutId: this.layoutId, err: this.lastError, failingForMs: now - this.failingSince, retryInMs }, 'stream read failed; retrying');
+    }
+  }
+
+  /** The group or stream vanished: create it again from the oldest entry still there. False if that failed too. */
+  private async recreateGroup(cause: unknown): Promise<boolean> {
+    try {
+      const created = await this.createGroup('0');
+      this.claimCursor = '0-0';
+      if (created) {
+        this.c.groupsRecreated++;
+        this.log.warn({ layoutId: this.layoutId, group: this.group, cause: (cause as Error).message }, 'consumer group was missing (Redis lost its data?); created it again from the oldest entry in the stream');
+      }
+      return true;
+    } catch (e) {
+      this.readFailed(e, 0);
+      return false;
+    }
+  }
+
+  private async read(from: string, block: boolean): Promise<RawEntry[]> {
     const args: (string | number)[] = ['GROUP', this.group, this.s.bridgeId, 'COUNT', this.s.count];
     if (block) args.push('BLOCK', this.s.blockMs);
     args.push('STREAMS', this.stream, from);
@@ -145,34 +223,86 @@ export class LayoutConsumer {
 
   private async reclaim(): Promise<void> {
     this.lastReclaim = this.now();
-    const reply = (await this.ops.call('XAUTOCLAIM', this.stream, this.group, this.s.bridgeId, this.s.reclaimIdleMs, '0-0', 'COUNT', this.s.count)) as [string, [string, string[] | null][]];
-    const claimed = reply[1].filter((e): e is [string, string[]] => e[1] !== null);
-    await this.handle(claimed);
+    const reply = (await this.ops.call('XAUTOCLAIM', this.stream, this.group, this.s.bridgeId, this.s.reclaimIdleMs, this.claimCursor, 'COUNT', this.s.count)) as [string, RawEntry[], string[]?];
+    this.claimCursor = reply[0];
+    // Redis 7 drops claimed entries whose data is gone from the pending list and names them here.
+    const deleted = this.newlyLost(reply[2] ?? []);
+    if (deleted.length > 0) {
+      this.c.read += deleted.length;
+      this.lost(deleted);
+    }
+    await this.handle(reply[1]);
   }
 
-  private async handle(entries: [string, string[]][]): Promise<void> {
+  private newlyLost(ids: readonly string[]): string[] {
+    const fresh = ids.filter((id) => !this.lostIds.has(id));
+    for (const id of fresh) this.lostIds.set(id, true);
+    return fresh;
+  }
+
+  private lost(ids: string[]): void {
+    this.c.lostTrimmed += ids.length;
+    this.log.warn({ layoutId: this.layoutId, count: ids.length, ids: ids.slice(0, LOST_IDS_LOGGED) }, 'pending entries lost: their data was trimmed or deleted before they were sent');
+  }
+
+  /** Settles each entry on its own; `read` is counted together with the entry's outcome, so a failure half-way leaves the counters adding up. */
+  private async handle(entries: RawEntry[]): Promise<void> {
     const now = this.now();
-    const layoutId = this.scheduler.settings.layoutId;
-    const ackNow: string[] = [];
-    let newest = this.counters.newestRead.get(layoutId) ?? 0;
-    for (const [id, fields] of entries) {
-      this.counters.read++;
-      const decoded = decodeActionEntry(fields);
-      const reason = !decoded.ok ? decoded.reason : decoded.entry.layoutId !== layoutId ? `entry is for layout "${decoded.entry.layoutId}"` : null;
-      if (reason !== null || !decoded.ok) {
-        this.counters.deadLettered++;
-        this.log.warn({ layoutId, streamId: id, reason }, 'unusable stream entry; dead-lettered');
-        await this.ops.xadd(deadLetterKey(this.s.prefix, layoutId), 'MAXLEN', '~', this.s.deadLetterMaxLen, '*', 'streamId', id, 'reason', reason ?? '', 'bridgeId', this.s.bridgeId, 'fields', JSON.stringify(fields));
-        ackNow.push(id);
-      } else if (now - decoded.entry.ts > this.scheduler.settings.maxAgeMs) {
-        this.counters.droppedStale++;
-        ackNow.push(id);
-      } else {
-        newest = Math.max(newest, decoded.entry.ts);
-        this.scheduler.offer(id, decoded.entry);
+    const { maxAgeMs } = this.scheduler.settings;
+    const trimmed: string[] = [];
+    let newest = this.counters.newestRead.get(this.layoutId) ?? 0;
+    try {
+      for (const [id, fields] of entries) {
+        if (this.scheduler.holds(id)) continue; // read again after an outage: already on its way
+        if (fields === null) {
+          trimmed.push(id);
+          continue;
+        }
+        const decoded = decodeActionEntry(fields);
+        let reason: string | null = null;
+        if (!decoded.ok) reason = decoded.reason;
+        else if (decoded.entry.layoutId !== this.layoutId) reason = `entry is for layout "${decoded.entry.layoutId}"`;
+        else if (decoded.entry.ts - now > maxAgeMs) reason = `ts is ${decoded.entry.ts - now} ms in the future (more than maxAgeMs ${maxAgeMs}; are the clocks in step?)`;
+        else if (now - decoded.entry.ts > maxAgeMs) {
+          this.c.read++;
+          this.c.droppedStale++;
+          this.scheduler.ackLater([id]);
+          continue;
+        } else {
+          newest = Math.max(newest, decoded.entry.ts);
+          const offered = this.scheduler.offer(id, decoded.entry);
+          if (offered.kind !== 'unencodable') {
+            this.c.read++;
+            continue;
+          }
+          reason = offered.reason;
+        }
+        await this.deadLetter(id, fields, reason);
+        this.c.read++;
+        this.scheduler.ackLater([id]);
       }
+    } finally {
+      if (newest > 0) this.counters.newestRead.set(this.layoutId, newest);
+      const lost = this.newlyLost(trimmed);
+      if (lost.length > 0) {
+        this.c.read += lost.length;
+        this.lost(lost);
+      }
+      this.scheduler.ackLater(trimmed);
     }
-    if (newest > 0) this.counters.newestRead.set(layoutId, newest);
-    await this.ack(ackNow);
+  }
+
+  private async deadLetter(id: string, fields: readonly string[], reason: string): Promise<void> {
+    let kept = JSON.stringify(fields);
+    const size = kept.length;
+    if (size > DEAD_LETTER_KEEP_CHARS) kept = kept.slice(0, DEAD_LETTER_KEEP_CHARS);
+    await this.ops.xadd(deadLetterKey(this.s.prefix, this.layoutId), 'MAXLEN', '~', this.s.deadLetterMaxLen, '*', 'streamId', id, 'reason', reason, 'bridgeId', this.s.bridgeId, 'fields', kept, 'fieldsChars', size);
+    this.c.deadLettered++; // with its `read`, once the copy is stored
+    const now = this.now();
+    if (now - this.lastDeadLetterLog >= LOG_EVERY_MS) {
+      this.log.warn({ layoutId: this.layoutId, streamId: id, reason, alsoSinceLastLog: this.deadLettersUnlogged }, 'unusable stream entry; dead-lettered');
+      this.lastDeadLetterLog = now;
+      this.deadLettersUnlogged = 0;
+    } else this.deadLettersUnlogged++;
   }
 }

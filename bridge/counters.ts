@@ -1,4 +1,7 @@
-// The bridge's live counters: STATUS= for systemd, the log, and (later) Prometheus.
+// The bridge's live counters: STATUS= for systemd, the log, and Prometheus (metrics.ts).
+// Per layout, every entry read ends in exactly one outcome, so the counters add up:
+//   read = sent + coalesced + duplicates + deadLettered + droppedStale + lostTrimmed + pending
+// where pending is what the layout's scheduler still holds (LayoutScheduler.pending()).
 export interface TargetCounters {
   messages: number;
   bundles: number;
@@ -7,23 +10,94 @@ export interface TargetCounters {
   sendErrors: number;
 }
 
+export interface LayoutCounters {
+  /** stream entries taken in (a re-read of an entry the scheduler still holds is not counted again) */
+  read: number;
+  /** entries whose action went out to at least one target */
+  sent: number;
+  /** continuous-control entries superseded by a newer value before any target sent them */
+  coalesced: number;
+  /** entries whose action id was already handled (acked without sending) */
+  duplicates: number;
+  /** entries that could not be decoded, validated or encoded: copied to the dead-letter stream */
+  deadLettered: number;
+  /** entries older than maxAgeMs */
+  droppedStale: number;
+  /** pending entries whose data was trimmed or deleted before they were sent */
+  lostTrimmed: number;
+  /** stream ids acknowledged */
+  acked: number;
+  /** failed XACK calls (their ids are retried on later ticks) */
+  ackFailures: number;
+  /** ids given up after MAX_ACK_ATTEMPTS failed acks: they stay pending and are deduplicated when read again */
+  acksAbandoned: number;
+  /** failed stream reads (retried with backoff) */
+  readErrors: number;
+  /** times the consumer group (or the whole stream) was found missing and created again */
+  groupsRecreated: number;
+  /** send ticks that failed unexpectedly (the loop goes on) */
+  tickErrors: number;
+}
+
+export const LAYOUT_COUNTERS: readonly (keyof LayoutCounters)[] = [
+  'read', 'sent', 'coalesced', 'duplicates', 'deadLettered', 'droppedStale', 'lostTrimmed',
+  'acked', 'ackFailures', 'acksAbandoned', 'readErrors', 'groupsRecreated', 'tickErrors',
+];
+
+function zeroLayout(): LayoutCounters {
+  return Object.fromEntries(LAYOUT_COUNTERS.map((k) => [k, 0])) as unknown as LayoutCounters;
+}
+
 export class BridgeCounters {
-  read = 0;
-  sent = 0;
-  coalesced = 0;
-  droppedStale = 0;
-  duplicates = 0;
-  deadLettered = 0;
-  acked = 0;
-  readErrors = 0;
+  readonly layouts = new Map<string, LayoutCounters>();
   readonly targets = new Map<string, TargetCounters>();
   /** newest entry read per layout: its gateway receive time (ms) */
   readonly newestRead = new Map<string, number>();
+  /** sd_notify messages that systemd-notify failed to deliver */
+  notifyFailures = 0;
   /** told of every tick lateness (ms), for the histogram */
   onLateness: (ms: number) => void = () => {};
   /** tick lateness samples (ms), bounded ring for percentiles */
   private readonly lateness: number[] = [];
   private latenessAt = 0;
+
+  layout(layoutId: string): LayoutCounters {
+    let c = this.layouts.get(layoutId);
+    if (!c) {
+      c = zeroLayout();
+      this.layouts.set(layoutId, c);
+    }
+    return c;
+  }
+
+  /** One counter summed over every layout. */
+  total(field: keyof LayoutCounters): number {
+    let n = 0;
+    for (const c of this.layouts.values()) n += c[field];
+    return n;
+  }
+
+  get read(): number {
+    return this.total('read');
+  }
+  get sent(): number {
+    return this.total('sent');
+  }
+  get coalesced(): number {
+    return this.total('coalesced');
+  }
+  get duplicates(): number {
+    return this.total('duplicates');
+  }
+  get deadLettered(): number {
+    return this.total('deadLettered');
+  }
+  get droppedStale(): number {
+    return this.total('droppedStale');
+  }
+  get readErrors(): number {
+    return this.total('readErrors');
+  }
 
   target(name: string): TargetCounters {
     let t = this.targets.get(name);
@@ -54,6 +128,7 @@ export class BridgeCounters {
   }
 
   status(): string {
-    return `read ${this.read}, sent ${this.sent}, coalesced ${this.coalesced}, stale ${this.droppedStale}, dead-lettered ${this.deadLettered}, read errors ${this.readErrors}`;
+    const t = (f: keyof LayoutCounters) => this.total(f);
+    return `read ${t('read')}, sent ${t('sent')}, coalesced ${t('coalesced')}, stale ${t('droppedStale')}, dead-lettered ${t('deadLettered')}, lost ${t('lostTrimmed')}, read errors ${t('readErrors')}`;
   }
 }

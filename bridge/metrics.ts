@@ -4,7 +4,7 @@
 import type { Redis } from 'ioredis';
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { groupInfo } from './consumer.js';
-import type { BridgeCounters, TargetCounters } from './counters.js';
+import type { BridgeCounters, LayoutCounters, TargetCounters } from './counters.js';
 import { collectProcessMetrics } from './ops-server.js';
 
 const PER_TARGET: [keyof TargetCounters, string, string][] = [
@@ -15,14 +15,20 @@ const PER_TARGET: [keyof TargetCounters, string, string][] = [
   ['sendErrors', 'audience_bridge_send_errors_total', 'Failed or refused sends, by target (retried with backoff).'],
 ];
 
-const TOTALS: [keyof BridgeCounters & ('read' | 'coalesced' | 'droppedStale' | 'deadLettered' | 'duplicates' | 'acked' | 'readErrors'), string, string][] = [
-  ['read', 'audience_bridge_entries_read_total', 'Stream entries read.'],
-  ['coalesced', 'audience_bridge_coalesced_total', 'Continuous-control messages superseded by a newer value before sending.'],
-  ['droppedStale', 'audience_bridge_dropped_stale_total', 'Actions dropped for being older than maxAgeMs.'],
-  ['deadLettered', 'audience_bridge_dead_lettered_total', 'Unusable entries copied to the dead-letter stream.'],
-  ['duplicates', 'audience_bridge_duplicates_total', 'Entries dropped because their action id was already handled.'],
-  ['acked', 'audience_bridge_entries_acked_total', 'Stream entries acknowledged.'],
-  ['readErrors', 'audience_bridge_read_errors_total', 'Failed stream reads (retried with backoff).'],
+/** Per-layout counters; read = sent + coalesced + duplicates + dead_lettered + dropped_stale + lost + pending. */
+const PER_LAYOUT: [Exclude<keyof LayoutCounters, 'lostTrimmed'>, string, string][] = [
+  ['read', 'audience_bridge_entries_read_total', 'Stream entries read, by layout.'],
+  ['sent', 'audience_bridge_entries_sent_total', 'Stream entries whose action went out to at least one target, by layout.'],
+  ['coalesced', 'audience_bridge_coalesced_total', 'Continuous-control entries superseded by a newer value before sending, by layout.'],
+  ['duplicates', 'audience_bridge_duplicates_total', 'Entries dropped because their action id was already handled, by layout.'],
+  ['deadLettered', 'audience_bridge_dead_lettered_total', 'Unusable entries copied to the dead-letter stream, by layout.'],
+  ['droppedStale', 'audience_bridge_dropped_stale_total', 'Actions dropped for being older than maxAgeMs, by layout.'],
+  ['acked', 'audience_bridge_entries_acked_total', 'Stream entries acknowledged, by layout.'],
+  ['ackFailures', 'audience_bridge_ack_failures_total', 'Failed XACK calls, by layout (their ids are retried on later ticks).'],
+  ['acksAbandoned', 'audience_bridge_acks_abandoned_total', 'Entry ids whose XACK failed 5 times and was given up (they stay pending; a re-read is deduplicated), by layout.'],
+  ['readErrors', 'audience_bridge_read_errors_total', 'Failed stream reads (retried with backoff), by layout.'],
+  ['groupsRecreated', 'audience_bridge_groups_recreated_total', 'Times the consumer group or stream was missing and was created again, by layout.'],
+  ['tickErrors', 'audience_bridge_tick_errors_total', 'Send ticks that failed unexpectedly, by layout.'],
 ];
 
 export interface BridgeMetricsSources {
@@ -33,6 +39,8 @@ export interface BridgeMetricsSources {
   layouts: readonly string[];
   /** ms since the epoch of the newest entry read, per layout */
   newestRead: () => ReadonlyMap<string, number>;
+  /** entries of a layout read and not yet settled */
+  pending: (layoutId: string) => number;
   lastHeartbeat: () => number;
   now?: () => number;
 }
@@ -61,17 +69,47 @@ export class BridgeMetrics {
         },
       });
     }
-    for (const [field, name, help] of TOTALS) {
+    for (const [field, name, help] of PER_LAYOUT) {
       new Counter({
         name,
         help,
+        labelNames: ['layout'],
         registers: [this.registry],
         collect() {
           this.reset();
-          this.inc(s.counters[field]);
+          for (const layout of s.layouts) this.labels(layout).inc(s.counters.layout(layout)[field]);
         },
       });
     }
+    new Counter({
+      name: 'audience_bridge_entries_lost_total',
+      help: 'Pending entries whose data was trimmed or deleted before they were sent, by layout and reason.',
+      labelNames: ['layout', 'reason'],
+      registers: [this.registry],
+      collect() {
+        this.reset();
+        for (const layout of s.layouts) this.labels(layout, 'trimmed').inc(s.counters.layout(layout).lostTrimmed);
+      },
+    });
+    new Gauge({
+      name: 'audience_bridge_entries_pending',
+      help: 'Entries read and not yet settled (queued for a target or awaiting confirmation), by layout.',
+      labelNames: ['layout'],
+      registers: [this.registry],
+      collect() {
+        this.reset();
+        for (const layout of s.layouts) this.labels(layout).set(s.pending(layout));
+      },
+    });
+    new Counter({
+      name: 'audience_bridge_notify_failures_total',
+      help: 'sd_notify messages (READY, STATUS, WATCHDOG, STOPPING) that systemd-notify failed to deliver.',
+      registers: [this.registry],
+      collect() {
+        this.reset();
+        this.inc(s.counters.notifyFailures);
+      },
+    });
     new Gauge({
       name: 'audience_bridge_consumer_lag_entries',
       help: "Entries in the layout's stream not yet delivered to this bridge's group (XINFO GROUPS lag).",

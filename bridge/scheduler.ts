@@ -3,16 +3,36 @@
 // OSC bundles packed into datagrams of at most 1,400 bytes, timetagged with the gateway receive
 // time plus playoutDelayMs (or "immediately"). A sent batch is confirmed on the next tick unless
 // the display refused it meanwhile (then it is sent again after a backoff). An entry is acked
-// once every target has confirmed it, coalesced it away, or dropped it as stale.
+// once every target has confirmed it, coalesced it away, or dropped it as stale; its outcome is
+// counted once: sent if any target sent it, else coalesced, else stale. Entries are encoded when
+// offered, so one the OSC encoding refuses never reaches a tick. Acks that fail are retried on
+// later ticks, MAX_ACK_ATTEMPTS times at most. No error leaves the tick loop.
 import { LRUCache } from 'lru-cache';
 import type { ActionEntry } from '../schemas/types.js';
-import type { BridgeCounters } from './counters.js';
+import type { BridgeCounters, LayoutCounters } from './counters.js';
 import type { Logger } from './log.js';
 import { encodeMessage, packDatagrams, timetag, toOscMessage, type BooleanMode, type TimedGroup } from './osc.js';
 import { UdpTarget } from './sender.js';
 import { TargetQueue, type Delivery } from './target-queue.js';
 
 export const MAX_DATAGRAM_BYTES = 1400;
+/** An id whose XACK failed this many times is given up: it stays pending in Redis, and the id dedupe acks it when it is read again. */
+export const MAX_ACK_ATTEMPTS = 5;
+const LOG_EVERY_MS = 5000;
+
+/** What became of an offered entry. */
+export type Offered =
+  | { kind: 'queued' }
+  /** this stream id is already held (a re-read after an outage): not a new read */
+  | { kind: 'held' }
+  /** its action id was handled or is queued under another stream id: counted, acked */
+  | { kind: 'duplicate' }
+  /** the OSC encoding cannot carry it: the caller dead-letters it */
+  | { kind: 'unencodable'; reason: string };
+
+type Outcome = 'sent' | 'coalesced' | 'stale';
+const RANK: Record<Outcome, number> = { stale: 0, coalesced: 1, sent: 2 };
+const COUNTER: Record<Outcome, 'sent' | 'coalesced' | 'droppedStale'> = { sent: 'sent', coalesced: 'coalesced', stale: 'droppedStale' };
 
 export interface LayoutSettings {
   layoutId: string;
@@ -33,12 +53,22 @@ interface TargetLane {
 
 export class LayoutScheduler {
   private readonly lanes: TargetLane[];
+  private readonly modes: BooleanMode[];
+  /** deliveries not yet finished, by action id */
   private readonly queued = new Map<string, Delivery>();
+  /** the stream ids those deliveries carry (their own and their duplicates') */
+  private readonly heldIds = new Set<string>();
   private readonly done = new LRUCache<string, true>({ max: 100_000 });
+  private readonly c: LayoutCounters;
   private toAck: string[] = [];
+  /** ids whose XACK failed, with the attempts so far */
+  private retryAcks: { ids: string[]; attempts: number }[] = [];
   private running = false;
   private loop: Promise<void> | null = null;
   private lastErrorLog = 0;
+  private lastAckLog = 0;
+  private tickFailingSince: number | null = null;
+  private lastTickError = '';
   /** last time the tick loop completed a tick (for the watchdog) */
   lastProgress = 0;
 
@@ -50,6 +80,8 @@ export class LayoutScheduler {
     private readonly now: () => number = Date.now,
   ) {
     this.lanes = settings.targets.map((t) => ({ udp: new UdpTarget(t, now), booleans: t.booleans, queue: new TargetQueue(), unconfirmed: null }));
+    this.modes = [...new Set(this.lanes.map((l) => l.booleans))];
+    this.c = counters.layout(settings.layoutId);
   }
 
   get targetNames(): string[] {
@@ -61,42 +93,65 @@ export class LayoutScheduler {
     return Math.max(0, ...this.lanes.map((l) => l.queue.length + (l.unconfirmed?.ds.length ?? 0)));
   }
 
-  /** Takes a decoded stream entry. An action id already handled is acked at once; one still queued is not queued twice. */
-  offer(streamId: string, entry: ActionEntry): void {
-    const pending = this.queued.get(entry.id);
-    if (pending) {
-      if (pending.streamId !== streamId && !pending.alsoAck.includes(streamId)) {
-        pending.alsoAck.push(streamId);
-        this.counters.duplicates++;
-      }
-      return;
-    }
-    if (this.done.has(entry.id)) {
-      this.counters.duplicates++;
-      this.toAck.push(streamId);
-      return;
-    }
-    const d: Delivery = { streamId, entry, remaining: this.lanes.length, alsoAck: [] };
-    this.queued.set(entry.id, d);
-    for (const lane of this.lanes) {
-      const superseded = lane.queue.push(d);
-      if (superseded) {
-        this.counters.coalesced++;
-        this.finish(superseded);
-      }
-    }
+  /** Entries read and not yet finished (the "pending" of the counter identity). */
+  pending(): number {
+    return this.queued.size;
   }
 
-  private finish(d: Delivery): void {
+  /** True while this stream id is queued here (a re-read of it is not a new entry). */
+  holds(streamId: string): boolean {
+    return this.heldIds.has(streamId);
+  }
+
+  /** Stream ids to acknowledge with the next tick's XACK (entries the reader settled itself). */
+  ackLater(streamIds: readonly string[]): void {
+    for (const id of streamIds) this.toAck.push(id);
+  }
+
+  /**
+   * Takes a decoded stream entry. An action id already handled is acked at once; one still queued
+   * is not queued twice; one the OSC encoding refuses is handed back for the dead-letter stream.
+   */
+  offer(streamId: string, entry: ActionEntry): Offered {
+    if (this.heldIds.has(streamId)) return { kind: 'held' };
+    const pending = this.queued.get(entry.id);
+    if (pending) {
+      pending.alsoAck.push(streamId);
+      this.heldIds.add(streamId);
+      this.c.duplicates++;
+      return { kind: 'duplicate' };
+    }
+    if (this.done.has(entry.id)) {
+      this.c.duplicates++;
+      this.toAck.push(streamId);
+      return { kind: 'duplicate' };
+    }
+    const d: Delivery = { streamId, entry, remaining: this.lanes.length, alsoAck: [], encoded: {} };
+    try {
+      for (const mode of this.modes) d.encoded![mode] = encodeMessage(toOscMessage(entry, mode));
+    } catch (e) {
+      return { kind: 'unencodable', reason: `the OSC encoding refused it: ${(e as Error).message}` };
+    }
+    this.queued.set(entry.id, d);
+    this.heldIds.add(streamId);
+    for (const lane of this.lanes) lane.queue.push(d); // a value it supersedes comes out of take() as coalesced
+    return { kind: 'queued' };
+  }
+
+  /** One target is done with a delivery; the last one counts its outcome and queues its ack. */
+  private finish(d: Delivery, outcome: Outcome): void {
+    if (d.outcome === undefined || RANK[outcome] > RANK[d.outcome]) d.outcome = outcome;
     if (--d.remaining > 0) return;
+    this.c[COUNTER[d.outcome]]++;
     this.queued.delete(d.entry.id);
+    this.heldIds.delete(d.streamId);
+    for (const id of d.alsoAck) this.heldIds.delete(id);
     this.done.set(d.entry.id, true);
     this.toAck.push(d.streamId, ...d.alsoAck);
   }
 
   private encoded(d: Delivery, mode: BooleanMode): Buffer {
-    d.encoded ??= {};
-    return (d.encoded[mode] ??= encodeMessage(toOscMessage(d.entry, mode)));
+    return d.encoded![mode]!; // made in offer() for every mode a lane uses
   }
 
   /** Consecutive deliveries with the same play-out time (null: immediately) form one group. */
@@ -124,7 +179,7 @@ export class LayoutScheduler {
       this.logSendError(lane, 'the display refused the datagrams (ECONNREFUSED)');
     } else {
       lane.udp.confirmed();
-      for (const d of batch.ds) this.finish(d);
+      for (const d of batch.ds) this.finish(d, 'sent');
     }
   }
 
@@ -138,14 +193,12 @@ export class LayoutScheduler {
   private async sendLane(lane: TargetLane): Promise<void> {
     this.settle(lane);
     const { send, coalesced } = lane.queue.take(this.settings.maxMessagesPerTick);
-    for (const d of coalesced) this.finish(d);
+    for (const d of coalesced) this.finish(d, 'coalesced');
     const now = this.now();
     const fresh: Delivery[] = [];
     for (const d of send) {
-      if (now - d.entry.ts > this.settings.maxAgeMs) {
-        this.counters.droppedStale++;
-        this.finish(d);
-      } else fresh.push(d);
+      if (now - d.entry.ts > this.settings.maxAgeMs) this.finish(d, 'stale');
+      else fresh.push(d);
     }
     if (fresh.length === 0) return;
     if (!lane.udp.ready()) {
@@ -162,7 +215,6 @@ export class LayoutScheduler {
       c.bundles += bundles;
       c.datagrams += datagrams.length;
       c.bytes += datagrams.reduce((n, d) => n + d.length, 0);
-      this.counters.sent += fresh.length;
       lane.unconfirmed = { ds: fresh, refusals };
     } catch (e) {
       c.sendErrors++;
@@ -178,15 +230,53 @@ export class LayoutScheduler {
     this.lastProgress = this.now();
   }
 
+  /** One XACK for everything finished plus what earlier failures left; failed ids are retried, MAX_ACK_ATTEMPTS times at most. */
   private async flushAcks(): Promise<void> {
-    if (this.toAck.length > 0) {
-      const ids = this.toAck;
-      this.toAck = [];
-      try {
-        await this.ack(ids);
-        this.counters.acked += ids.length;
-      } catch {
-        this.toAck.push(...ids); // Redis away: ack on a later tick
+    if (this.toAck.length === 0 && this.retryAcks.length === 0) return;
+    const fresh = this.toAck;
+    this.toAck = [];
+    const ids = [...fresh, ...this.retryAcks.flatMap((r) => r.ids)];
+    try {
+      await this.ack(ids);
+      this.c.acked += ids.length;
+      this.retryAcks = [];
+    } catch (e) {
+      this.c.ackFailures++;
+      const kept: { ids: string[]; attempts: number }[] = [];
+      let abandoned = 0;
+      for (const r of [...this.retryAcks, ...(fresh.length ? [{ ids: fresh, attempts: 0 }] : [])]) {
+        if (++r.attempts >= MAX_ACK_ATTEMPTS) abandoned += r.ids.length;
+        else kept.push(r);
+      }
+      this.retryAcks = kept;
+      this.c.acksAbandoned += abandoned;
+      const now = this.now();
+      if (abandoned > 0 || now - this.lastAckLog >= LOG_EVERY_MS) {
+        this.lastAckLog = now;
+        this.log.warn({ layoutId: this.settings.layoutId, err: (e as Error).message, retrying: kept.reduce((n, r) => n + r.ids.length, 0), abandoned }, 'XACK failed; retrying on later ticks');
+      }
+    }
+  }
+
+  /** Why this layout's send loop is unhealthy, or null. */
+  problem(): string | null {
+    if (this.tickFailingSince === null) return null;
+    return `layout ${this.settings.layoutId}: send ticks failing for ${this.now() - this.tickFailingSince} ms (${this.lastTickError})`;
+  }
+
+  /** A tick that throws is counted and logged; the loop goes on, and the watchdog sees no progress while it fails. */
+  private async safeTick(): Promise<void> {
+    try {
+      await this.tick();
+      this.tickFailingSince = null;
+    } catch (e) {
+      this.c.tickErrors++;
+      this.lastTickError = (e as Error).message;
+      const now = this.now();
+      this.tickFailingSince ??= now;
+      if (now - this.lastErrorLog >= LOG_EVERY_MS) {
+        this.lastErrorLog = now;
+        this.log.error({ layoutId: this.settings.layoutId, err: e }, 'send tick failed');
       }
     }
   }
@@ -205,7 +295,7 @@ export class LayoutScheduler {
         else n += Math.floor(-wait / period); // overran: skip the missed ticks instead of bursting
         if (!this.running) break;
         this.counters.recordLateness(Math.max(0, performance.now() - due));
-        await this.tick();
+        await this.safeTick();
       }
     })();
   }
@@ -215,8 +305,8 @@ export class LayoutScheduler {
     this.running = false;
     await this.loop;
     const until = this.now() + drainMs;
-    while ((this.backlog() > 0 || this.toAck.length > 0) && this.now() < until) {
-      await this.tick();
+    while ((this.backlog() > 0 || this.toAck.length > 0 || this.retryAcks.length > 0) && this.now() < until) {
+      await this.safeTick();
       await new Promise((r) => setTimeout(r, 1000 / this.settings.tickHz)); // paced, as while running
     }
     // Out of time with a batch still unconfirmed: settle it (acked unless refused by now).

@@ -6,19 +6,26 @@ import { execFile } from 'node:child_process';
 export class SystemdNotifier {
   private chain: Promise<void> = Promise.resolve();
 
-  constructor(private readonly env: NodeJS.ProcessEnv = process.env) {}
+  constructor(
+    private readonly env: NodeJS.ProcessEnv = process.env,
+    /** told of every notification systemd-notify could not deliver (missing program, refused socket, timeout) */
+    private readonly onError: (e: Error) => void = () => {},
+  ) {}
 
   get enabled(): boolean {
     return Boolean(this.env.NOTIFY_SOCKET);
   }
 
-  /** Sends `KEY=value` assignments, in call order. Never rejects (a notification is best effort). */
+  /** Sends `KEY=value` assignments, in call order. Never rejects (a notification is best effort); failures go to onError. */
   notify(...assignments: string[]): Promise<void> {
     if (!this.enabled) return Promise.resolve();
     this.chain = this.chain.then(
       () =>
         new Promise<void>((resolve) => {
-          execFile('systemd-notify', [`--pid=${process.pid}`, ...assignments], { env: this.env, timeout: 5000 }, () => resolve());
+          execFile('systemd-notify', [`--pid=${process.pid}`, ...assignments], { env: this.env, timeout: 5000 }, (err, _stdout, stderr) => {
+            if (err) this.onError(new Error(`${assignments.join(' ')}: ${String(stderr).trim() || err.message}`));
+            resolve();
+          });
         }),
     );
     return this.chain;

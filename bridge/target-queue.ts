@@ -16,6 +16,8 @@ export interface Delivery {
   alsoAck: string[];
   /** encoded OSC message per boolean mode, made once */
   encoded?: { int?: Buffer; TF?: Buffer };
+  /** the best outcome among the targets done with it so far: sent, else coalesced, else stale */
+  outcome?: 'sent' | 'coalesced' | 'stale';
 }
 
 interface Slot {

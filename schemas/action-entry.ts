@@ -12,11 +12,17 @@ export function encodeActionEntry(entry: ActionEntry): string {
 
 export type DecodeResult = { ok: true; entry: ActionEntry } | { ok: false; reason: string };
 
-/** Decodes the flat field list XREAD returns ([name, value, name, value, ...]). Never throws. */
-export function decodeActionEntry(fields: readonly string[]): DecodeResult {
-  let raw: string | undefined;
+/**
+ * Decodes the flat field list XREAD returns ([name, value, name, value, ...]). Never throws: any
+ * input, however malformed, comes back as a reason. (A pending entry whose data was trimmed comes
+ * back from XREADGROUP with nil fields; the reader counts those as lost before it gets here.)
+ */
+export function decodeActionEntry(fields: readonly unknown[] | null | undefined): DecodeResult {
+  if (!Array.isArray(fields)) return { ok: false, reason: 'no fields' };
+  let raw: unknown;
   for (let i = 0; i + 1 < fields.length; i += 2) if (fields[i] === ACTION_FIELD) raw = fields[i + 1];
   if (raw === undefined) return { ok: false, reason: `no "${ACTION_FIELD}" field` };
+  if (typeof raw !== 'string') return { ok: false, reason: `"${ACTION_FIELD}" is not text` };
   let parsed: unknown;
   try {
     parsed = JSON.parse(raw);

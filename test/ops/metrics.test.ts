@@ -95,7 +95,12 @@ describe('bridge ops endpoints', () => {
     const target = `127.0.0.1:${sink.port}`;
     expect(sample(text, `audience_bridge_messages_sent_total{target="${target}"}`)).toBeGreaterThanOrEqual(3);
     expect(sample(text, `audience_bridge_bytes_sent_total{target="${target}"}`)).toBeGreaterThan(0);
-    expect(sample(text, 'audience_bridge_entries_read_total')).toBeGreaterThanOrEqual(3);
+    const layout = `{layout="${g.t.layoutId}"}`;
+    expect(sample(text, `audience_bridge_entries_read_total${layout}`)).toBeGreaterThanOrEqual(3);
+    // every entry read has one outcome: read = sent + coalesced + duplicates + dead-lettered + stale + lost + pending
+    const outcomes = ['entries_sent_total', 'coalesced_total', 'duplicates_total', 'dead_lettered_total', 'dropped_stale_total', 'entries_pending'].map((m) => sample(text, `audience_bridge_${m}${layout}`));
+    const lost = sample(text, `audience_bridge_entries_lost_total{layout="${g.t.layoutId}",reason="trimmed"}`);
+    expect(outcomes.reduce((a, b) => a + b, 0) + lost).toBe(sample(text, `audience_bridge_entries_read_total${layout}`));
     expect(sample(text, `audience_bridge_consumer_lag_entries{layout="${g.t.layoutId}"}`)).toBe(0);
     expect(sample(text, `audience_bridge_consumer_lag_seconds{layout="${g.t.layoutId}"}`)).toBeGreaterThanOrEqual(0);
     expect(sample(text, 'audience_bridge_tick_lateness_seconds_count')).toBeGreaterThan(0);
