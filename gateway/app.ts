@@ -57,15 +57,15 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
   const now = opts.now ?? Date.now;
   const settings = { url: config.redisUrl, commandTimeoutMs: config.redisCommandTimeoutMs };
   const redis = await connectServiceRedis({ ...settings, name: 'audience-gateway' });
-  watchConnection(redis, log, 'redis');
   const subscriber = await connectServiceRedis({ ...settings, name: 'audience-gateway-sub' });
   watchConnection(subscriber, log, 'redis subscriber');
 
   const metrics = new GatewayMetrics();
   const timed = <T>(command: string, p: Promise<T>) => metrics.redis(command, p);
   const stores = createStores(redis, config.redisPrefix);
-  await stores.signingKeys.ensureCurrent(now());
-  const keyring = new SigningKeyring(stores.signingKeys);
+  const keyring = new SigningKeyring(stores.signingKeys); // its reload makes a signing key when Redis has none
+  // After a reconnect Redis may have come back empty: reload (and so re-create) the signing key at once.
+  watchConnection(redis, log, 'redis', () => void keyring.reload().catch((e: unknown) => log.warn({ err: e }, 'signing key reload after reconnect failed')));
   const apiKeys = new ApiKeyAuth(stores.apiKeys, now, (e) => log.warn({ err: e }, 'could not record lastUsedAt'), timed);
   const layouts = new LayoutCache(stores.layouts, timed);
   await Promise.all([keyring.reload(), apiKeys.reload()]);
@@ -160,14 +160,17 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
   };
 }
 
-function watchConnection(redis: Redis, log: Logger, what: string): void {
+function watchConnection(redis: Redis, log: Logger, what: string, onRestored: () => void = () => {}): void {
   let down = false;
   redis.on('close', () => {
     if (!down) log.warn(`${what} connection lost; reconnecting`);
     down = true;
   });
   redis.on('ready', () => {
-    if (down) log.info(`${what} connection restored`);
+    if (down) {
+      log.info(`${what} connection restored`);
+      onRestored();
+    }
     down = false;
   });
 }

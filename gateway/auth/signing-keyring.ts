@@ -1,5 +1,5 @@
 // The signing keys in memory: which kid signs, and which kids still verify. Reloaded whole on
-// every invalidation message and re-check (there are only a handful of keys).
+// every invalidation message, every re-check and every reconnect (there are only a handful of keys).
 import { AppError } from '../errors.js';
 import type { SigningKey, SigningKeyStore } from '../store/signing-keys.js';
 
@@ -9,10 +9,20 @@ export class SigningKeyring {
 
   constructor(private readonly store: SigningKeyStore) {}
 
+  /**
+   * Loads the keys. When Redis has no current key (first start, or Redis lost its data: a restart
+   * without persistence, FLUSHALL, failover to an empty replica) it makes one first, so /token
+   * never waits for an operator. A new key, not the ones this process still holds in memory:
+   * the revocations were lost with the data, so tokens signed before the loss must not verify.
+   */
   async reload(): Promise<void> {
-    const { current, keys } = await this.store.load();
-    this.keys = new Map(keys.map((k) => [k.kid, k]));
-    this.current = current;
+    let loaded = await this.store.load();
+    if (loaded.current === null) {
+      await this.store.ensureCurrent();
+      loaded = await this.store.load();
+    }
+    this.keys = new Map(loaded.keys.map((k) => [k.kid, k]));
+    this.current = loaded.current;
   }
 
   /** The key new tokens are signed with. */
