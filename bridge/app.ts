@@ -104,7 +104,7 @@ export async function startBridge(config: BridgeConfig, opts: BridgeOptions): Pr
   for (const s of schedulers) s.start();
   for (const c of consumers) c.start();
   await notifier.notify('READY=1', `STATUS=${counters.status()}`);
-  log.info({ bridgeId: config.bridgeId, layouts: config.layouts.map((l) => l.layoutId), watchdogMs }, 'audience-bridge running');
+  log.info({ bridgeId: config.bridgeId, layouts: config.layouts.map((l) => l.layoutId), watchdogMs, opsPort: opsServer.port }, 'audience-bridge running');
 
   const statusTimer = setInterval(() => void notifier.notify(`STATUS=${counters.status()}`), STATUS_EVERY_MS);
   statusTimer.unref();

@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Bridge } from '../../bridge/app.js';
 import { startTestBridge } from '../helpers/bridge.js';
 import { eventually, postAction, postJson, startTestGateway, useGatewayWithToken } from '../helpers/gateway.js';
+import { bridgeOutcomes, sample, scrape } from '../helpers/metrics.js';
 import { useRedis } from '../helpers/redis.js';
 import { TcpProxy } from '../helpers/tcp-proxy.js';
 import { UdpSink } from '../helpers/udp-sink.js';
@@ -19,8 +20,6 @@ function promtool(text: string): Promise<{ code: number; out: string }> {
   });
 }
 
-const scrape = async (port: number) => (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
-const sample = (text: string, series: string) => Number(new RegExp(`^${series.replace(/[{}"=,]/g, (c) => `\\${c}`)} (\\S+)$`, 'm').exec(text)?.[1] ?? NaN);
 
 describe('gateway ops endpoints', () => {
   it('serves metrics that promtool accepts, counting what happened', async () => {
@@ -97,10 +96,8 @@ describe('bridge ops endpoints', () => {
     expect(sample(text, `audience_bridge_bytes_sent_total{target="${target}"}`)).toBeGreaterThan(0);
     const layout = `{layout="${g.t.layoutId}"}`;
     expect(sample(text, `audience_bridge_entries_read_total${layout}`)).toBeGreaterThanOrEqual(3);
-    // every entry read has one outcome: read = sent + coalesced + duplicates + dead-lettered + stale + lost + pending
-    const outcomes = ['entries_sent_total', 'coalesced_total', 'duplicates_total', 'dead_lettered_total', 'dropped_stale_total', 'entries_pending'].map((m) => sample(text, `audience_bridge_${m}${layout}`));
-    const lost = sample(text, `audience_bridge_entries_lost_total{layout="${g.t.layoutId}",reason="trimmed"}`);
-    expect(outcomes.reduce((a, b) => a + b, 0) + lost).toBe(sample(text, `audience_bridge_entries_read_total${layout}`));
+    const outcomes = bridgeOutcomes(text, g.t.layoutId); // read = sent + coalesced + duplicates + dead-lettered + stale + lost + pending
+    expect(outcomes.sum).toBe(outcomes.read);
     expect(sample(text, `audience_bridge_consumer_lag_entries{layout="${g.t.layoutId}"}`)).toBe(0);
     expect(sample(text, `audience_bridge_consumer_lag_seconds{layout="${g.t.layoutId}"}`)).toBeGreaterThanOrEqual(0);
     expect(sample(text, 'audience_bridge_tick_lateness_seconds_count')).toBeGreaterThan(0);

@@ -1,0 +1,159 @@
+// Seeded fuzz of the bridge's input: 10,000 entries written straight into a layout's stream
+// (random field names and types, binary bytes, NULs, huge strings, missing fields, values OSC
+// cannot carry, with valid entries interleaved) while the real audience-bridge process sends to a
+// real UDP socket. It must never exit; every valid entry arrives exactly once; every invalid one is
+// in the dead-letter stream with a reason; the counters add up. Rerun a failure with FUZZ_SEED=<seed>.
+import type { ChildProcess } from 'node:child_process';
+import { afterAll, describe, expect, it } from 'vitest';
+import { ACTION_FIELD } from '../../schemas/action-entry.js';
+import { actionStreamKey, deadLetterKey } from '../../schemas/redis-keys.js';
+import { CONTROL_TYPES, type ActionEntry } from '../../schemas/types.js';
+import { configFile, spawnBridge, stopProcess } from '../helpers/bridge.js';
+import { eventually } from '../helpers/gateway.js';
+import { bridgeOutcomes, scrape } from '../helpers/metrics.js';
+import { randomPrefix, useRedis } from '../helpers/redis.js';
+import { UdpSink } from '../helpers/udp-sink.js';
+
+const redis = useRedis();
+const ENTRIES = 10_000;
+const LAYOUT = 'fuzz';
+const seed = Number(process.env.FUZZ_SEED ?? Math.floor(Math.random() * 2 ** 32));
+
+/** mulberry32: a small seeded generator, so a failing run can be replayed exactly. */
+function rng(s: number): () => number {
+  return () => {
+    s = (s + 0x6d2b79f5) | 0;
+    let t = Math.imul(s ^ (s >>> 15), 1 | s);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+const children: ChildProcess[] = [];
+const sink = new UdpSink();
+afterAll(async () => {
+  for (const c of children) await stopProcess(c, 'SIGKILL');
+  await sink.stop();
+});
+
+type Fields = (string | Buffer)[];
+interface Planned {
+  fields: Fields;
+  /** the address it must arrive at, once; null: it must be dead-lettered */
+  address: string | null;
+}
+
+function plan(random: () => number): Planned[] {
+  const int = (n: number) => Math.floor(random() * n);
+  const pick = <T>(xs: readonly T[]): T => xs[int(xs.length)]!;
+  const text = (max: number) => {
+    let s = '';
+    for (let i = int(max); i > 0; i--) {
+      const cp = pick([0x20 + int(0x5f), 0xa0 + int(0x700), 0x1f300 + int(0x300), 0x4e00 + int(0x5000)]);
+      s += String.fromCodePoint(cp);
+    }
+    return s;
+  };
+  const bytes = (n: number) => Buffer.from(Array.from({ length: n }, () => int(256)));
+  let seq = 0;
+  const valid = (): { entry: ActionEntry; address: string } => {
+    const n = ++seq;
+    const type = pick(CONTROL_TYPES);
+    const value: ActionEntry['value'] = { Button: null, Slider: random(), Toggle: random() < 0.5, Index: int(2 ** 31), String: text(40), XYPad: [random(), random()] as [number, number] }[type];
+    // its own lid and address: nothing coalesces, and each arrival names its entry
+    const address = `/${n}`;
+    return { entry: { v: 1, id: `fz-${seed}-${n}`, layoutId: LAYOUT, lid: n, address, type, value, ts: Date.now() }, address };
+  };
+  const json = (o: unknown) => JSON.stringify(o);
+  const broken: (() => Fields)[] = [
+    () => [text(10) || 'f', text(20)], // no action field
+    () => [ACTION_FIELD, bytes(1 + int(200))], // binary bytes
+    () => [ACTION_FIELD, text(30)], // not JSON
+    () => [ACTION_FIELD, ''],
+    () => [ACTION_FIELD, pick(['null', '[]', '42', '"s"', 'true', '{}'])],
+    () => [ACTION_FIELD, '['.repeat(5000) + ']'.repeat(5000)], // deeply nested
+    () => [ACTION_FIELD, json({ ...valid().entry, type: 'String', value: pick(['x', 'é', '😀']).repeat(random() < 0.1 ? 1_000_000 : 5_000 + int(50_000)) })], // huge string
+    () => {
+      const e = valid().entry as unknown as Record<string, unknown>;
+      delete e[pick(['v', 'id', 'layoutId', 'lid', 'address', 'type', 'value', 'ts'])];
+      return [ACTION_FIELD, json(e)];
+    },
+    () => [ACTION_FIELD, json({ ...valid().entry, type: 'String', value: `a\u0000${text(5)}` })], // NUL
+    () => [ACTION_FIELD, json({ ...valid().entry, type: 'String', value: `a\ud800${text(5)}` })], // lone surrogate
+    () => [ACTION_FIELD, json({ ...valid().entry, type: 'Index', value: pick([2 ** 31, 2 ** 53, -1, 1.5]) })],
+    () => [ACTION_FIELD, json({ ...valid().entry, type: 'Slider', value: pick([1.5, -0.1, '0.5', null]) })],
+    () => [ACTION_FIELD, json({ ...valid().entry, type: 'XYPad', value: pick([[0.5], [0.5, 2], 'xy', [0.1, 0.2, 0.3]]) })],
+    () => [ACTION_FIELD, json({ ...valid().entry, type: 'Button', value: pick([1, true, 'go']) })],
+    () => [ACTION_FIELD, json({ ...valid().entry, [text(6) || 'extra']: 1 })],
+    () => [ACTION_FIELD, json({ ...valid().entry, v: pick([0, 2, '1']) })],
+    () => [ACTION_FIELD, json({ ...valid().entry, layoutId: 'another-layout' })],
+    () => [ACTION_FIELD, json({ ...valid().entry, ts: Date.now() + 3_600_000 + int(1e12) })], // from the future
+    () => [ACTION_FIELD, json({ ...valid().entry, address: pick(['002', '/a', '/', '/12345678901', '//1']) })],
+    () => [ACTION_FIELD, json({ ...valid().entry, lid: pick([-1, 1.5, 2 ** 31, '5']) })],
+    () => [ACTION_FIELD, json({ ...valid().entry, type: pick(['Knob', '', 'button']) })],
+    () => [ACTION_FIELD, json({ ...valid().entry, id: pick(['', 'x'.repeat(65), 5]) })],
+    () => [ACTION_FIELD, '\u0000' + json(valid().entry)],
+  ];
+  return Array.from({ length: ENTRIES }, () => {
+    if (random() < 0.35) {
+      const { entry, address } = valid();
+      return { fields: [ACTION_FIELD, json(entry)], address };
+    }
+    return { fields: pick(broken)(), address: null };
+  });
+}
+
+describe(`bridge fuzz (seed ${seed})`, () => {
+  it(`survives ${ENTRIES.toLocaleString('en')} random entries: each valid one arrives once, each invalid one is dead-lettered`, async () => {
+    try {
+      await sink.start();
+      const prefix = randomPrefix();
+      const key = actionStreamKey(prefix, LAYOUT);
+      const file = configFile({ redisUrl: redis.get().server.url, prefix, bridgeId: 'fuzz', layouts: [{ layoutId: LAYOUT, maxAgeMs: 600_000, targets: [{ host: '127.0.0.1', port: sink.port }] }] });
+      const { child, output } = await spawnBridge(['--config', file]);
+      children.push(child);
+      const opsPort = Number(/"opsPort":(\d+)/.exec(output())![1]); // on the line that says it runs
+
+      const planned = plan(rng(seed));
+      const c = redis.get().client;
+      const streamIds: string[] = [];
+      for (let i = 0; i < planned.length; i += 250) {
+        const p = c.pipeline();
+        for (const e of planned.slice(i, i + 250)) p.xadd(key, '*', ...e.fields);
+        for (const [err, id] of (await p.exec()) ?? []) {
+          if (err) throw err;
+          streamIds.push(id as string);
+        }
+      }
+      const validCount = planned.filter((e) => e.address !== null).length;
+      console.info(`fuzz: ${ENTRIES} entries written (${validCount} valid), seed ${seed}`);
+
+      await eventually(async () => {
+        const o = bridgeOutcomes(await scrape(opsPort), LAYOUT);
+        return o.read === ENTRIES && o.pending === 0;
+      }, 60_000);
+      await eventually(() => sink.messages.length >= validCount, 10_000);
+      await new Promise((r) => setTimeout(r, 200)); // nothing more may arrive
+
+      expect(child.exitCode).toBeNull();
+      expect(child.signalCode).toBeNull();
+      const arrivals = new Map<string, number>();
+      for (const m of sink.messages) arrivals.set(m.address, (arrivals.get(m.address) ?? 0) + 1);
+      const expected = new Map(planned.filter((e) => e.address !== null).map((e) => [e.address!, 1]));
+      expect(arrivals).toEqual(expected);
+
+      const dead = await c.xrange(deadLetterKey(prefix, LAYOUT), '-', '+');
+      const deadIds = new Set(dead.map(([, f]) => f[f.indexOf('streamId') + 1]));
+      const invalidIds = streamIds.filter((_, i) => planned[i]!.address === null);
+      expect(deadIds.size).toBe(invalidIds.length);
+      expect(invalidIds.every((id) => deadIds.has(id))).toBe(true);
+      expect(dead.every(([, f]) => (f[f.indexOf('reason') + 1] ?? '').length > 0)).toBe(true);
+
+      const o = bridgeOutcomes(await scrape(opsPort), LAYOUT);
+      expect(o).toMatchObject({ read: ENTRIES, sent: validCount, deadLettered: invalidIds.length, pending: 0, sum: ENTRIES });
+      await eventually(async () => ((await c.xpending(key, 'bridge:fuzz')) as [number])[0] === 0, 3000);
+    } catch (e) {
+      throw new Error(`bridge fuzz failed with seed ${seed} (rerun: FUZZ_SEED=${seed} npx vitest run test/bridge/fuzz.test.ts): ${(e as Error).message}`, { cause: e });
+    }
+  }, 120_000);
+});
