@@ -172,11 +172,12 @@ export class LayoutConsumer {
         this.progress();
       } catch (e) {
         if (!this.running) break;
-        if (isMissingGroup(e) && (await this.recreateGroup(e))) {
-          pendingCursor = '0';
-          continue;
-        }
-        this.readFailed(e, backoff);
+        if (isMissingGroup(e)) {
+          if (await this.recreateGroup(e)) {
+            pendingCursor = '0';
+            continue;
+          }
+        } else this.readFailed(e, backoff);
         await new Promise((r) => setTimeout(r, backoff));
         backoff = Math.min(backoff * 2, 2000);
         pendingCursor = '0'; // after an outage, finish our own pending entries first
@@ -195,7 +196,7 @@ export class LayoutConsumer {
     }
   }
 
-  /** The group or stream vanished: create it again from the oldest entry still there. False if that failed too. */
+  /** The group or stream vanished: create it again from the oldest entry still there. False (the failure recorded) if that failed too. */
   private async recreateGroup(cause: unknown): Promise<boolean> {
     try {
       const created = await this.createGroup('0');

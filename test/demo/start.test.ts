@@ -1,24 +1,32 @@
 // `npm start` as a newcomer meets it: embedded Redis, demo seed, and a walk-through whose commands,
 // pasted into a shell, work. A second start keeps the data (AOF) and replaces the demo key.
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
-import { freePort } from '../../gateway/dev/redis-server.js';
+import { freePort, waitForRedis } from '../../gateway/dev/redis-server.js';
 import { eventually } from '../helpers/gateway.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const START = join(ROOT, 'dist/gateway/demo/start.js');
 const running: ChildProcess[] = [];
+/** npm start runs in a process group of its own, so a failed test ends it with its embedded Redis and bridge. */
+function killGroup(c: ChildProcess): void {
+  try {
+    process.kill(-c.pid!, 'SIGKILL');
+  } catch {
+    /* already gone */
+  }
+}
 afterEach(() => {
-  for (const c of running.splice(0)) c.kill('SIGKILL');
+  for (const c of running.splice(0)) killGroup(c);
 });
 
 async function start(env: Record<string, string>): Promise<{ child: ChildProcess; out: () => string }> {
   const { REDIS_URL: _, ...inherited } = process.env;
-  const child = spawn(process.execPath, [START], { cwd: ROOT, env: { ...inherited, LOG_LEVEL: 'warn', ...env } });
+  const child = spawn(process.execPath, [START], { cwd: ROOT, env: { ...inherited, LOG_LEVEL: 'warn', ...env }, detached: true });
   running.push(child);
   let out = '';
   child.stdout.on('data', (d) => (out += d));
@@ -95,5 +103,28 @@ describe('npm start', () => {
     const stream = await bash(`redis-cli -p ${env.EMBEDDED_REDIS_PORT} XLEN 'ac:layout:{demo-show}:actions'`);
     expect(Number(stream.stdout.trim())).toBe(2);
     expect(await stop(second.child)).toBe(0);
+  });
+
+  it('leaves no process behind when a test fails half-way: killing its group ends the embedded Redis and the bridge', async () => {
+    const env = {
+      AUDIENCE_VAR_DIR: mkdtempSync(join(tmpdir(), 'ac-demo-')),
+      EMBEDDED_REDIS_PORT: String(await freePort()),
+      PORT: String(await freePort()),
+      DEMO_OSC_PORT: String(await freePort()),
+      OPS_PORT: '0',
+      DEMO_BRIDGE_OPS_PORT: '0',
+    };
+    const { child } = await start(env);
+    const group = () => execFileSync('ps', ['-o', 'pid=,comm=', '-g', String(child.pid)], { encoding: 'utf8' }).trim();
+    expect(group()).toMatch(/redis-server/);
+    killGroup(child); // what afterEach does when a test fails
+    await eventually(() => {
+      try {
+        return group() === '';
+      } catch {
+        return true; // ps exits 1 when the group is empty
+      }
+    }, 5000);
+    await expect(waitForRedis(Number(env.EMBEDDED_REDIS_PORT), 300)).rejects.toThrow();
   });
 });

@@ -35,16 +35,30 @@ export async function startTestBridge(o: TestBridgeOptions): Promise<{ bridge: B
   return { bridge, config };
 }
 
-/** The real audience-bridge process; resolves once it logs that it runs. */
-export async function spawnBridge(args: string[], env: Record<string, string> = {}): Promise<{ child: ChildProcess; output: () => string }> {
+/**
+ * The real audience-bridge process; resolves once it logs that it runs (so LOG_LEVEL must let info
+ * through). If it does not within `timeoutMs`, it is killed and the promise rejects: never an orphan.
+ */
+export async function spawnBridge(args: string[], env: Record<string, string> = {}, timeoutMs = 10_000): Promise<{ child: ChildProcess; output: () => string }> {
   const child = spawn(process.execPath, [BRIDGE_BIN, ...args], { env: { PATH: process.env.PATH ?? '', LOG_LEVEL: 'info', ...env } });
   let out = '';
   child.stdout.on('data', (d) => (out += d));
   child.stderr.on('data', (d) => (out += d));
   await new Promise<void>((resolve, reject) => {
-    const check = () => (out.includes('audience-bridge running') ? resolve() : undefined);
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`audience-bridge did not say it runs within ${timeoutMs} ms: ${out}`));
+    }, timeoutMs);
+    const check = () => {
+      if (!out.includes('audience-bridge running')) return;
+      clearTimeout(timer);
+      resolve();
+    };
     child.stdout.on('data', check);
-    child.once('exit', (code) => reject(new Error(`audience-bridge exited with ${code}: ${out}`)));
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`audience-bridge exited with ${code}: ${out}`));
+    });
   });
   return { child, output: () => out };
 }

@@ -1,0 +1,160 @@
+// Chaos on real processes: what can reach a running bridge from Redis must not stop the output.
+// (a) pending entries deleted while the bridge was down; (b) Redis restarted empty under a running
+// gateway and bridge; (c) a read loop forced into constant errors, which the watchdog must see.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Redis } from 'ioredis';
+import { afterAll, describe, expect, it } from 'vitest';
+import { freePort, startRedisServer } from '../../gateway/dev/redis-server.js';
+import { ACTION_FIELD, encodeActionEntry } from '../../schemas/action-entry.js';
+import { actionStreamKey } from '../../schemas/redis-keys.js';
+import type { ActionEntry } from '../../schemas/types.js';
+import { configFile, spawnBridge, stopProcess } from '../helpers/bridge.js';
+import { audiencectl } from '../helpers/cli.js';
+import { recordFigure } from '../helpers/figures.js';
+import { DEMO_LAYOUT, eventually, postAction, postJson } from '../helpers/gateway.js';
+import { startFakeNotifySocket } from '../helpers/notify-socket.js';
+import { randomPrefix, useRedis } from '../helpers/redis.js';
+import { UdpSink } from '../helpers/udp-sink.js';
+
+const redis = useRedis();
+const children: ChildProcess[] = [];
+const cleanups: (() => Promise<unknown>)[] = [];
+afterAll(async () => {
+  for (const c of children) await stopProcess(c, 'SIGKILL');
+  for (const c of cleanups.reverse()) await c();
+});
+
+async function sink(): Promise<UdpSink> {
+  const s = new UdpSink();
+  await s.start();
+  cleanups.push(() => s.stop());
+  return s;
+}
+
+const entry = (value: string): ActionEntry => ({ v: 1, id: `c-${value}-${Math.random()}`, layoutId: 'show', lid: 5, address: '/005', type: 'String', value, ts: Date.now() });
+const readyz = async (port: number) => {
+  const r = await fetch(`http://127.0.0.1:${port}/readyz`);
+  return { status: r.status, text: await r.text() };
+};
+const opsPortOf = (output: string) => Number(/"opsPort":(\d+)/.exec(output)![1]);
+
+describe('bridge chaos', () => {
+  it('(a) pending entries deleted while the bridge was down: on start it delivers new entries within 1 s', async () => {
+    const s = await sink();
+    const prefix = randomPrefix();
+    const key = actionStreamKey(prefix, 'show');
+    const c = redis.get().client;
+    const file = configFile({ redisUrl: redis.get().server.url, prefix, bridgeId: 'chaos-a', layouts: [{ layoutId: 'show', targets: [{ host: '127.0.0.1', port: s.port }] }] });
+    // what a crash leaves: entries this bridge's consumer read and never acked...
+    await c.xgroup('CREATE', key, 'bridge:chaos-a', '$', 'MKSTREAM');
+    const ids: string[] = [];
+    for (let i = 0; i < 50; i++) ids.push((await c.xadd(key, '*', ACTION_FIELD, encodeActionEntry(entry(`old-${i}`))))!);
+    await c.call('XREADGROUP', 'GROUP', 'bridge:chaos-a', 'chaos-a', 'COUNT', 100, 'STREAMS', key, '>');
+    // ...then trimmed away while it was down (MAXLEN ~ on a busy stream)
+    await c.xtrim(key, 'MAXLEN', 0);
+    const { child, output } = await spawnBridge(['--config', file]);
+    children.push(child);
+    const sent = performance.now();
+    await c.xadd(key, '*', ACTION_FIELD, encodeActionEntry(entry('new')));
+    await eventually(() => s.messages.some((m) => m.args[0]!.value === 'new'), 1000);
+    const ms = performance.now() - sent;
+    recordFigure('bridge_trimmed_pending_first_delivery_ms', ms, 'ms', '< 1000 after start');
+    expect(s.messages.map((m) => m.args[0]!.value)).toEqual(['new']);
+    expect(output()).toMatch(/pending entries lost: their data was trimmed or deleted/);
+    const metrics = await (await fetch(`http://127.0.0.1:${opsPortOf(output())}/metrics`)).text();
+    expect(metrics).toContain('audience_bridge_entries_lost_total{layout="show",reason="trimmed"} 50');
+    await eventually(async () => ((await c.xpending(key, 'bridge:chaos-a')) as [number])[0] === 0);
+  });
+
+  it('(b) Redis restarted empty under a running gateway and bridge: after re-import and a new key, actions flow within 5 s, no restart', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'ac-redis-'));
+    const server = await startRedisServer({ dir, appendOnly: false }); // no persistence: a restart comes back empty
+    cleanups.push(async () => {
+      await server.stop();
+      rmSync(dir, { recursive: true, force: true });
+    });
+    const env = { REDIS_URL: server.url, REDIS_PREFIX: 'chaos:' };
+    const layoutFile = join(dir, 'layout.json');
+    writeFileSync(layoutFile, JSON.stringify(DEMO_LAYOUT));
+    const seed = async (): Promise<string> => {
+      const team = await audiencectl(env, 'team', 'create', '--name', 'Chaos', '--json');
+      expect((await audiencectl(env, 'layout', 'import', '--team', team.json.teamId, layoutFile, '--json')).code).toBe(0);
+      return (await audiencectl(env, 'key', 'create', '--team', team.json.teamId, '--json')).json.apiKey as string;
+    };
+    const firstKey = await seed();
+
+    const port = await freePort();
+    const gateway = spawn(process.execPath, [fileURLToPath(new URL('../../dist/gateway/main.js', import.meta.url))], {
+      env: { PATH: process.env.PATH ?? '', ...env, PORT: String(port), OPS_PORT: '0', LOG_LEVEL: 'info' },
+    });
+    children.push(gateway);
+    let gwOut = '';
+    gateway.stdout.on('data', (d) => (gwOut += d));
+    await eventually(() => gwOut.includes('audience-gateway listening'), 10_000);
+    const api = `http://127.0.0.1:${port}`;
+    const s = await sink();
+    const file = configFile({ redisUrl: server.url, prefix: 'chaos:', bridgeId: 'chaos-b', layouts: [{ layoutId: DEMO_LAYOUT.layoutId, targets: [{ host: '127.0.0.1', port: s.port }] }] });
+    const bridge = await spawnBridge(['--config', file]);
+    children.push(bridge.child);
+
+    const act = async (apiKey: string, value: string): Promise<number> => {
+      const tok = await postJson(`${api}/token`, { layoutId: DEMO_LAYOUT.layoutId }, { 'x-api-key': apiKey });
+      if (tok.status !== 200) return tok.status;
+      return (await postAction({ url: api }, tok.body.token as string, { layoutId: DEMO_LAYOUT.layoutId, lid: 5, type: 'String', value })).status;
+    };
+    expect(await act(firstKey, 'before')).toBe(200);
+    await eventually(() => s.messages.some((m) => m.args[0]!.value === 'before'), 3000);
+
+    await server.kill();
+    await server.restart(); // empty: no AOF, no RDB
+    const restarted = performance.now();
+    const apiKey = await seed(); // the operator imports the layout again and creates a key
+    const reseeded = performance.now();
+    await eventually(async () => (await act(apiKey, 'after')) === 200, 5000);
+    const accepted = performance.now();
+    await eventually(() => s.messages.some((m) => m.args[0]!.value === 'after'), 5000);
+    const delivered = performance.now();
+    recordFigure('redis_empty_restart_reseed_ms', reseeded - restarted, 'ms', 'audiencectl team create + layout import + key create');
+    recordFigure('redis_empty_restart_action_accepted_ms', accepted - reseeded, 'ms', 'after the re-seed; < 5000');
+    recordFigure('redis_empty_restart_delivered_ms', delivered - reseeded, 'ms', 'after the re-seed; < 5000');
+    expect(delivered - reseeded).toBeLessThan(5000);
+    expect(gateway.exitCode).toBeNull();
+    expect(bridge.child.exitCode).toBeNull();
+    expect(bridge.output()).toMatch(/consumer group was missing/);
+    expect((await readyz(opsPortOf(bridge.output()))).status).toBe(200);
+  });
+
+  it('(c) a read loop in constant errors stops WATCHDOG=1 within WatchdogSec, and /readyz says why', async () => {
+    const fake = await startFakeNotifySocket();
+    children.push(fake.child);
+    const prefix = randomPrefix();
+    const key = actionStreamKey(prefix, 'show');
+    const file = configFile({ redisUrl: redis.get().server.url, prefix, bridgeId: 'chaos-c', layouts: [{ layoutId: 'show', targets: [{ host: '127.0.0.1', port: 9 }] }] });
+    const watchdogSec = 1;
+    const { child, output } = await spawnBridge(['--config', file], { NOTIFY_SOCKET: fake.path, WATCHDOG_USEC: String(watchdogSec * 1_000_000) });
+    children.push(child);
+    await eventually(() => fake.pings.length >= 2, 5000);
+    const c = new Redis(redis.get().server.url);
+    cleanups.push(() => Promise.resolve(c.disconnect()));
+    // the stream key now holds a string: every XREADGROUP fails with WRONGTYPE, and so does re-creating the group
+    await c.multi().del(key).set(key, 'not a stream').exec();
+    const brokenAt = performance.now();
+    await eventually(async () => /layout show: stream reads failing for \d+ ms \(WRONGTYPE/.test((await readyz(opsPortOf(output()))).text), 3000);
+    expect((await readyz(opsPortOf(output()))).status).toBe(503);
+    await new Promise((r) => setTimeout(r, watchdogSec * 1000 * 2));
+    const lastPing = Math.max(...fake.pings);
+    const silentFrom = Math.max(lastPing, brokenAt);
+    recordFigure('bridge_failing_reads_last_ping_after_ms', lastPing - brokenAt, 'ms', `< WatchdogSec (${watchdogSec * 1000} ms)`);
+    expect(lastPing - brokenAt).toBeLessThan(watchdogSec * 1000);
+    expect(performance.now() - silentFrom).toBeGreaterThan(watchdogSec * 1000); // systemd would restart it now
+    // repaired: the loop recovers by itself and the pings resume
+    await c.del(key);
+    const repaired = performance.now();
+    await eventually(() => fake.pings.some((p) => p > repaired), 5000);
+    expect((await readyz(opsPortOf(output()))).status).toBe(200);
+  });
+});
