@@ -2,7 +2,8 @@
 // -> presence -> systemd READY, STATUS and a progress-gated WATCHDOG.
 import type { Redis } from 'ioredis';
 import type { BridgeConfig } from './config.js';
-import { LayoutConsumer, streamAcker } from './consumer.js';
+import { LayoutConsumer } from './consumer.js';
+import { streamAcker } from './stream-group.js';
 import { BridgeCounters } from './counters.js';
 import type { Logger } from './log.js';
 import { BridgeMetrics } from './metrics.js';

@@ -15,6 +15,7 @@ import { actionStreamKey, deadLetterKey } from '../schemas/redis-keys.js';
 import type { BridgeCounters, LayoutCounters } from './counters.js';
 import type { Logger } from './log.js';
 import type { LayoutScheduler } from './scheduler.js';
+import { createGroup, groupName, isMissingGroup } from './stream-group.js';
 
 export interface ConsumerSettings {
   prefix: string;
@@ -35,47 +36,14 @@ export interface ConsumerSettings {
 type RawEntry = [string, string[] | null];
 type StreamReply = [string, RawEntry[]][] | null;
 
+/** What the reader decided for one entry. */
+type Verdict = { kind: 'offered'; ts: number } | { kind: 'stale' } | { kind: 'dead'; reason: string };
+
 /** The dead-letter stream keeps this much of an unusable entry's fields (the rest is counted, not kept). */
 const DEAD_LETTER_KEEP_CHARS = 4096;
 /** Ids named in one "lost" log line at most. */
 const LOST_IDS_LOGGED = 20;
 const LOG_EVERY_MS = 5000;
-
-export function groupName(bridgeId: string): string {
-  return `bridge:${bridgeId}`;
-}
-
-/** The group (or its stream) is gone: Redis lost its data, or someone deleted it. */
-function isMissingGroup(e: unknown): boolean {
-  const m = String((e as Error)?.message ?? e);
-  return m.startsWith('NOGROUP') || m.startsWith('UNBLOCKED');
-}
-
-/**
- * This bridge's group on a layout's stream, from XINFO GROUPS: null when the group (or the
- * stream) does not exist; `lag` is the entries not yet delivered to the group.
- */
-export async function groupInfo(redis: Redis, prefix: string, bridgeId: string, layoutId: string): Promise<{ lag: number } | null> {
-  let groups: (string | number)[][];
-  try {
-    groups = (await redis.call('XINFO', 'GROUPS', actionStreamKey(prefix, layoutId))) as (string | number)[][];
-  } catch (e) {
-    if (String((e as Error).message).includes('no such key')) return null;
-    throw e;
-  }
-  const field = (g: (string | number)[], name: string) => g[g.indexOf(name) + 1];
-  const mine = groups.find((g) => field(g, 'name') === groupName(bridgeId));
-  return mine ? { lag: Number(field(mine, 'lag') ?? 0) } : null;
-}
-
-/** XACK for one layout's stream in this bridge's group (the scheduler calls it after sending). */
-export function streamAcker(ops: Redis, prefix: string, bridgeId: string, layoutId: string): (ids: string[]) => Promise<void> {
-  const stream = actionStreamKey(prefix, layoutId);
-  const group = groupName(bridgeId);
-  return async (ids) => {
-    if (ids.length > 0) await ops.xack(stream, group, ...ids);
-  };
-}
 
 export class LayoutConsumer {
   private readonly stream: string;
@@ -119,14 +87,8 @@ export class LayoutConsumer {
     await this.createGroup('$');
   }
 
-  private async createGroup(from: '$' | '0'): Promise<boolean> {
-    try {
-      await this.ops.xgroup('CREATE', this.stream, this.group, from, 'MKSTREAM');
-      return true;
-    } catch (e) {
-      if (!String((e as Error).message).includes('BUSYGROUP')) throw e;
-      return false;
-    }
+  private createGroup(from: '$' | '0'): Promise<boolean> {
+    return createGroup(this.ops, this.stream, this.group, from);
   }
 
   /** Why this layout's read loop is not healthy, or null. */
@@ -249,7 +211,6 @@ export class LayoutConsumer {
   /** Settles each entry on its own; `read` is counted together with the entry's outcome, so a failure half-way leaves the counters adding up. */
   private async handle(entries: RawEntry[]): Promise<void> {
     const now = this.now();
-    const { maxAgeMs } = this.scheduler.settings;
     const trimmed: string[] = [];
     let newest = this.counters.newestRead.get(this.layoutId) ?? 0;
     try {
@@ -259,28 +220,22 @@ export class LayoutConsumer {
           trimmed.push(id);
           continue;
         }
-        const decoded = decodeActionEntry(fields);
-        let reason: string | null = null;
-        if (!decoded.ok) reason = decoded.reason;
-        else if (decoded.entry.layoutId !== this.layoutId) reason = `entry is for layout "${decoded.entry.layoutId}"`;
-        else if (decoded.entry.ts - now > maxAgeMs) reason = `ts is ${decoded.entry.ts - now} ms in the future (more than maxAgeMs ${maxAgeMs}; are the clocks in step?)`;
-        else if (now - decoded.entry.ts > maxAgeMs) {
-          this.c.read++;
+        let verdict: Verdict;
+        try {
+          verdict = this.settle(id, fields, now);
+        } catch (e) {
+          // a bug, not the entry's fault alone: still this entry's problem only, never the loop's
+          verdict = { kind: 'dead', reason: `the bridge could not handle it: ${(e as Error).message}` };
+          this.log.error({ layoutId: this.layoutId, streamId: id, err: e }, 'unexpected error while handling an entry');
+        }
+        if (verdict.kind === 'dead') {
+          await this.deadLetter(id, fields, verdict.reason); // a Redis failure here is a read failure: retried
+          this.scheduler.ackLater([id]);
+        } else if (verdict.kind === 'stale') {
           this.c.droppedStale++;
           this.scheduler.ackLater([id]);
-          continue;
-        } else {
-          newest = Math.max(newest, decoded.entry.ts);
-          const offered = this.scheduler.offer(id, decoded.entry);
-          if (offered.kind !== 'unencodable') {
-            this.c.read++;
-            continue;
-          }
-          reason = offered.reason;
-        }
-        await this.deadLetter(id, fields, reason);
+        } else newest = Math.max(newest, verdict.ts);
         this.c.read++;
-        this.scheduler.ackLater([id]);
       }
     } finally {
       if (newest > 0) this.counters.newestRead.set(this.layoutId, newest);
@@ -293,12 +248,26 @@ export class LayoutConsumer {
     }
   }
 
+  /** What to do with one entry (synchronous: it only decides, and offers a good entry to the scheduler). */
+  private settle(id: string, fields: readonly string[], now: number): Verdict {
+    const { maxAgeMs } = this.scheduler.settings;
+    const decoded = decodeActionEntry(fields);
+    if (!decoded.ok) return { kind: 'dead', reason: decoded.reason };
+    const { entry } = decoded;
+    if (entry.layoutId !== this.layoutId) return { kind: 'dead', reason: `entry is for layout "${entry.layoutId}"` };
+    if (entry.ts - now > maxAgeMs) return { kind: 'dead', reason: `ts is ${entry.ts - now} ms in the future (more than maxAgeMs ${maxAgeMs}; are the clocks in step?)` };
+    if (now - entry.ts > maxAgeMs) return { kind: 'stale' };
+    const offered = this.scheduler.offer(id, entry);
+    if (offered.kind === 'unencodable') return { kind: 'dead', reason: offered.reason };
+    return { kind: 'offered', ts: entry.ts };
+  }
+
   private async deadLetter(id: string, fields: readonly string[], reason: string): Promise<void> {
     let kept = JSON.stringify(fields);
     const size = kept.length;
     if (size > DEAD_LETTER_KEEP_CHARS) kept = kept.slice(0, DEAD_LETTER_KEEP_CHARS);
     await this.ops.xadd(deadLetterKey(this.s.prefix, this.layoutId), 'MAXLEN', '~', this.s.deadLetterMaxLen, '*', 'streamId', id, 'reason', reason, 'bridgeId', this.s.bridgeId, 'fields', kept, 'fieldsChars', size);
-    this.c.deadLettered++; // with its `read`, once the copy is stored
+    this.c.deadLettered++; // once the copy is stored
     const now = this.now();
     if (now - this.lastDeadLetterLog >= LOG_EVERY_MS) {
       this.log.warn({ layoutId: this.layoutId, streamId: id, reason, alsoSinceLastLog: this.deadLettersUnlogged }, 'unusable stream entry; dead-lettered');

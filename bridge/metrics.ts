@@ -3,7 +3,7 @@
 // the configuration (at most 256 layouts of at most 64 targets); nothing else is labelled.
 import type { Redis } from 'ioredis';
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
-import { groupInfo } from './consumer.js';
+import { groupInfo } from './stream-group.js';
 import type { BridgeCounters, LayoutCounters, TargetCounters } from './counters.js';
 import { collectProcessMetrics } from './ops-server.js';
 

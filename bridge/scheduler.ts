@@ -5,10 +5,11 @@
 // the display refused it meanwhile (then it is sent again after a backoff). An entry is acked
 // once every target has confirmed it, coalesced it away, or dropped it as stale; its outcome is
 // counted once: sent if any target sent it, else coalesced, else stale. Entries are encoded when
-// offered, so one the OSC encoding refuses never reaches a tick. Acks that fail are retried on
-// later ticks, MAX_ACK_ATTEMPTS times at most. No error leaves the tick loop.
+// offered, so one the OSC encoding refuses never reaches a tick. Acks go through an AckQueue
+// (bounded retries). No error leaves the tick loop.
 import { LRUCache } from 'lru-cache';
 import type { ActionEntry } from '../schemas/types.js';
+import { AckQueue } from './ack-queue.js';
 import type { BridgeCounters, LayoutCounters } from './counters.js';
 import type { Logger } from './log.js';
 import { encodeMessage, packDatagrams, timetag, toOscMessage, type BooleanMode, type TimedGroup } from './osc.js';
@@ -16,8 +17,6 @@ import { UdpTarget } from './sender.js';
 import { TargetQueue, type Delivery } from './target-queue.js';
 
 export const MAX_DATAGRAM_BYTES = 1400;
-/** An id whose XACK failed this many times is given up: it stays pending in Redis, and the id dedupe acks it when it is read again. */
-export const MAX_ACK_ATTEMPTS = 5;
 const LOG_EVERY_MS = 5000;
 
 /** What became of an offered entry. */
@@ -60,13 +59,10 @@ export class LayoutScheduler {
   private readonly heldIds = new Set<string>();
   private readonly done = new LRUCache<string, true>({ max: 100_000 });
   private readonly c: LayoutCounters;
-  private toAck: string[] = [];
-  /** ids whose XACK failed, with the attempts so far */
-  private retryAcks: { ids: string[]; attempts: number }[] = [];
+  private readonly acks: AckQueue;
   private running = false;
   private loop: Promise<void> | null = null;
   private lastErrorLog = 0;
-  private lastAckLog = 0;
   private tickFailingSince: number | null = null;
   private lastTickError = '';
   /** last time the tick loop completed a tick (for the watchdog) */
@@ -74,7 +70,7 @@ export class LayoutScheduler {
 
   constructor(
     readonly settings: LayoutSettings,
-    private readonly ack: (streamIds: string[]) => Promise<void>,
+    ack: (streamIds: string[]) => Promise<void>,
     private readonly counters: BridgeCounters,
     private readonly log: Logger,
     private readonly now: () => number = Date.now,
@@ -82,6 +78,7 @@ export class LayoutScheduler {
     this.lanes = settings.targets.map((t) => ({ udp: new UdpTarget(t, now), booleans: t.booleans, queue: new TargetQueue(), unconfirmed: null }));
     this.modes = [...new Set(this.lanes.map((l) => l.booleans))];
     this.c = counters.layout(settings.layoutId);
+    this.acks = new AckQueue(ack, this.c, log, settings.layoutId, now);
   }
 
   get targetNames(): string[] {
@@ -105,7 +102,7 @@ export class LayoutScheduler {
 
   /** Stream ids to acknowledge with the next tick's XACK (entries the reader settled itself). */
   ackLater(streamIds: readonly string[]): void {
-    for (const id of streamIds) this.toAck.push(id);
+    this.acks.add(streamIds);
   }
 
   /**
@@ -123,7 +120,7 @@ export class LayoutScheduler {
     }
     if (this.done.has(entry.id)) {
       this.c.duplicates++;
-      this.toAck.push(streamId);
+      this.acks.add([streamId]);
       return { kind: 'duplicate' };
     }
     const d: Delivery = { streamId, entry, remaining: this.lanes.length, alsoAck: [], encoded: {} };
@@ -147,7 +144,7 @@ export class LayoutScheduler {
     this.heldIds.delete(d.streamId);
     for (const id of d.alsoAck) this.heldIds.delete(id);
     this.done.set(d.entry.id, true);
-    this.toAck.push(d.streamId, ...d.alsoAck);
+    this.acks.add([d.streamId, ...d.alsoAck]);
   }
 
   private encoded(d: Delivery, mode: BooleanMode): Buffer {
@@ -226,36 +223,8 @@ export class LayoutScheduler {
   /** One tick: every target's due messages, then one XACK for everything finished. */
   async tick(): Promise<void> {
     await Promise.all(this.lanes.map((l) => this.sendLane(l)));
-    await this.flushAcks();
+    await this.acks.flush();
     this.lastProgress = this.now();
-  }
-
-  /** One XACK for everything finished plus what earlier failures left; failed ids are retried, MAX_ACK_ATTEMPTS times at most. */
-  private async flushAcks(): Promise<void> {
-    if (this.toAck.length === 0 && this.retryAcks.length === 0) return;
-    const fresh = this.toAck;
-    this.toAck = [];
-    const ids = [...fresh, ...this.retryAcks.flatMap((r) => r.ids)];
-    try {
-      await this.ack(ids);
-      this.c.acked += ids.length;
-      this.retryAcks = [];
-    } catch (e) {
-      this.c.ackFailures++;
-      const kept: { ids: string[]; attempts: number }[] = [];
-      let abandoned = 0;
-      for (const r of [...this.retryAcks, ...(fresh.length ? [{ ids: fresh, attempts: 0 }] : [])]) {
-        if (++r.attempts >= MAX_ACK_ATTEMPTS) abandoned += r.ids.length;
-        else kept.push(r);
-      }
-      this.retryAcks = kept;
-      this.c.acksAbandoned += abandoned;
-      const now = this.now();
-      if (abandoned > 0 || now - this.lastAckLog >= LOG_EVERY_MS) {
-        this.lastAckLog = now;
-        this.log.warn({ layoutId: this.settings.layoutId, err: (e as Error).message, retrying: kept.reduce((n, r) => n + r.ids.length, 0), abandoned }, 'XACK failed; retrying on later ticks');
-      }
-    }
   }
 
   /** Why this layout's send loop is unhealthy, or null. */
@@ -305,13 +274,13 @@ export class LayoutScheduler {
     this.running = false;
     await this.loop;
     const until = this.now() + drainMs;
-    while ((this.backlog() > 0 || this.toAck.length > 0 || this.retryAcks.length > 0) && this.now() < until) {
+    while ((this.backlog() > 0 || this.acks.waiting) && this.now() < until) {
       await this.safeTick();
       await new Promise((r) => setTimeout(r, 1000 / this.settings.tickHz)); // paced, as while running
     }
     // Out of time with a batch still unconfirmed: settle it (acked unless refused by now).
     for (const l of this.lanes) this.settle(l);
-    await this.flushAcks();
+    await this.acks.flush();
     for (const l of this.lanes) l.udp.close();
   }
 }

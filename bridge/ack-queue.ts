@@ -1,0 +1,65 @@
+// Stream ids waiting for XACK, sent in one call per send tick. A failed call keeps its ids for the
+// next ticks, MAX_ACK_ATTEMPTS calls at most: then they are given up and counted. A given-up id is
+// harmless: it stays in the group's pending list, and when the bridge reads it again (after a
+// restart, or through XAUTOCLAIM) its action id is known, so it is acked without being sent again.
+import type { LayoutCounters } from './counters.js';
+import type { Logger } from './log.js';
+
+export const MAX_ACK_ATTEMPTS = 5;
+const LOG_EVERY_MS = 5000;
+
+export class AckQueue {
+  private fresh: string[] = [];
+  /** ids whose XACK failed, with the attempts so far */
+  private retries: { ids: string[]; attempts: number }[] = [];
+  private lastLog = 0;
+
+  constructor(
+    private readonly ack: (streamIds: string[]) => Promise<void>,
+    private readonly c: LayoutCounters,
+    private readonly log: Logger,
+    private readonly layoutId: string,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  add(ids: readonly string[]): void {
+    for (const id of ids) this.fresh.push(id);
+  }
+
+  /** True while ids wait to be acked. */
+  get waiting(): boolean {
+    return this.fresh.length > 0 || this.retries.length > 0;
+  }
+
+  /** One XACK for everything waiting. Never rejects. */
+  async flush(): Promise<void> {
+    if (!this.waiting) return;
+    const fresh = this.fresh;
+    this.fresh = [];
+    const ids = [...fresh, ...this.retries.flatMap((r) => r.ids)];
+    try {
+      await this.ack(ids);
+      this.c.acked += ids.length;
+      this.retries = [];
+    } catch (e) {
+      this.failed(fresh, e);
+    }
+  }
+
+  private failed(fresh: string[], e: unknown): void {
+    this.c.ackFailures++;
+    const kept: { ids: string[]; attempts: number }[] = [];
+    let abandoned = 0;
+    for (const r of [...this.retries, ...(fresh.length > 0 ? [{ ids: fresh, attempts: 0 }] : [])]) {
+      if (++r.attempts >= MAX_ACK_ATTEMPTS) abandoned += r.ids.length;
+      else kept.push(r);
+    }
+    this.retries = kept;
+    this.c.acksAbandoned += abandoned;
+    const now = this.now();
+    if (abandoned > 0 || now - this.lastLog >= LOG_EVERY_MS) {
+      this.lastLog = now;
+      this.log.warn({ layoutId: this.layoutId, err: (e as Error).message, retrying: kept.reduce((n, r) => n + r.ids.length, 0), abandoned }, 'XACK failed; retrying on later ticks');
+    }
+  }
+}

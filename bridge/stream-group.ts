@@ -1,0 +1,51 @@
+// This bridge's consumer group on a layout's stream: its name, creating it, reading its state,
+// acknowledging entries, and recognising the errors that say it is gone.
+import type { Redis } from 'ioredis';
+import { actionStreamKey } from '../schemas/redis-keys.js';
+
+export function groupName(bridgeId: string): string {
+  return `bridge:${bridgeId}`;
+}
+
+/** Creates the group at `from` ('$': new entries on; '0': the oldest entry still there), with the stream if missing. False if it existed. */
+export async function createGroup(ops: Redis, stream: string, group: string, from: '$' | '0'): Promise<boolean> {
+  try {
+    await ops.xgroup('CREATE', stream, group, from, 'MKSTREAM');
+    return true;
+  } catch (e) {
+    if (!String((e as Error).message).includes('BUSYGROUP')) throw e;
+    return false;
+  }
+}
+
+/** The group (or its stream) is gone: Redis lost its data, or someone deleted it. */
+export function isMissingGroup(e: unknown): boolean {
+  const m = String((e as Error)?.message ?? e);
+  return m.startsWith('NOGROUP') || m.startsWith('UNBLOCKED');
+}
+
+/**
+ * This bridge's group on a layout's stream, from XINFO GROUPS: null when the group (or the
+ * stream) does not exist; `lag` is the entries not yet delivered to the group.
+ */
+export async function groupInfo(redis: Redis, prefix: string, bridgeId: string, layoutId: string): Promise<{ lag: number } | null> {
+  let groups: (string | number)[][];
+  try {
+    groups = (await redis.call('XINFO', 'GROUPS', actionStreamKey(prefix, layoutId))) as (string | number)[][];
+  } catch (e) {
+    if (String((e as Error).message).includes('no such key')) return null;
+    throw e;
+  }
+  const field = (g: (string | number)[], name: string) => g[g.indexOf(name) + 1];
+  const mine = groups.find((g) => field(g, 'name') === groupName(bridgeId));
+  return mine ? { lag: Number(field(mine, 'lag') ?? 0) } : null;
+}
+
+/** XACK for one layout's stream in this bridge's group (the scheduler calls it after sending). */
+export function streamAcker(ops: Redis, prefix: string, bridgeId: string, layoutId: string): (ids: string[]) => Promise<void> {
+  const stream = actionStreamKey(prefix, layoutId);
+  const group = groupName(bridgeId);
+  return async (ids) => {
+    if (ids.length > 0) await ops.xack(stream, group, ...ids);
+  };
+}
