@@ -48,6 +48,18 @@ function bash(script: string): Promise<{ code: number; stdout: string; stderr: s
   });
 }
 
+/** Free ports and a fresh data directory for one `npm start`. */
+async function demoEnv(): Promise<Record<string, string>> {
+  return {
+    AUDIENCE_VAR_DIR: mkdtempSync(join(tmpdir(), 'ac-demo-')),
+    EMBEDDED_REDIS_PORT: String(await freePort()),
+    PORT: String(await freePort()),
+    DEMO_OSC_PORT: String(await freePort()),
+    OPS_PORT: '0',
+    DEMO_BRIDGE_OPS_PORT: '0',
+  };
+}
+
 async function stop(child: ChildProcess): Promise<number | null> {
   const exited = new Promise<number | null>((r) => child.once('exit', r));
   child.kill('SIGTERM');
@@ -56,14 +68,7 @@ async function stop(child: ChildProcess): Promise<number | null> {
 
 describe('npm start', () => {
   it('seeds a demo, prints a walk-through that works as pasted, and keeps its data across restarts', async () => {
-    const env = {
-      AUDIENCE_VAR_DIR: mkdtempSync(join(tmpdir(), 'ac-demo-')),
-      EMBEDDED_REDIS_PORT: String(await freePort()),
-      PORT: String(await freePort()),
-      DEMO_OSC_PORT: String(await freePort()),
-      OPS_PORT: '0',
-      DEMO_BRIDGE_OPS_PORT: '0',
-    };
+    const env = await demoEnv();
     const first = await start(env);
     const text = first.out();
     expect(text).toContain(`API      http://127.0.0.1:${env.PORT}`);
@@ -106,14 +111,7 @@ describe('npm start', () => {
   });
 
   it('leaves no process behind when a test fails half-way: killing its group ends the embedded Redis and the bridge', async () => {
-    const env = {
-      AUDIENCE_VAR_DIR: mkdtempSync(join(tmpdir(), 'ac-demo-')),
-      EMBEDDED_REDIS_PORT: String(await freePort()),
-      PORT: String(await freePort()),
-      DEMO_OSC_PORT: String(await freePort()),
-      OPS_PORT: '0',
-      DEMO_BRIDGE_OPS_PORT: '0',
-    };
+    const env = await demoEnv();
     const { child } = await start(env);
     const group = () => execFileSync('ps', ['-o', 'pid=,comm=', '-g', String(child.pid)], { encoding: 'utf8' }).trim();
     expect(group()).toMatch(/redis-server/);
