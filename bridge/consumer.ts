@@ -39,7 +39,7 @@ type StreamReply = [string, RawEntry[]][] | null;
 /** What the reader decided for one entry. */
 type Verdict = { kind: 'offered'; ts: number } | { kind: 'stale' } | { kind: 'dead'; reason: string };
 
-/** The dead-letter stream keeps this much of an unusable entry's fields (the rest is counted, not kept). */
+/** The dead-letter stream keeps this much of an unusable entry's fields as JSON (their full length is noted). */
 const DEAD_LETTER_KEEP_CHARS = 4096;
 /** Ids named in one "lost" log line at most. */
 const LOST_IDS_LOGGED = 20;
@@ -208,44 +208,49 @@ export class LayoutConsumer {
     this.log.warn({ layoutId: this.layoutId, count: ids.length, ids: ids.slice(0, LOST_IDS_LOGGED) }, 'pending entries lost: their data was trimmed or deleted before they were sent');
   }
 
-  /** Settles each entry on its own; `read` is counted together with the entry's outcome, so a failure half-way leaves the counters adding up. */
+  /**
+   * Settles each entry on its own. Good entries are offered to the scheduler at once; the unusable
+   * ones are then copied to the dead-letter stream in one pipeline, so they never hold up the good
+   * ones. `read` is counted with each entry's outcome, so a failure half-way (the pipeline, say)
+   * leaves the counters adding up, and what was not settled is read again.
+   */
   private async handle(entries: RawEntry[]): Promise<void> {
     const now = this.now();
     const trimmed: string[] = [];
+    const dead: { id: string; fields: readonly string[]; reason: string }[] = [];
     let newest = this.counters.newestRead.get(this.layoutId) ?? 0;
-    try {
-      for (const [id, fields] of entries) {
-        if (this.scheduler.holds(id)) continue; // read again after an outage: already on its way
-        if (fields === null) {
-          trimmed.push(id);
-          continue;
-        }
-        let verdict: Verdict;
-        try {
-          verdict = this.settle(id, fields, now);
-        } catch (e) {
-          // a bug, not the entry's fault alone: still this entry's problem only, never the loop's
-          verdict = { kind: 'dead', reason: `the bridge could not handle it: ${(e as Error).message}` };
-          this.log.error({ layoutId: this.layoutId, streamId: id, err: e }, 'unexpected error while handling an entry');
-        }
-        if (verdict.kind === 'dead') {
-          await this.deadLetter(id, fields, verdict.reason); // a Redis failure here is a read failure: retried
-          this.scheduler.ackLater([id]);
-        } else if (verdict.kind === 'stale') {
-          this.c.droppedStale++;
-          this.scheduler.ackLater([id]);
-        } else newest = Math.max(newest, verdict.ts);
-        this.c.read++;
+    for (const [id, fields] of entries) {
+      if (this.scheduler.holds(id)) continue; // read again after an outage: already on its way
+      if (fields === null) {
+        trimmed.push(id);
+        continue;
       }
-    } finally {
-      if (newest > 0) this.counters.newestRead.set(this.layoutId, newest);
-      const lost = this.newlyLost(trimmed);
-      if (lost.length > 0) {
-        this.c.read += lost.length;
-        this.lost(lost);
+      let verdict: Verdict;
+      try {
+        verdict = this.settle(id, fields, now);
+      } catch (e) {
+        // a bug, not the entry's fault alone: still this entry's problem only, never the loop's
+        verdict = { kind: 'dead', reason: `the bridge could not handle it: ${(e as Error).message}` };
+        this.log.error({ layoutId: this.layoutId, streamId: id, err: e }, 'unexpected error while handling an entry');
       }
-      this.scheduler.ackLater(trimmed);
+      if (verdict.kind === 'dead') {
+        dead.push({ id, fields, reason: verdict.reason });
+        continue;
+      }
+      if (verdict.kind === 'stale') {
+        this.c.droppedStale++;
+        this.scheduler.ackLater([id]);
+      } else newest = Math.max(newest, verdict.ts);
+      this.c.read++;
     }
+    if (newest > 0) this.counters.newestRead.set(this.layoutId, newest);
+    const lost = this.newlyLost(trimmed);
+    if (lost.length > 0) {
+      this.c.read += lost.length;
+      this.lost(lost);
+    }
+    this.scheduler.ackLater(trimmed);
+    if (dead.length > 0) await this.deadLetter(dead);
   }
 
   /** What to do with one entry (synchronous: it only decides, and offers a good entry to the scheduler). */
@@ -262,17 +267,33 @@ export class LayoutConsumer {
     return { kind: 'offered', ts: entry.ts };
   }
 
-  private async deadLetter(id: string, fields: readonly string[], reason: string): Promise<void> {
-    let kept = JSON.stringify(fields);
-    const size = kept.length;
-    if (size > DEAD_LETTER_KEEP_CHARS) kept = kept.slice(0, DEAD_LETTER_KEEP_CHARS);
-    await this.ops.xadd(deadLetterKey(this.s.prefix, this.layoutId), 'MAXLEN', '~', this.s.deadLetterMaxLen, '*', 'streamId', id, 'reason', reason, 'bridgeId', this.s.bridgeId, 'fields', kept, 'fieldsChars', size);
-    this.c.deadLettered++; // once the copy is stored
+  /** Copies unusable entries to the dead-letter stream (one pipeline), then counts and acks each one stored. */
+  private async deadLetter(dead: { id: string; fields: readonly string[]; reason: string }[]): Promise<void> {
+    const key = deadLetterKey(this.s.prefix, this.layoutId);
+    const pipe = this.ops.pipeline();
+    for (const { id, fields, reason } of dead) {
+      const all = JSON.stringify(fields);
+      pipe.xadd(key, 'MAXLEN', '~', this.s.deadLetterMaxLen, '*', 'streamId', id, 'reason', reason, 'bridgeId', this.s.bridgeId, 'fields', all.slice(0, DEAD_LETTER_KEEP_CHARS), 'fieldsChars', all.length);
+    }
+    const results = (await pipe.exec()) ?? [];
+    let failure: Error | null = null;
+    for (const [i, { id }] of dead.entries()) {
+      const err = results[i] ? results[i][0] : new Error('no reply');
+      if (err) {
+        failure ??= err; // not settled: read again after the failure
+        continue;
+      }
+      this.c.read++;
+      this.c.deadLettered++;
+      this.scheduler.ackLater([id]);
+    }
     const now = this.now();
     if (now - this.lastDeadLetterLog >= LOG_EVERY_MS) {
-      this.log.warn({ layoutId: this.layoutId, streamId: id, reason, alsoSinceLastLog: this.deadLettersUnlogged }, 'unusable stream entry; dead-lettered');
+      const first = dead[0]!;
+      this.log.warn({ layoutId: this.layoutId, streamId: first.id, reason: first.reason, alsoSinceLastLog: this.deadLettersUnlogged + dead.length - 1 }, 'unusable stream entry; dead-lettered');
       this.lastDeadLetterLog = now;
       this.deadLettersUnlogged = 0;
-    } else this.deadLettersUnlogged++;
+    } else this.deadLettersUnlogged += dead.length;
+    if (failure) throw failure;
   }
 }
