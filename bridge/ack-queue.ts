@@ -3,7 +3,7 @@
 // harmless: it stays in the group's pending list, and when the bridge reads it again (after a
 // restart, or through XAUTOCLAIM) its action id is known, so it is acked without being sent again.
 import type { LayoutCounters } from './counters.js';
-import type { Logger } from './log.js';
+import type { Logger } from '../runtime/log.js';
 
 export const MAX_ACK_ATTEMPTS = 5;
 const LOG_EVERY_MS = 5000;

@@ -5,13 +5,13 @@ import type { BridgeConfig } from './config.js';
 import { LayoutConsumer } from './consumer.js';
 import { streamAcker } from './stream-group.js';
 import { BridgeCounters } from './counters.js';
-import type { Logger } from './log.js';
+import type { Logger } from '../runtime/log.js';
 import { BridgeMetrics } from './metrics.js';
-import { startOpsServer } from './ops-server.js';
+import { startOpsServer } from '../runtime/ops-server.js';
 import { Presence } from './presence.js';
-import { connectBridgeRedis, connectWithRetry } from './redis.js';
+import { connectBridgeRedis, connectWithRetry } from '../runtime/redis.js';
 import { LayoutScheduler } from './scheduler.js';
-import { SystemdNotifier } from './systemd.js';
+import { SystemdNotifier } from '../runtime/systemd.js';
 
 export interface Bridge {
   readonly counters: BridgeCounters;

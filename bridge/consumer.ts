@@ -13,7 +13,7 @@ import { LRUCache } from 'lru-cache';
 import { decodeActionEntry } from '../schemas/action-entry.js';
 import { actionStreamKey, deadLetterKey } from '../schemas/redis-keys.js';
 import type { BridgeCounters, LayoutCounters } from './counters.js';
-import type { Logger } from './log.js';
+import type { Logger } from '../runtime/log.js';
 import type { LayoutScheduler } from './scheduler.js';
 import { createGroup, groupName, isMissingGroup } from './stream-group.js';
 

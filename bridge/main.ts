@@ -4,7 +4,7 @@
 import { Command, CommanderError } from 'commander';
 import { startBridge } from './app.js';
 import { BridgeConfigError, loadBridgeConfig, type BridgeFlags } from './config.js';
-import { createLogger } from './log.js';
+import { createLogger } from '../runtime/log.js';
 
 const program = new Command('audience-bridge')
   .description('Send audience actions from Redis streams to displays as timed OSC over UDP.')
@@ -43,7 +43,7 @@ async function main(): Promise<number> {
     process.stdout.write(`audience-bridge: configuration OK (${config.layouts.length} layout(s), bridge id ${config.bridgeId})\n`);
     return 0;
   }
-  const log = createLogger(config.logLevel);
+  const log = createLogger('audience-bridge', config.logLevel);
   const bridge = await startBridge(config, { log });
   await new Promise<void>((resolve) => {
     const stop = (signal: string) => {

@@ -5,7 +5,7 @@ import type { Redis } from 'ioredis';
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { groupInfo } from './stream-group.js';
 import type { BridgeCounters, LayoutCounters, TargetCounters } from './counters.js';
-import { collectProcessMetrics } from './ops-server.js';
+import { collectProcessMetrics } from '../runtime/ops-server.js';
 
 const PER_TARGET: [keyof TargetCounters, string, string][] = [
   ['messages', 'audience_bridge_messages_sent_total', 'OSC messages sent, by target.'],

@@ -11,7 +11,7 @@ import { LRUCache } from 'lru-cache';
 import type { ActionEntry } from '../schemas/types.js';
 import { AckQueue } from './ack-queue.js';
 import type { BridgeCounters, LayoutCounters } from './counters.js';
-import type { Logger } from './log.js';
+import type { Logger } from '../runtime/log.js';
 import { encodeMessage, packDatagrams, timetag, toOscMessage, type BooleanMode, type TimedGroup } from './osc.js';
 import { UdpTarget } from './sender.js';
 import { TargetQueue, type Delivery } from './target-queue.js';

@@ -2,11 +2,11 @@
 // audience-gateway: the REST API process. Wiring only: config -> gateway -> signals.
 //   audience-gateway                 serve (settings from the environment; see the README)
 //   audience-gateway --check-config  validate the settings and exit (systemd ExecStartPre)
-import { SystemdNotifier } from '../bridge/systemd.js';
+import { SystemdNotifier } from '../runtime/systemd.js';
 import { startGateway } from './app.js';
 import { ConfigError, loadConfig } from './config.js';
 import { nativeUws } from './http/uws.js';
-import { createLogger } from './log.js';
+import { createLogger } from '../runtime/log.js';
 import { redactUrl } from './store/redis.js';
 
 async function main(argv: string[]): Promise<number> {

@@ -3,7 +3,7 @@
 // key label ever appears. The request path records through live-metrics.ts (plain numbers,
 // rendered by prom-client at scrape time); rare events use prom-client directly.
 import { Counter, Registry } from 'prom-client';
-import { collectProcessMetrics } from '../bridge/ops-server.js';
+import { collectProcessMetrics } from '../runtime/ops-server.js';
 import { CONTROL_TYPES } from '../schemas/types.js';
 import { LiveCounter, LiveHistogram, type CounterSeries } from './live-metrics.js';
 

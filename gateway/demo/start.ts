@@ -7,11 +7,10 @@ import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { startMonitor } from '../../bridge/monitor.js';
 import { startGateway } from '../app.js';
 import { ConfigError, loadConfig } from '../config.js';
 import { startRedisServer, type RedisServer } from '../dev/redis-server.js';
-import { createLogger } from '../log.js';
+import { createLogger } from '../../runtime/log.js';
 import { connectToolRedis, redactUrl } from '../store/redis.js';
 import { createStores } from '../store/stores.js';
 import { DEMO_ADMIN_EMAIL, seedDemo } from './seed.js';
@@ -21,6 +20,30 @@ const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../../..');
 
 let embedded: RedisServer | undefined;
 let bridge: ChildProcess | undefined;
+let monitor: ChildProcess | undefined;
+
+/** The OSC monitor (the bridge package's audience-osc-monitor) as a process: its lines go to our stdout. Resolves with its port. */
+async function startDemoMonitor(port: number): Promise<{ child: ChildProcess; port: number }> {
+  const child = spawn(process.execPath, [join(ROOT, 'dist/bridge/monitor.js'), '--port', String(port)], { stdio: ['ignore', 'inherit', 'pipe'] });
+  const bound = await new Promise<number>((resolve, reject) => {
+    let err = '';
+    child.once('exit', (code) => reject(new Error(`cannot listen for OSC on port ${port} (${err.trim() || `exit ${code}`}); DEMO_OSC_PORT picks another`)));
+    createInterface({ input: child.stderr }).on('line', (line) => {
+      const m = /listening on .*:(\d+)$/.exec(line);
+      if (m) resolve(Number(m[1]));
+      else err += `${line}\n`;
+    });
+  });
+  return { child, port: bound };
+}
+
+/** SIGTERM and wait for the exit. */
+async function stopChild(child: ChildProcess | undefined): Promise<void> {
+  if (!child || child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise((r) => child.once('exit', r));
+  child.kill('SIGTERM');
+  await exited;
+}
 
 /** The real audience-bridge process for the demo layout; resolves once it runs. Its warnings go to stderr. */
 async function startDemoBridge(redisUrl: string, prefix: string, layoutId: string, target: string): Promise<ChildProcess> {
@@ -62,20 +85,15 @@ async function main(): Promise<void> {
 
   const gateway = await startGateway(config, { log });
   const api = `http://${config.host === '0.0.0.0' ? '127.0.0.1' : config.host}:${gateway.port}`;
-  const monitor = await startMonitor(Number(process.env.DEMO_OSC_PORT ?? 9000), '127.0.0.1', (line) => process.stdout.write(`${line}\n`)).catch((e: Error) => {
-    throw new Error(`cannot listen for OSC on port ${process.env.DEMO_OSC_PORT ?? 9000} (${e.message}); DEMO_OSC_PORT picks another`);
-  });
-  const osc = `127.0.0.1:${monitor.port}`;
+  const started = await startDemoMonitor(Number(process.env.DEMO_OSC_PORT ?? 9000));
+  monitor = started.child;
+  const osc = `127.0.0.1:${started.port}`;
   bridge = await startDemoBridge(config.redisUrl, config.redisPrefix, seed.layoutId, osc);
   process.stdout.write(walkthrough({ api, redisUrl: redactUrl(config.redisUrl), redisNote, apiKey: seed.apiKey, layoutId: seed.layoutId, teamId: seed.teamId, osc, adminEmail: DEMO_ADMIN_EMAIL, adminPassword: seed.adminPassword }));
 
   const stop = async () => {
-    if (bridge && bridge.exitCode === null) {
-      const exited = new Promise((r) => bridge!.once('exit', r));
-      bridge.kill('SIGTERM');
-      await exited;
-    }
-    monitor.close();
+    await stopChild(bridge);
+    await stopChild(monitor);
     await gateway.close();
     await embedded?.stop();
     process.exit(0);
@@ -86,7 +104,8 @@ async function main(): Promise<void> {
 
 main().catch(async (e: unknown) => {
   process.stderr.write(`npm start: ${e instanceof ConfigError || e instanceof Error ? e.message : String(e)}\n`);
-  bridge?.kill('SIGTERM');
+  await stopChild(bridge);
+  await stopChild(monitor);
   await embedded?.stop();
   process.exit(1);
 });

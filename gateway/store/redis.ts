@@ -1,7 +1,7 @@
 // The gateway's Redis connections: the fail-fast options of bridge/redis.ts (a failed command
 // becomes 503 unavailable), with auto-pipelining and quick reconnects; and one-shot tool clients.
 import { Redis } from 'ioredis';
-import { failFastRedisOptions } from '../../bridge/redis.js';
+import { failFastRedisOptions } from '../../runtime/redis.js';
 
 /** Wraps a Redis call on the request path (metrics time it); `untimed` does nothing. */
 export type RedisTimer = <T>(command: string, p: Promise<T>) => Promise<T>;

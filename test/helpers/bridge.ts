@@ -6,8 +6,8 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startBridge, type Bridge } from '../../bridge/app.js';
 import { loadBridgeConfig, type BridgeConfig } from '../../bridge/config.js';
-import { createLogger } from '../../bridge/log.js';
-import { SystemdNotifier } from '../../bridge/systemd.js';
+import { createLogger } from '../../runtime/log.js';
+import { SystemdNotifier } from '../../runtime/systemd.js';
 
 export const BRIDGE_BIN = fileURLToPath(new URL('../../dist/bridge/main.js', import.meta.url));
 
@@ -31,7 +31,7 @@ export function configFile(o: TestBridgeOptions): string {
 
 export async function startTestBridge(o: TestBridgeOptions): Promise<{ bridge: Bridge; config: BridgeConfig }> {
   const config = loadBridgeConfig({ config: configFile(o) }, {});
-  const bridge = await startBridge(config, { log: createLogger('silent'), notifier: new SystemdNotifier({}), blockMs: 200, ...(o.reclaimIdleMs && { reclaimIdleMs: o.reclaimIdleMs }) });
+  const bridge = await startBridge(config, { log: createLogger('audience-bridge', 'silent'), notifier: new SystemdNotifier({}), blockMs: 200, ...(o.reclaimIdleMs && { reclaimIdleMs: o.reclaimIdleMs }) });
   return { bridge, config };
 }
 

@@ -5,7 +5,7 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll } from 'vitest';
 import { startGateway, type Gateway } from '../../gateway/app.js';
 import { loadConfig, type GatewayConfig } from '../../gateway/config.js';
-import { createLogger } from '../../gateway/log.js';
+import { createLogger } from '../../runtime/log.js';
 import { createStores, type Stores } from '../../gateway/store/stores.js';
 import type { LayoutDefinition } from '../../schemas/types.js';
 import { randomPrefix } from './redis.js';
