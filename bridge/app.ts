@@ -1,7 +1,7 @@
 // Builds a running bridge: Redis -> per layout a scheduler (send loop) and a consumer (read loop)
 // -> presence -> systemd READY, STATUS and a progress-gated WATCHDOG.
-import type { Redis } from 'ioredis';
-import type { BridgeConfig } from './config.js';
+import type { RedisClient } from '../runtime/redis.js';
+import { bridgeRedisTarget, type BridgeConfig } from './config.js';
 import { LayoutConsumer } from './consumer.js';
 import { streamAcker } from './stream-group.js';
 import { BridgeCounters } from './counters.js';
@@ -50,13 +50,13 @@ export async function startBridge(config: BridgeConfig, opts: BridgeOptions): Pr
   const blockMs = Math.min(opts.blockMs ?? 1000, watchdogMs ? Math.floor(watchdogMs / 2) : Infinity);
   let stopping = false;
 
-  const ops = connectBridgeRedis(config.redisUrl, `audience-bridge:${config.bridgeId}`, 2000);
+  const ops = connectBridgeRedis(bridgeRedisTarget(config), `audience-bridge:${config.bridgeId}`, 2000);
   await connectWithRetry(ops, log, () => stopping);
-  const readers: Redis[] = [];
+  const readers: RedisClient[] = [];
   const schedulers: LayoutScheduler[] = [];
   const consumers: LayoutConsumer[] = [];
   for (const layout of config.layouts) {
-    const reader = connectBridgeRedis(config.redisUrl, `audience-bridge:${config.bridgeId}:read`, blockMs + 2000);
+    const reader = connectBridgeRedis(bridgeRedisTarget(config), `audience-bridge:${config.bridgeId}:read`, blockMs + 2000);
     await connectWithRetry(reader, log, () => stopping);
     readers.push(reader);
     const scheduler = new LayoutScheduler(layout, streamAcker(ops, config.redisPrefix, config.bridgeId, layout.layoutId), counters, log, now);

@@ -2,6 +2,7 @@
 // against schemas/bridge-config.schema.json with its defaults filled in, then frozen.
 import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
+import { parseClusterNodes, type RedisTarget } from '../runtime/redis.js';
 import { createAjv, jsonPointerToPath } from '../schemas/validators.js';
 import type { BooleanMode } from './osc.js';
 
@@ -23,6 +24,8 @@ export interface BridgeLayout {
 export interface BridgeConfig {
   readonly bridgeId: string;
   readonly redisUrl: string;
+  /** seed nodes of a Redis Cluster; absent: one server at redisUrl */
+  readonly redisClusterNodes?: readonly string[];
   readonly redisPrefix: string;
   readonly presenceTtlMs: number;
   readonly logLevel: string;
@@ -41,6 +44,7 @@ export interface BridgeFlags {
   layout?: string;
   target?: string[];
   redis?: string;
+  redisClusterNodes?: string;
   bridgeId?: string;
   tickHz?: string;
   playoutDelayMs?: string;
@@ -94,6 +98,8 @@ export function loadBridgeConfig(flags: BridgeFlags, env: NodeJS.ProcessEnv = pr
   }
   if (flags.redis) raw.redisUrl = flags.redis;
   raw.redisUrl ??= env.REDIS_URL || 'redis://127.0.0.1:6379';
+  const nodes = parseClusterNodes(flags.redisClusterNodes ?? env.REDIS_CLUSTER_NODES);
+  if (nodes) raw.redisClusterNodes = nodes;
   if (flags.bridgeId) raw.bridgeId = flags.bridgeId;
   if (flags.opsPort !== undefined) {
     if (!/^\d+$/.test(flags.opsPort)) throw new BridgeConfigError(`--ops-port must be a whole number, not ${JSON.stringify(flags.opsPort)}`);
@@ -124,4 +130,9 @@ function deepFreeze<T>(o: T): T {
     Object.freeze(o);
   }
   return o;
+}
+
+/** Where the bridge's Redis is: the cluster's seed nodes when given, else the URL. */
+export function bridgeRedisTarget(c: Pick<BridgeConfig, 'redisUrl' | 'redisClusterNodes'>): RedisTarget {
+  return { url: c.redisUrl, clusterNodes: c.redisClusterNodes };
 }

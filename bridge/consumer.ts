@@ -8,7 +8,7 @@
 // - otherwise: handed to the scheduler, which acks after sending.
 // A missing group or stream (Redis lost its data) is created again from the oldest entry left.
 // `lastProgress` moves only on a successful read or a healthy wait, so the watchdog tells the truth.
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../runtime/redis.js';
 import { LRUCache } from 'lru-cache';
 import { decodeActionEntry } from '../schemas/action-entry.js';
 import { actionStreamKey, deadLetterKey } from '../schemas/redis-keys.js';
@@ -67,9 +67,9 @@ export class LayoutConsumer {
 
   constructor(
     /** a connection of its own: XREADGROUP BLOCK holds it */
-    private readonly reader: Redis,
+    private readonly reader: RedisClient,
     /** shared connection for dead letters and group management */
-    private readonly ops: Redis,
+    private readonly ops: RedisClient,
     private readonly scheduler: LayoutScheduler,
     private readonly s: ConsumerSettings,
     private readonly counters: BridgeCounters,

@@ -1,7 +1,7 @@
 // The bridge's Prometheus metrics. The live counters (counters.ts) are mirrored at scrape time.
 // Labels: `target` (a configured host:port) and `layout` (a configured layoutId) are bounded by
 // the configuration (at most 256 layouts of at most 64 targets); nothing else is labelled.
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../runtime/redis.js';
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { groupInfo } from './stream-group.js';
 import type { BridgeCounters, LayoutCounters, TargetCounters } from './counters.js';
@@ -33,7 +33,7 @@ const PER_LAYOUT: [Exclude<keyof LayoutCounters, 'lostTrimmed'>, string, string]
 
 export interface BridgeMetricsSources {
   counters: BridgeCounters;
-  redis: Redis;
+  redis: RedisClient;
   prefix: string;
   bridgeId: string;
   layouts: readonly string[];

@@ -1,7 +1,7 @@
 // Registers this bridge's (layout, target) pairs as live destinations: one sorted-set member per
 // pair, scored with its expiry. The heartbeat renews them; a graceful stop removes them at once;
 // a crash lets them expire within presenceTtlMs, which the gateway's destinationCount follows.
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../runtime/redis.js';
 import { presenceKey } from '../schemas/redis-keys.js';
 
 export interface PresenceEntry {
@@ -19,7 +19,7 @@ export class Presence {
   lastBeat = 0;
 
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly prefix: string,
     private readonly bridgeId: string,
     private readonly entries: PresenceEntry[],
@@ -28,18 +28,22 @@ export class Presence {
     private readonly now: () => number = Date.now,
   ) {}
 
+  /** One pipeline per layout (its keys share the layout's hash tag, so this works on Redis Cluster too). */
   async beat(): Promise<void> {
     const now = this.now();
-    const pipe = this.redis.pipeline();
-    for (const e of this.entries) {
-      const key = presenceKey(this.prefix, e.layoutId);
-      pipe.zadd(key, now + this.ttlMs, presenceMember(this.bridgeId, e.target));
-      pipe.zremrangebyscore(key, '-inf', now);
-      pipe.pexpire(key, this.ttlMs * 10);
-    }
-    const results = await pipe.exec();
-    const failed = results?.find(([err]) => err)?.[0];
-    if (failed) throw failed;
+    const byLayout = new Map<string, string[]>();
+    for (const e of this.entries) byLayout.set(e.layoutId, [...(byLayout.get(e.layoutId) ?? []), e.target]);
+    await Promise.all(
+      [...byLayout].map(async ([layoutId, targets]) => {
+        const key = presenceKey(this.prefix, layoutId);
+        const pipe = this.redis.pipeline();
+        for (const target of targets) pipe.zadd(key, now + this.ttlMs, presenceMember(this.bridgeId, target));
+        pipe.zremrangebyscore(key, '-inf', now);
+        pipe.pexpire(key, this.ttlMs * 10);
+        const failed = (await pipe.exec())?.find(([err]) => err)?.[0];
+        if (failed) throw failed;
+      }),
+    );
     this.lastBeat = now;
   }
 
@@ -53,8 +57,6 @@ export class Presence {
   /** Stops beating and removes the entries (a graceful stop counts down at once). */
   async stop(): Promise<void> {
     clearInterval(this.timer);
-    const pipe = this.redis.pipeline();
-    for (const e of this.entries) pipe.zrem(presenceKey(this.prefix, e.layoutId), presenceMember(this.bridgeId, e.target));
-    await pipe.exec();
+    await Promise.all(this.entries.map((e) => this.redis.zrem(presenceKey(this.prefix, e.layoutId), presenceMember(this.bridgeId, e.target))));
   }
 }

@@ -1,6 +1,6 @@
 // This bridge's consumer group on a layout's stream: its name, creating it, reading its state,
 // acknowledging entries, and recognising the errors that say it is gone.
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../runtime/redis.js';
 import { actionStreamKey } from '../schemas/redis-keys.js';
 
 export function groupName(bridgeId: string): string {
@@ -8,7 +8,7 @@ export function groupName(bridgeId: string): string {
 }
 
 /** Creates the group at `from` ('$': new entries on; '0': the oldest entry still there), with the stream if missing. False if it existed. */
-export async function createGroup(ops: Redis, stream: string, group: string, from: '$' | '0'): Promise<boolean> {
+export async function createGroup(ops: RedisClient, stream: string, group: string, from: '$' | '0'): Promise<boolean> {
   try {
     await ops.xgroup('CREATE', stream, group, from, 'MKSTREAM');
     return true;
@@ -28,7 +28,7 @@ export function isMissingGroup(e: unknown): boolean {
  * This bridge's group on a layout's stream, from XINFO GROUPS: null when the group (or the
  * stream) does not exist; `lag` is the entries not yet delivered to the group.
  */
-export async function groupInfo(redis: Redis, prefix: string, bridgeId: string, layoutId: string): Promise<{ lag: number } | null> {
+export async function groupInfo(redis: RedisClient, prefix: string, bridgeId: string, layoutId: string): Promise<{ lag: number } | null> {
   let groups: (string | number)[][];
   try {
     groups = (await redis.call('XINFO', 'GROUPS', actionStreamKey(prefix, layoutId))) as (string | number)[][];
@@ -42,7 +42,7 @@ export async function groupInfo(redis: Redis, prefix: string, bridgeId: string, 
 }
 
 /** XACK for one layout's stream in this bridge's group (the scheduler calls it after sending). */
-export function streamAcker(ops: Redis, prefix: string, bridgeId: string, layoutId: string): (ids: string[]) => Promise<void> {
+export function streamAcker(ops: RedisClient, prefix: string, bridgeId: string, layoutId: string): (ids: string[]) => Promise<void> {
   const stream = actionStreamKey(prefix, layoutId);
   const group = groupName(bridgeId);
   return async (ids) => {

@@ -1,6 +1,6 @@
 // Builds a running gateway from a configuration: Redis -> stores -> caches -> invalidation -> HTTP.
 // main.ts calls it for the real process; tests call it in-process with port 0.
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../runtime/redis.js';
 import { ActionLog } from './actions/action-log.js';
 import { adminApiRoutes } from './admin/api.js';
 import { AdminGuard } from './admin/guard.js';
@@ -11,7 +11,7 @@ import { SessionStore } from './admin/sessions.js';
 import { ApiKeyAuth } from './auth/api-keys.js';
 import { AudienceTokens } from './auth/audience-tokens.js';
 import { SigningKeyring } from './auth/signing-keyring.js';
-import type { GatewayConfig } from './config.js';
+import { redisTarget, type GatewayConfig } from './config.js';
 import { CorsPolicy } from './http/cors.js';
 import { HttpServer } from './http/server.js';
 import { DestinationCounts } from './layouts/destinations.js';
@@ -25,6 +25,7 @@ import { fallbackRoutes } from './routes/fallback.js';
 import { layoutRoute } from './routes/layout.js';
 import { tokenRoute } from './routes/token.js';
 import { connectServiceRedis } from './store/redis.js';
+import { hasLegacyKeys, migrateLegacyKeys } from './store/migrate.js';
 import { createStores, type Stores } from './store/stores.js';
 import type { Invalidation } from './store/invalidation.js';
 import { InvalidationListener } from './sync/invalidation.js';
@@ -55,7 +56,7 @@ export interface GatewayOptions {
 export async function startGateway(config: GatewayConfig, opts: GatewayOptions): Promise<Gateway> {
   const { log } = opts;
   const now = opts.now ?? Date.now;
-  const settings = { url: config.redisUrl, commandTimeoutMs: config.redisCommandTimeoutMs };
+  const settings = { ...redisTarget(config), commandTimeoutMs: config.redisCommandTimeoutMs };
   const redis = await connectServiceRedis({ ...settings, name: 'audience-gateway' });
   const subscriber = await connectServiceRedis({ ...settings, name: 'audience-gateway-sub' });
   watchConnection(subscriber, log, 'redis subscriber');
@@ -63,6 +64,12 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
   const metrics = new GatewayMetrics();
   const timed = <T>(command: string, p: Promise<T>) => metrics.redis(command, p);
   const stores = createStores(redis, config.redisPrefix);
+  // Data of version 0.1 moves to the tagged key names before anything reads it (idempotent: several
+  // gateways starting at once all finish the same job).
+  if (await hasLegacyKeys(redis, config.redisPrefix)) {
+    const { moved } = await migrateLegacyKeys(redis, config.redisPrefix);
+    log.info({ moved }, 'moved 0.1 keys to their tagged names');
+  }
   const keyring = new SigningKeyring(stores.signingKeys); // its reload makes a signing key when Redis has none
   // After a reconnect Redis may have come back empty: reload (and so re-create) the signing key at once.
   watchConnection(redis, log, 'redis', () => void keyring.reload().catch((e: unknown) => log.warn({ err: e }, 'signing key reload after reconnect failed')));
@@ -94,7 +101,7 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
     tokens: new AudienceTokens(
       { issuer: config.tokenIssuer, audience: config.tokenAudience, ttlSeconds: config.tokenTtlSeconds, cacheMax: config.tokenCacheMax },
       keyring,
-      (keyId) => apiKeys.isRevoked(keyId),
+      apiKeys,
       now,
       (hit) => metrics.tokenCacheLookup(hit),
     ),
@@ -160,7 +167,7 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
   };
 }
 
-function watchConnection(redis: Redis, log: Logger, what: string, onRestored: () => void = () => {}): void {
+function watchConnection(redis: RedisClient, log: Logger, what: string, onRestored: () => void = () => {}): void {
   let down = false;
   redis.on('close', () => {
     if (!down) log.warn(`${what} connection lost; reconnecting`);

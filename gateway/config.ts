@@ -2,12 +2,15 @@
 // Each key is declared once in that schema with its default, its environment variable and its trade-off.
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { parseClusterNodes, type RedisTarget } from '../runtime/redis.js';
 import { createAjv, SCHEMA_DIR } from '../schemas/validators.js';
 
 export interface GatewayConfig {
   readonly port: number;
   readonly host: string;
   readonly redisUrl: string;
+  /** comma-separated seed nodes; empty: one server at redisUrl */
+  readonly redisClusterNodes: string;
   readonly redisPrefix: string;
   readonly redisCommandTimeoutMs: number;
   readonly tokenTtlSeconds: number;
@@ -70,4 +73,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     throw new ConfigError(`invalid configuration: ${where} ${e?.keyword === 'additionalProperties' ? 'is not a setting' : (e?.message ?? 'is invalid')}`);
   }
   return Object.freeze(raw) as unknown as GatewayConfig;
+}
+
+/** Where the configured Redis is: the cluster's seed nodes when REDIS_CLUSTER_NODES is set, else REDIS_URL. */
+export function redisTarget(c: Pick<GatewayConfig, 'redisUrl' | 'redisClusterNodes'>): RedisTarget {
+  return { url: c.redisUrl, clusterNodes: parseClusterNodes(c.redisClusterNodes) };
 }

@@ -4,10 +4,10 @@
 //   audience-gateway --check-config  validate the settings and exit (systemd ExecStartPre)
 import { SystemdNotifier } from '../runtime/systemd.js';
 import { startGateway } from './app.js';
-import { ConfigError, loadConfig } from './config.js';
+import { ConfigError, loadConfig, redisTarget } from './config.js';
 import { nativeUws } from './http/uws.js';
 import { createLogger } from '../runtime/log.js';
-import { redactUrl } from './store/redis.js';
+import { describeTarget } from '../runtime/redis.js';
 
 async function main(argv: string[]): Promise<number> {
   let config;
@@ -27,7 +27,7 @@ async function main(argv: string[]): Promise<number> {
   nativeUws();
   const log = createLogger('audience-gateway', config.logLevel);
   const gateway = await startGateway(config, { log });
-  log.info({ port: gateway.port, host: config.host, redis: redactUrl(config.redisUrl) }, 'audience-gateway listening');
+  log.info({ port: gateway.port, host: config.host, redis: describeTarget(redisTarget(config)) }, 'audience-gateway listening');
   // systemd (Type=notify): ready once listening; the watchdog ping proves the event loop turns.
   const systemd = new SystemdNotifier();
   await systemd.notify('READY=1', `STATUS=listening on ${config.host}:${gateway.port}`);

@@ -1,10 +1,20 @@
-// Redis connections for long-running processes (the bridge here; the gateway builds on it).
-// Commands fail fast while Redis is away: no offline queue, no resend of a command that was in
-// flight when the connection dropped (an XADD must never be sent twice), a per-command timeout
-// so a black-holed Redis turns into an error instead of a hang. The connection itself keeps
-// reconnecting. A blocking reader needs a command timeout longer than its BLOCK.
-import { Redis, type RedisOptions } from 'ioredis';
+// Redis connections for the long-running processes and the CLI: one server (a URL) or Redis
+// Cluster (seed nodes), behind one type. Commands fail fast while Redis is away: no offline
+// queue, no resend of a command that was in flight when the connection dropped (an XADD must
+// never be sent twice), a per-command timeout so a black-holed Redis turns into an error instead
+// of a hang. The connection itself keeps reconnecting. A blocking reader needs a command timeout
+// longer than its BLOCK.
+import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis';
 import type { Logger } from './log.js';
+
+/** A connection to one server or to a cluster: the commands the code uses work on both. */
+export type RedisClient = Redis | Cluster;
+
+/** Where Redis is: one server, or a cluster's seed nodes (`host:port`, or URLs whose credentials and TLS apply to every node). */
+export interface RedisTarget {
+  url: string;
+  clusterNodes?: readonly string[] | undefined;
+}
 
 export interface FailFastSettings {
   name: string;
@@ -30,14 +40,73 @@ export function failFastRedisOptions(s: FailFastSettings): RedisOptions {
   };
 }
 
-export function connectBridgeRedis(url: string, name: string, commandTimeoutMs: number): Redis {
-  const redis = new Redis(url, failFastRedisOptions({ name, commandTimeoutMs, reconnectStepMs: 100, maxReconnectDelayMs: 2000 }));
+/** "a:1,b:2" or "redis://:pw@a:1,b:2" -> the list; empty or unset -> undefined. */
+export function parseClusterNodes(text: string | undefined): string[] | undefined {
+  const nodes = (text ?? '')
+    .split(',')
+    .map((n) => n.trim())
+    .filter(Boolean);
+  return nodes.length > 0 ? nodes : undefined;
+}
+
+/** One seed node as ioredis takes it, and the credentials and TLS its URL carries (if it is one). */
+function seed(node: string): { host: string; port: number; auth: RedisOptions } {
+  const url = new URL(node.includes('://') ? node : `redis://${node}`);
+  const auth: RedisOptions = {};
+  if (url.username) auth.username = decodeURIComponent(url.username);
+  if (url.password) auth.password = decodeURIComponent(url.password);
+  if (url.protocol === 'rediss:') auth.tls = {};
+  return { host: url.hostname.replace(/^\[|\]$/g, ''), port: Number(url.port || 6379), auth };
+}
+
+/**
+ * A client with the fail-fast options. With cluster nodes it is an ioredis Cluster: MOVED and ASK
+ * are followed, the slot map is refreshed after a failover, and a command to a slot with no master
+ * fails (after `retryDelayOnClusterDown` × `maxRedirections`) instead of waiting.
+ */
+export function createRedisClient(target: RedisTarget, s: FailFastSettings): RedisClient {
+  const options = failFastRedisOptions(s);
+  if (!target.clusterNodes?.length) return new Redis(target.url, options);
+  const seeds = target.clusterNodes.map(seed);
+  const auth = seeds.find((n) => n.auth.password || n.auth.tls)?.auth ?? {};
+  const { enableAutoPipelining, enableOfflineQueue, lazyConnect, retryStrategy: _, ...perNode } = options;
+  const cluster: ClusterOptions = {
+    lazyConnect,
+    enableOfflineQueue,
+    enableAutoPipelining,
+    scaleReads: 'master',
+    maxRedirections: 16,
+    retryDelayOnFailover: 100,
+    retryDelayOnClusterDown: 100,
+    retryDelayOnTryAgain: 100,
+    slotsRefreshTimeout: 1000,
+    clusterRetryStrategy: (attempt) => Math.min(s.reconnectStepMs * attempt, s.maxReconnectDelayMs),
+    redisOptions: { ...perNode, ...auth },
+  };
+  return new Cluster(
+    seeds.map(({ host, port }) => ({ host, port })),
+    cluster,
+  );
+}
+
+/** What to call Redis in messages and logs: the URL without its password, or the seed nodes. */
+export function describeTarget(target: RedisTarget): string {
+  return target.clusterNodes?.length ? `the cluster at ${target.clusterNodes.map((n) => redactUrl(n)).join(',')}` : redactUrl(target.url);
+}
+
+/** The URL without its password, for messages and logs. */
+export function redactUrl(url: string): string {
+  return url.replace(/\/\/([^@/]*)@/, (_m, auth: string) => `//${auth.includes(':') ? auth.split(':')[0] + ':***' : '***'}@`);
+}
+
+export function connectBridgeRedis(target: RedisTarget, name: string, commandTimeoutMs: number): RedisClient {
+  const redis = createRedisClient(target, { name, commandTimeoutMs, reconnectStepMs: 100, maxReconnectDelayMs: 2000 });
   redis.on('error', () => {}); // surfaced through failing commands; without a listener ioredis prints them
   return redis;
 }
 
 /** Connects, retrying with backoff until it works or `stopped()` says to give up. */
-export async function connectWithRetry(redis: Redis, log: Logger, stopped: () => boolean): Promise<void> {
+export async function connectWithRetry(redis: RedisClient, log: Logger, stopped: () => boolean): Promise<void> {
   let delay = 100;
   for (;;) {
     try {

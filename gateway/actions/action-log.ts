@@ -2,7 +2,7 @@
 // event-loop turn go to Redis in a single Lua call (store/lua/appendActions-1.lua), each still its
 // own stream entry. Every caller's promise settles once Redis answered that call, so the route
 // answers 200 only for an action that is in the stream.
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../../runtime/redis.js';
 import { ACTION_FIELD, encodeActionEntry } from '../../schemas/action-entry.js';
 import type { ActionEntry } from '../../schemas/types.js';
 import { AppError, orUnavailable } from '../errors.js';
@@ -29,7 +29,7 @@ export class ActionLog {
   private flushScheduled = false;
 
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly keys: RedisKeys,
     /** approximate trim length of each stream (MAXLEN ~) */
     private readonly maxLen: number,

@@ -1,6 +1,6 @@
 // Rate limit of failed sign-ins, per account and per client address, in Redis so every gateway
 // counts together. Unknown emails are counted like known ones, so the limit reveals nothing.
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../../runtime/redis.js';
 import { AppError } from '../errors.js';
 import type { RedisKeys } from '../store/keys.js';
 
@@ -12,7 +12,7 @@ export interface LimiterSettings {
 
 export class LoginLimiter {
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly keys: RedisKeys,
     private readonly s: LimiterSettings,
   ) {}
@@ -32,11 +32,10 @@ export class LoginLimiter {
   }
 
   async fail(account: string, address: string): Promise<void> {
-    const m = this.redis.multi();
-    for (const key of [this.keys.loginFailures('account', account), this.keys.loginFailures('address', address)]) {
-      m.incr(key).expire(key, this.s.windowSeconds, 'NX');
-    }
-    await m.exec();
+    // One transaction per counter: each is its own owner (account, address), so its own slot.
+    await Promise.all(
+      [this.keys.loginFailures('account', account), this.keys.loginFailures('address', address)].map((key) => this.redis.multi().incr(key).expire(key, this.s.windowSeconds, 'NX').exec()),
+    );
   }
 
   /** A successful sign-in clears the account's counter (not the address's). */

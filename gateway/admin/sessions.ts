@@ -2,7 +2,7 @@
 // SHA-256 (a copy of Redis does not yield live sessions). A session ends after the idle timeout
 // (the key's TTL, renewed on use), after the absolute timeout, or on sign-out.
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../../runtime/redis.js';
 import type { RedisKeys } from '../store/keys.js';
 
 export interface Session {
@@ -18,7 +18,7 @@ const hash = (sid: string) => createHash('sha256').update(sid).digest('base64url
 
 export class SessionStore {
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly keys: RedisKeys,
     private readonly idleSeconds: number,
     private readonly maxSeconds: number,
@@ -30,12 +30,11 @@ export class SessionStore {
     const sessionId = randomBytes(32).toString('base64url');
     const session: Session = { email, teamId, csrfToken: randomBytes(32).toString('base64url'), createdAt: this.now() };
     const key = this.keys.session(hash(sessionId));
-    await this.redis
-      .multi()
-      .hset(key, { email, team: teamId, csrf: session.csrfToken, createdAt: String(session.createdAt) })
-      .expire(key, this.idleSeconds)
-      .sadd(this.keys.adminSessions(email), hash(sessionId))
-      .exec();
+    // The administrator's index first (so a password reset can always find the session), then the
+    // session itself (one slot: record and expiry together). A crash between leaves a dangling
+    // index entry, which a reset deletes harmlessly.
+    await this.redis.sadd(this.keys.adminSessions(email), hash(sessionId));
+    await this.redis.multi().hset(key, { email, team: teamId, csrf: session.csrfToken, createdAt: String(session.createdAt) }).expire(key, this.idleSeconds).exec();
     return { sessionId, session };
   }
 
@@ -55,7 +54,8 @@ export class SessionStore {
   }
 
   async destroy(sessionId: string, email: string): Promise<void> {
-    await this.redis.multi().del(this.keys.session(hash(sessionId))).srem(this.keys.adminSessions(email), hash(sessionId)).exec();
+    await this.redis.del(this.keys.session(hash(sessionId))); // the session first: once it is gone, it is over
+    await this.redis.srem(this.keys.adminSessions(email), hash(sessionId));
   }
 }
 

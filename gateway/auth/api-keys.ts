@@ -1,9 +1,11 @@
 // API-key authentication (x-api-key: <keyId>.<secret>) with an in-process cache of key records.
 // Unknown keyIds and wrong secrets take the same path and the same constant-time comparison.
-// Revocation is known two ways. An in-process set, kept current by the invalidation channel and a
-// periodic re-check, serves the /action hot path with no Redis round trip. The API-key routes
-// also confirm against Redis as their last step before answering, so a revocation committed
-// before that read fails the request even if it was received earlier (spec 3: in-flight requests fail).
+// Revocation lives in each key's own record (`revokedAt`; no global set, so it shards with the key).
+// An in-process set of revoked keyIds, kept current by the invalidation channel and a periodic
+// re-check of every keyId this gateway has met (cached records and the keys of verified tokens),
+// serves the /action hot path with no Redis round trip. The API-key routes also confirm against
+// the record as their last step before answering, so a revocation committed before that read
+// fails the request even if it was received earlier (spec 3: in-flight requests fail).
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
 import { AppError, orUnavailable } from '../errors.js';
@@ -41,6 +43,8 @@ export class ApiKeyAuth {
   /** keyId -> record, or null for a keyId Redis does not know (bounded, so random keyIds cannot exhaust memory). */
   private readonly cache = new LRUCache<string, { record: ApiKeyRecord | null }>({ max: 50_000 });
   private revoked = new Set<string>();
+  /** keyIds of tokens this gateway verified: re-checked with the cached records (bounded by the keys in use) */
+  private readonly tokenKeys = new Set<string>();
   private readonly lastUsedWritten = new Map<string, number>();
   private readonly dummyHash = randomBytes(32);
 
@@ -51,10 +55,26 @@ export class ApiKeyAuth {
     private readonly timed: RedisTimer = untimed,
   ) {}
 
-  /** Loads the revoked set; call before serving and on every re-check. */
+  /** Re-reads the revocation of every keyId this gateway has met; call on every re-check and reconnect. */
   async reload(): Promise<void> {
-    this.revoked = new Set(await this.store.revokedIds());
-    for (const [keyId, entry] of this.cache.entries()) if (entry.record === null) this.cache.delete(keyId);
+    const known = new Set(this.tokenKeys);
+    for (const [keyId, entry] of this.cache.entries()) {
+      if (entry.record === null) this.cache.delete(keyId);
+      else known.add(keyId);
+    }
+    const revoked = await this.store.revokedAmong(known);
+    this.revoked = new Set([...revoked, ...[...this.revoked].filter((id) => !known.has(id))]);
+  }
+
+  /**
+   * A verified token's keyId. The first time this gateway meets it, its revocation is read from the
+   * key's record before the token is accepted (unavailable if Redis cannot say); from then on it is
+   * kept current by the invalidation messages and the re-check.
+   */
+  async trackTokenKey(keyId: string): Promise<void> {
+    if (this.tokenKeys.has(keyId)) return;
+    if (await orUnavailable(this.timed('key_revoked_check', this.store.isRevoked(keyId)))) this.revoked.add(keyId);
+    this.tokenKeys.add(keyId);
   }
 
   keyCreated(keyId: string): void {

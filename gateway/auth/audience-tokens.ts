@@ -80,7 +80,8 @@ export class AudienceTokens {
   constructor(
     private readonly settings: TokenSettings,
     private readonly keyring: SigningKeyring,
-    private readonly isKeyRevoked: (keyId: string) => boolean,
+    /** which API keys are revoked (checked on every verification), told of each new token's key (to re-check it) */
+    private readonly revocations: { isRevoked(keyId: string): boolean; trackTokenKey(keyId: string): Promise<void> },
     private readonly now: () => number = Date.now,
     /** told of every cache lookup (metrics) */
     private readonly onCacheLookup: (hit: boolean) => void = () => {},
@@ -115,7 +116,8 @@ export class AudienceTokens {
     const hit = cached !== undefined && cached.fingerprint === fnv1a(token);
     this.onCacheLookup(hit);
     if (hit) return this.recheck(signature, cached.claims);
-    return this.verifySignature(token).then((claims) => {
+    return this.verifySignature(token).then(async (claims) => {
+      await this.revocations.trackTokenKey(claims.keyId);
       this.cache?.set(flatCopy(signature), { claims, fingerprint: fnv1a(token) });
       return this.recheck(signature, claims);
     });
@@ -126,7 +128,7 @@ export class AudienceTokens {
       this.cache?.delete(signature);
       throw new AppError('token_expired');
     }
-    if (this.isKeyRevoked(c.keyId) || this.keyring.status(c.kid) !== 'active') throw new AppError('token_revoked');
+    if (this.revocations.isRevoked(c.keyId) || this.keyring.status(c.kid) !== 'active') throw new AppError('token_revoked');
     return c;
   }
 

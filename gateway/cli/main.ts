@@ -3,11 +3,12 @@
 // every gateway learns of each change through the invalidation channel.
 import { readFileSync } from 'node:fs';
 import { Command, CommanderError } from 'commander';
-import type { Redis } from 'ioredis';
-import { loadConfig } from '../config.js';
+import type { RedisClient } from '../../runtime/redis.js';
+import { loadConfig, redisTarget } from '../config.js';
 import { generatePassword } from '../admin/passwords.js';
 import { AppError } from '../errors.js';
 import { connectToolRedis } from '../store/redis.js';
+import { migrateLegacyKeys } from '../store/migrate.js';
 import { createStores, type Stores } from '../store/stores.js';
 import { CliOutput, isoOrDash, table } from './output.js';
 
@@ -23,10 +24,10 @@ function run(body: Action) {
   return async (...args: unknown[]): Promise<void> => {
     const cmd = args[args.length - 1] as Command;
     const out = new CliOutput(cmd.opts<{ json?: boolean }>().json === true);
-    let redis: Redis | undefined;
+    let redis: RedisClient | undefined;
     try {
       const config = loadConfig();
-      redis = await connectToolRedis(config.redisUrl);
+      redis = await connectToolRedis(redisTarget(config));
       await body({ stores: createStores(redis, config.redisPrefix), out }, ...(args.slice(0, -1) as never[]));
     } catch (e) {
       process.exitCode = out.failure(e);
@@ -51,7 +52,7 @@ function readJsonFile(file: string): unknown {
 }
 
 const program = new Command('audiencectl')
-  .description('Manage teams, layouts, API keys and signing keys of audience-control (REDIS_URL selects Redis).')
+  .description('Manage teams, layouts, API keys and signing keys of audience-control (REDIS_URL or REDIS_CLUSTER_NODES selects Redis).')
   .showHelpAfterError()
   .exitOverride();
 
@@ -207,6 +208,13 @@ leaf(signing, 'retire', 'stop accepting tokens signed with a key')
       out.result({ kid: k.kid, retiredAt: new Date(k.retiredAt ?? Date.now()).toISOString() }, `signing key ${kid} retired`);
     }),
   );
+
+leaf(program, 'migrate', 'move data written by version 0.1 to the key names of Redis Cluster (safe to run again)').action(
+  run(async ({ stores, out }) => {
+    const { moved } = await migrateLegacyKeys(stores.redis, stores.keys.prefix);
+    out.result({ moved }, moved === 0 ? 'nothing to migrate' : `${moved} keys moved to their tagged names`);
+  }),
+);
 
 try {
   await program.parseAsync(process.argv);

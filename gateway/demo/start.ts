@@ -8,9 +8,10 @@ import { createInterface } from 'node:readline';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startGateway } from '../app.js';
-import { ConfigError, loadConfig } from '../config.js';
+import { ConfigError, loadConfig, redisTarget } from '../config.js';
 import { startRedisServer, type RedisServer } from '../dev/redis-server.js';
 import { createLogger } from '../../runtime/log.js';
+import { parseClusterNodes } from '../../runtime/redis.js';
 import { connectToolRedis, redactUrl } from '../store/redis.js';
 import { createStores } from '../store/stores.js';
 import { DEMO_ADMIN_EMAIL, seedDemo } from './seed.js';
@@ -65,7 +66,9 @@ async function startDemoBridge(redisUrl: string, prefix: string, layoutId: strin
 async function main(): Promise<void> {
   let redisUrl = process.env.REDIS_URL;
   let redisNote = 'from REDIS_URL';
-  if (!redisUrl) {
+  const clusterNodes = parseClusterNodes(process.env.REDIS_CLUSTER_NODES);
+  if (clusterNodes) redisNote = 'Redis Cluster, from REDIS_CLUSTER_NODES';
+  else if (!redisUrl) {
     // Installs Debian's redis-server when missing (as root), else says what to install.
     execFileSync('bash', [join(ROOT, 'scripts/ensure-system-packages.sh'), 'start'], { stdio: 'inherit' });
     const dir = resolve(process.env.AUDIENCE_VAR_DIR ?? join(ROOT, 'var'), 'redis');
@@ -79,7 +82,8 @@ async function main(): Promise<void> {
   const config = loadConfig({ ...process.env, REDIS_URL: redisUrl });
   const log = createLogger('audience-gateway', config.logLevel);
 
-  const admin = await connectToolRedis(config.redisUrl);
+  const target = redisTarget(config);
+  const admin = await connectToolRedis(target);
   const seed = await seedDemo(createStores(admin, config.redisPrefix));
   admin.disconnect();
 
@@ -89,7 +93,11 @@ async function main(): Promise<void> {
   monitor = started.child;
   const osc = `127.0.0.1:${started.port}`;
   bridge = await startDemoBridge(config.redisUrl, config.redisPrefix, seed.layoutId, osc);
-  process.stdout.write(walkthrough({ api, redisUrl: redactUrl(config.redisUrl), redisNote, apiKey: seed.apiKey, layoutId: seed.layoutId, teamId: seed.teamId, osc, adminEmail: DEMO_ADMIN_EMAIL, adminPassword: seed.adminPassword }));
+  const seedNode = clusterNodes ? new URL(clusterNodes[0]!.includes('://') ? clusterNodes[0]! : `redis://${clusterNodes[0]!}`) : null;
+  const redis = clusterNodes
+    ? { redisShown: clusterNodes.map(redactUrl).join(','), redisEnv: `REDIS_CLUSTER_NODES=${clusterNodes.map(redactUrl).join(',')}`, redisCli: `-c -h ${seedNode!.hostname} -p ${seedNode!.port || 6379}` }
+    : { redisShown: redactUrl(config.redisUrl), redisEnv: `REDIS_URL=${redactUrl(config.redisUrl)}`, redisCli: `-u ${redactUrl(config.redisUrl)}` };
+  process.stdout.write(walkthrough({ api, ...redis, redisNote, apiKey: seed.apiKey, layoutId: seed.layoutId, teamId: seed.teamId, osc, adminEmail: DEMO_ADMIN_EMAIL, adminPassword: seed.adminPassword }));
 
   const stop = async () => {
     await stopChild(bridge);

@@ -1,8 +1,13 @@
 // The copy-paste walk-through `npm start` prints: discover -> token -> action, then the CLI.
 export interface WalkthroughInput {
   api: string;
-  redisUrl: string;
+  /** what to show for Redis: a URL without its password, or the cluster's seed nodes */
+  redisShown: string;
   redisNote: string;
+  /** the environment that selects the same Redis for audiencectl (REDIS_URL=... or REDIS_CLUSTER_NODES=...) */
+  redisEnv: string;
+  /** redis-cli's arguments to reach it (-u URL, or -c -h HOST -p PORT) */
+  redisCli: string;
   apiKey: string;
   layoutId: string;
   teamId: string;
@@ -13,11 +18,11 @@ export interface WalkthroughInput {
 }
 
 export function walkthrough(w: WalkthroughInput): string {
-  const ctl = `REDIS_URL=${w.redisUrl} node dist/gateway/cli/main.js`;
+  const ctl = `${w.redisEnv} node dist/gateway/cli/main.js`;
   return `
 audience-control is running
   API      ${w.api}
-  Redis    ${w.redisUrl} (${w.redisNote})
+  Redis    ${w.redisShown} (${w.redisNote})
   Team     ${w.teamId}
   Layout   ${w.layoutId}
   API key  ${w.apiKey}
@@ -47,7 +52,7 @@ Try it in another terminal (copy-paste):
 
   # 5. see what reached the stream
   ${ctl} layout show ${w.layoutId}
-  redis-cli -u ${w.redisUrl} XREVRANGE 'ac:layout:{${w.layoutId}}:actions' + - COUNT 5
+  redis-cli ${w.redisCli} XREVRANGE 'ac:layout:{${w.layoutId}}:actions' + - COUNT 5
 
 Stop with Ctrl-C.
 `;

@@ -1,7 +1,7 @@
 // destinationCount for GET /layout: the number of live (layout, display) registrations the bridges
 // keep in the layout's presence set. Read at most once a second per layout and refreshed in the
 // background, so discovery never waits on it once warm.
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../../runtime/redis.js';
 import type { RedisKeys } from '../store/keys.js';
 
 const FRESH_MS = 1000;
@@ -10,7 +10,7 @@ export class DestinationCounts {
   private readonly counts = new Map<string, { value: number; at: number; refreshing: boolean }>();
 
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly keys: RedisKeys,
     private readonly now: () => number = Date.now,
   ) {}

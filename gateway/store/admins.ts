@@ -1,8 +1,9 @@
 // Team administrators: one hash per (lower-cased) email, holding the team and a scrypt hash.
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../../runtime/redis.js';
 import { hashPassword } from '../admin/passwords.js';
 import { AppError } from '../errors.js';
 import type { RedisKeys } from './keys.js';
+import { runScript } from './scripts.js';
 
 export interface AdminRecord {
   email: string;
@@ -22,16 +23,19 @@ export function normaliseEmail(email: string): string {
 
 export class AdminStore {
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly keys: RedisKeys,
   ) {}
 
   async create(teamId: string, email: string, password: string, now = Date.now()): Promise<AdminRecord> {
     const e = normaliseEmail(email);
     const record: AdminRecord = { email: e, teamId, passwordHash: await hashPassword(password), createdAt: now };
-    const created = await this.redis.hsetnx(this.keys.admin(e), 'team', teamId);
+    // The record whole (one script, one slot), then the team's index (another slot). A crash in
+    // between leaves a complete administrator missing from the index; a retry restores the index
+    // and answers admin_exists.
+    const [created, owner] = (await runScript(this.redis, 'createAdmin', [this.keys.admin(e)], [teamId, record.passwordHash, now])) as [number, string | null];
+    if (owner === teamId) await this.redis.sadd(this.keys.teamAdmins(teamId), e);
     if (created === 0) throw new AppError('admin_exists', `an administrator ${e} already exists`);
-    await this.redis.multi().hset(this.keys.admin(e), { passwordHash: record.passwordHash, createdAt: String(now) }).sadd(this.keys.teamAdmins(teamId), e).exec();
     return record;
   }
 
@@ -52,10 +56,12 @@ export class AdminStore {
     const record = await this.get(email);
     if (!record) throw new AppError('admin_not_found', `no administrator ${JSON.stringify(email)}`);
     record.passwordHash = await hashPassword(password);
+    // The new password first; then every session ends (each its own slot), then their index.
+    // A crash half-way leaves sessions that a retry (a new password again) ends.
+    await this.redis.hset(this.keys.admin(record.email), 'passwordHash', record.passwordHash);
     const sessions = await this.redis.smembers(this.keys.adminSessions(record.email));
-    const m = this.redis.multi().hset(this.keys.admin(record.email), 'passwordHash', record.passwordHash).del(this.keys.adminSessions(record.email));
-    for (const s of sessions) m.del(this.keys.session(s));
-    await m.exec();
+    await Promise.all(sessions.map((s) => this.redis.del(this.keys.session(s))));
+    await this.redis.del(this.keys.adminSessions(record.email));
     return record;
   }
 }

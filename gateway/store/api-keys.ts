@@ -1,7 +1,7 @@
 // API keys in Redis. Only a SHA-256 hash of the secret is stored: the secret is 256 random bits,
 // so a fast hash is as strong as a slow one here, and it keeps authentication cheap.
 import { createHash, randomBytes } from 'node:crypto';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../../runtime/redis.js';
 import { AppError } from '../errors.js';
 import { publishInvalidation } from './invalidation.js';
 import type { RedisKeys } from './keys.js';
@@ -31,7 +31,7 @@ export function hashSecret(secret: string): string {
 
 export class ApiKeyStore {
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly keys: RedisKeys,
     private readonly layouts: LayoutStore,
   ) {}
@@ -53,17 +53,16 @@ export class ApiKeyStore {
     const keyId = `ak_${randomBytes(8).toString('hex')}`;
     const secret = randomBytes(32).toString('base64url');
     const record: ApiKeyRecord = { keyId, teamId, name, secretHash: hashSecret(secret), scope, createdAt: now, lastUsedAt: null, revokedAt: null };
-    await this.redis
-      .multi()
-      .hset(this.keys.apiKey(keyId), {
-        team: teamId,
-        name,
-        secretHash: record.secretHash,
-        scope: JSON.stringify(scope),
-        createdAt: String(now),
-      })
-      .sadd(this.keys.teamKeys(teamId), keyId)
-      .exec();
+    // The record first, the team's index after (another slot): a crash between them leaves a
+    // working key that `key list` does not show yet; nothing half-made, nothing that blocks a retry.
+    await this.redis.hset(this.keys.apiKey(keyId), {
+      team: teamId,
+      name,
+      secretHash: record.secretHash,
+      scope: JSON.stringify(scope),
+      createdAt: String(now),
+    });
+    await this.redis.sadd(this.keys.teamKeys(teamId), keyId);
     await publishInvalidation(this.redis, this.keys, { kind: 'key-created', id: keyId });
     const { secretHash: _, ...info } = record;
     return { keyId, apiKey: `${keyId}.${secret}`, info };
@@ -93,13 +92,16 @@ export class ApiKeyStore {
       .sort((a, b) => a.createdAt - b.createdAt);
   }
 
-  /** Revokes a key at once on every gateway. Revoking twice keeps the first revocation time. */
+  /**
+   * Revokes a key at once on every gateway: `revokedAt` in the key's own record (one command, one
+   * slot), then the invalidation message. Revoking twice keeps the first revocation time.
+   */
   async revoke(keyId: string, now = Date.now()): Promise<ApiKeyInfo> {
     const record = await this.get(keyId);
     if (!record) throw new AppError('key_not_found', `no API key ${JSON.stringify(keyId)}`);
     if (record.revokedAt === null) {
-      record.revokedAt = now;
-      await this.redis.multi().hsetnx(this.keys.apiKey(keyId), 'revokedAt', String(now)).sadd(this.keys.revokedKeys(), keyId).exec();
+      await this.redis.hsetnx(this.keys.apiKey(keyId), 'revokedAt', String(now));
+      record.revokedAt = Number((await this.redis.hget(this.keys.apiKey(keyId), 'revokedAt')) ?? now);
     }
     await publishInvalidation(this.redis, this.keys, { kind: 'key-revoked', id: keyId });
     const { secretHash: _, ...info } = record;
@@ -107,11 +109,14 @@ export class ApiKeyStore {
   }
 
   async isRevoked(keyId: string): Promise<boolean> {
-    return (await this.redis.sismember(this.keys.revokedKeys(), keyId)) === 1;
+    return (await this.redis.hexists(this.keys.apiKey(keyId), 'revokedAt')) === 1;
   }
 
-  async revokedIds(): Promise<string[]> {
-    return this.redis.smembers(this.keys.revokedKeys());
+  /** Which of these keys are revoked now (one single-key read each, so it works across slots). */
+  async revokedAmong(keyIds: Iterable<string>): Promise<string[]> {
+    const ids = [...keyIds];
+    const flags = await Promise.all(ids.map((id) => this.isRevoked(id)));
+    return ids.filter((_, i) => flags[i]);
   }
 
   async touchLastUsed(keyId: string, at: number): Promise<void> {

@@ -1,6 +1,6 @@
 // The messages on the invalidation channel. Writers publish after their write; every gateway
 // subscribes (sync/invalidation.ts) and drops or updates what it cached.
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../../runtime/redis.js';
 import type { RedisKeys } from './keys.js';
 
 export type Invalidation =
@@ -23,6 +23,6 @@ export function decodeInvalidation(text: string): Invalidation | null {
   return null;
 }
 
-export async function publishInvalidation(redis: Redis, keys: RedisKeys, m: Invalidation): Promise<void> {
+export async function publishInvalidation(redis: RedisClient, keys: RedisKeys, m: Invalidation): Promise<void> {
   await redis.publish(keys.invalidationChannel(), encodeInvalidation(m));
 }

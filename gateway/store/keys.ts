@@ -1,22 +1,28 @@
 // The only place the gateway builds Redis key and channel names (the stream and presence names
-// shared with the bridge come from schemas/redis-keys.ts). Every key of one layout carries the
-// hash tag {layoutId}, so Redis Cluster keeps all of a layout on one shard.
+// shared with the bridge come from schemas/redis-keys.ts). Every key names its owner in a hash
+// tag: {layoutId}, {teamId}, {keyId}, {email}, {session hash}, or one fixed tag for the signing
+// keys and for the team registry. A command, transaction or Lua script touches the keys of one
+// owner only, so the same code runs on one Redis and on Redis Cluster (where a tag is a slot).
 import { actionStreamKey, presenceKey } from '../../schemas/redis-keys.js';
 
 export class RedisKeys {
   constructor(readonly prefix: string) {}
 
-  /** Hash teamId -> team JSON ({name, createdAt}). */
+  /** Hash teamId -> team JSON ({name, createdAt}): the registry of teams (one key, one slot). */
   teams(): string {
-    return `${this.prefix}teams`;
+    return `${this.prefix}{teams}`;
   }
-  /** Set of the team's layoutIds. */
+  /** Set of the team's layoutIds (an index: each layout's own hash is the record). */
   teamLayouts(teamId: string): string {
-    return `${this.prefix}team:${teamId}:layouts`;
+    return `${this.prefix}team:{${teamId}}:layouts`;
   }
-  /** Set of the team's keyIds. */
+  /** Set of the team's keyIds (an index). */
   teamKeys(teamId: string): string {
-    return `${this.prefix}team:${teamId}:keys`;
+    return `${this.prefix}team:{${teamId}}:keys`;
+  }
+  /** Set of the team's administrator emails (an index). */
+  teamAdmins(teamId: string): string {
+    return `${this.prefix}team:{${teamId}}:admins`;
   }
   /** Hash: team, name, activePageId, pages (JSON), updatedAt, version. */
   layout(layoutId: string): string {
@@ -28,44 +34,55 @@ export class RedisKeys {
   destinations(layoutId: string): string {
     return presenceKey(this.prefix, layoutId);
   }
-  /** Hash: team, name, secretHash, scope (JSON), createdAt, lastUsedAt, revokedAt. */
+  /** Hash: team, name, secretHash, scope (JSON), createdAt, lastUsedAt, revokedAt (the revocation lives in the record). */
   apiKey(keyId: string): string {
-    return `${this.prefix}apikey:${keyId}`;
-  }
-  /** Set of every revoked keyId, loaded whole by each gateway. */
-  revokedKeys(): string {
-    return `${this.prefix}apikeys:revoked`;
+    return `${this.prefix}apikey:{${keyId}}`;
   }
   /** Hash kid -> signing key JSON ({secret, createdAt, retiredAt}). */
   signingKeys(): string {
-    return `${this.prefix}signing-keys`;
+    return `${this.prefix}{signing-keys}`;
   }
-  /** String: the kid new tokens are signed with. */
+  /** String: the kid new tokens are signed with (same tag as the keys: one transaction writes both). */
   currentSigningKey(): string {
-    return `${this.prefix}signing-keys:current`;
+    return `${this.prefix}{signing-keys}:current`;
   }
   /** Hash: team, passwordHash, createdAt. The email is lower-cased. */
   admin(email: string): string {
-    return `${this.prefix}admin:${email}`;
-  }
-  /** Set of the team's administrator emails. */
-  teamAdmins(teamId: string): string {
-    return `${this.prefix}team:${teamId}:admins`;
+    return `${this.prefix}admin:{${email}}`;
   }
   /** Set of the hashed session ids an administrator holds (to end them on a password reset). */
   adminSessions(email: string): string {
-    return `${this.prefix}admin:${email}:sessions`;
+    return `${this.prefix}admin:{${email}}:sessions`;
   }
   /** Hash: email, team, csrf, createdAt; expires after the idle timeout. Keyed by SHA-256 of the session id. */
   session(sessionHash: string): string {
-    return `${this.prefix}session:${sessionHash}`;
+    return `${this.prefix}session:{${sessionHash}}`;
   }
   /** Counter of failed sign-ins (`account` or `address`), expiring with the window. */
   loginFailures(kind: 'account' | 'address', who: string): string {
-    return `${this.prefix}login-failures:${kind}:${who}`;
+    return `${this.prefix}login-failures:{${kind}:${who}}`;
   }
   /** Pub/sub channel of cache invalidations (see sync/invalidation.ts for the messages). */
   invalidationChannel(): string {
     return `${this.prefix}invalidate`;
   }
+}
+
+/**
+ * The key names written before every key carried its owner's hash tag (version 0.1), for
+ * `audiencectl migrate` (store/migrate.ts). Nothing else may use them.
+ */
+export class LegacyRedisKeys {
+  constructor(readonly prefix: string) {}
+  teams = () => `${this.prefix}teams`;
+  teamLayouts = (teamId: string) => `${this.prefix}team:${teamId}:layouts`;
+  teamKeys = (teamId: string) => `${this.prefix}team:${teamId}:keys`;
+  teamAdmins = (teamId: string) => `${this.prefix}team:${teamId}:admins`;
+  apiKey = (keyId: string) => `${this.prefix}apikey:${keyId}`;
+  revokedKeys = () => `${this.prefix}apikeys:revoked`;
+  signingKeys = () => `${this.prefix}signing-keys`;
+  currentSigningKey = () => `${this.prefix}signing-keys:current`;
+  admin = (email: string) => `${this.prefix}admin:${email}`;
+  adminSessions = (email: string) => `${this.prefix}admin:${email}:sessions`;
+  session = (sessionHash: string) => `${this.prefix}session:${sessionHash}`;
 }

@@ -1,5 +1,5 @@
 // Layouts in Redis: one hash per layout ({layoutId}-tagged) plus each team's set of layoutIds.
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../../runtime/redis.js';
 import type { LayoutDefinition, Page } from '../../schemas/types.js';
 import { AppError } from '../errors.js';
 import { checkLayoutDefinition } from '../layouts/check-definition.js';
@@ -20,7 +20,7 @@ export interface StoredLayout {
 
 export class LayoutStore {
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly keys: RedisKeys,
   ) {}
 

@@ -2,14 +2,14 @@
 import { readFileSync, readdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../../runtime/redis.js';
 
 const LUA_DIR = join(dirname(fileURLToPath(import.meta.url)), 'lua');
 
-const defined = new WeakSet<Redis>();
+const defined = new WeakSet<RedisClient>();
 
 /** Defines every script on the client once; afterwards `runScript(redis, 'importLayout', keys, args)`. */
-function defineScripts(redis: Redis): void {
+function defineScripts(redis: RedisClient): void {
   if (defined.has(redis)) return;
   for (const file of readdirSync(LUA_DIR)) {
     const m = /^([A-Za-z]+)-(\d+)\.lua$/.exec(file);
@@ -19,7 +19,7 @@ function defineScripts(redis: Redis): void {
   defined.add(redis);
 }
 
-export async function runScript(redis: Redis, name: string, keys: string[], args: (string | number)[]): Promise<unknown> {
+export async function runScript(redis: RedisClient, name: string, keys: string[], args: (string | number)[]): Promise<unknown> {
   defineScripts(redis);
   const fn = (redis as unknown as Record<string, (...a: (string | number)[]) => Promise<unknown>>)[name];
   if (typeof fn !== 'function') throw new Error(`no Lua script ${name} in ${LUA_DIR}`);

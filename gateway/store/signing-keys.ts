@@ -1,7 +1,7 @@
 // Audience-token signing keys (HS256): kid -> a 256-bit random secret. One is current (signs new
 // tokens); the others still verify until retired. Redis must therefore be private to the service.
 import { randomBytes } from 'node:crypto';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../../runtime/redis.js';
 import { AppError } from '../errors.js';
 import { publishInvalidation } from './invalidation.js';
 import type { RedisKeys } from './keys.js';
@@ -32,7 +32,7 @@ function newKey(now: number): { kid: string; stored: StoredKey } {
 
 export class SigningKeyStore {
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly keys: RedisKeys,
   ) {}
 

@@ -1,5 +1,5 @@
 // The control-plane stores over one Redis connection, built together because they refer to each other.
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../../runtime/redis.js';
 import { AdminStore } from './admins.js';
 import { ApiKeyStore } from './api-keys.js';
 import { RedisKeys } from './keys.js';
@@ -8,7 +8,7 @@ import { SigningKeyStore } from './signing-keys.js';
 import { TeamStore } from './teams.js';
 
 export interface Stores {
-  redis: Redis;
+  redis: RedisClient;
   keys: RedisKeys;
   teams: TeamStore;
   layouts: LayoutStore;
@@ -17,7 +17,7 @@ export interface Stores {
   admins: AdminStore;
 }
 
-export function createStores(redis: Redis, prefix: string): Stores {
+export function createStores(redis: RedisClient, prefix: string): Stores {
   const keys = new RedisKeys(prefix);
   const layouts = new LayoutStore(redis, keys);
   return {

@@ -1,6 +1,6 @@
 // Teams: the owners of layouts, API keys and (later) administrators.
 import { randomBytes } from 'node:crypto';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../../runtime/redis.js';
 import { AppError } from '../errors.js';
 import type { RedisKeys } from './keys.js';
 
@@ -12,7 +12,7 @@ export interface Team {
 
 export class TeamStore {
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly keys: RedisKeys,
   ) {}
 

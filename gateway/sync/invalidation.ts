@@ -1,7 +1,7 @@
 // Keeps this gateway's caches in step with Redis: a subscriber applies invalidation messages as
 // they come, and a periodic re-check (plus a full one after every reconnect) catches any message
 // that was missed while the subscriber was away.
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../../runtime/redis.js';
 import { decodeInvalidation, type Invalidation } from '../store/invalidation.js';
 import type { RedisKeys } from '../store/keys.js';
 
@@ -16,7 +16,7 @@ export class InvalidationListener {
   private subscribedOnce = false;
 
   constructor(
-    private readonly subscriber: Redis,
+    private readonly subscriber: RedisClient,
     private readonly keys: RedisKeys,
     private readonly sync: CacheSync,
     private readonly recheckMs: number,

@@ -4,6 +4,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { RedisKeys } from '../../gateway/store/keys.js';
 import { audiencectl } from '../helpers/cli.js';
 import { DEMO_LAYOUT } from '../helpers/gateway.js';
 import { randomPrefix, useRedis } from '../helpers/redis.js';
@@ -121,7 +122,7 @@ describe('key commands', () => {
     const human = await ctl('key', 'list', '--team', team);
     for (const out of [list.stdout, human.stdout]) expect(out).not.toContain(secret);
     expect(list.json.keys.find((k: { keyId: string }) => k.keyId === created.json.keyId)).toMatchObject({ name: 'backend', scope: { kind: 'team' }, revokedAt: null });
-    expect(await redis.get().client.hget(`${env.REDIS_PREFIX}apikey:${created.json.keyId}`, 'secretHash')).not.toContain(secret);
+    expect(await redis.get().client.hget(new RedisKeys(env.REDIS_PREFIX).apiKey(created.json.keyId), 'secretHash')).not.toContain(secret);
   });
 
   it('creates allow-listed keys only for the team’s own layouts', async () => {
@@ -152,7 +153,7 @@ describe('admin commands', () => {
     const created = await ctl('admin', 'create', '--team', team, '--email', 'Ops@Acme.Example', '--json');
     expect(created.code).toBe(0);
     expect(created.json).toEqual({ email: 'ops@acme.example', password: expect.stringMatching(/^[A-Za-z2-9]{20}$/) });
-    const stored = await redis.get().client.hget(`${env.REDIS_PREFIX}admin:ops@acme.example`, 'passwordHash');
+    const stored = await redis.get().client.hget(new RedisKeys(env.REDIS_PREFIX).admin('ops@acme.example'), 'passwordHash');
     expect(stored).toMatch(/^scrypt\$32768\$8\$3\$/);
     expect(stored).not.toContain(created.json.password);
     const again = await ctl('admin', 'create', '--team', team, '--email', 'ops@acme.example', '--json');

@@ -2,6 +2,7 @@
 // requests, a missed invalidation message, several instances), page switches, signing keys.
 import { decodeProtectedHeader } from 'jose';
 import { afterEach, describe, expect, it } from 'vitest';
+import { RedisKeys } from '../../gateway/store/keys.js';
 import { DEMO_LAYOUT, eventually, getLayout, mintToken, postAction, postJson, startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { useRedis } from '../helpers/redis.js';
 import { TcpProxy } from '../helpers/tcp-proxy.js';
@@ -76,10 +77,10 @@ describe('API key revocation', () => {
     const token = await mintToken(t, t.layoutId, t.apiKey);
     const act = () => postAction(t, token, { layoutId: t.layoutId, lid: 1, type: 'Button' });
     expect((await act()).status).toBe(200);
-    // Revoke behind the gateway's back: the record and the revoked set, but no message.
+    // Revoke behind the gateway's back: the key's record, but no message.
     const c = redis.get().client;
-    await c.hset(`${t.config.redisPrefix}apikey:${t.keyId}`, 'revokedAt', String(Date.now()));
-    await c.sadd(`${t.config.redisPrefix}apikeys:revoked`, t.keyId);
+    const keys = new RedisKeys(t.config.redisPrefix);
+    await c.hset(keys.apiKey(t.keyId), 'revokedAt', String(Date.now()));
     const started = Date.now();
     // /action only knows what reached memory: the periodic re-check (200 ms here) must find it.
     await eventually(async () => (await act()).status === 401, 2000);
@@ -87,8 +88,7 @@ describe('API key revocation', () => {
     expect((await act()).body.error.code).toBe('token_revoked');
     // the API-key routes read Redis as their last step
     const other = await t.admin.apiKeys.create(t.teamId, { name: 'other' });
-    await c.hset(`${t.config.redisPrefix}apikey:${other.keyId}`, 'revokedAt', String(Date.now()));
-    await c.sadd(`${t.config.redisPrefix}apikeys:revoked`, other.keyId);
+    await c.hset(keys.apiKey(other.keyId), 'revokedAt', String(Date.now()));
     expect((await getLayout(t, t.layoutId, other.apiKey)).status).toBe(401);
   });
 
