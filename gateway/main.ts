@@ -27,7 +27,7 @@ async function main(argv: string[]): Promise<number> {
   nativeUws();
   const log = createLogger('audience-gateway', config.logLevel);
   const gateway = await startGateway(config, { log });
-  log.info({ port: gateway.port, host: config.host, redis: describeTarget(redisTarget(config)) }, 'audience-gateway listening');
+  log.info({ port: gateway.port, host: config.host, opsPort: gateway.opsPort, redis: describeTarget(redisTarget(config)) }, 'audience-gateway listening');
   // systemd (Type=notify): ready once listening; the watchdog ping proves the event loop turns.
   const systemd = new SystemdNotifier();
   await systemd.notify('READY=1', `STATUS=listening on ${config.host}:${gateway.port}`);

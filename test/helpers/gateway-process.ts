@@ -1,0 +1,43 @@
+// The real audience-gateway process (dist/gateway/main.js), as systemd or a shell runs it.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { freePort } from '../../gateway/dev/redis-server.js';
+
+export const GATEWAY_BIN = fileURLToPath(new URL('../../dist/gateway/main.js', import.meta.url));
+
+export interface GatewayProcess {
+  child: ChildProcess;
+  url: string;
+  port: number;
+  opsPort: number;
+  output: () => string;
+}
+
+/**
+ * Starts the gateway with `env` (REDIS_URL or REDIS_CLUSTER_NODES, REDIS_PREFIX...) on a free port;
+ * resolves once it listens. If it does not within `timeoutMs`, it is killed and the promise rejects.
+ */
+export async function spawnGateway(env: Record<string, string>, timeoutMs = 15_000): Promise<GatewayProcess> {
+  const port = env.PORT ? Number(env.PORT) : await freePort();
+  const child = spawn(process.execPath, [GATEWAY_BIN], { env: { PATH: process.env.PATH ?? '', OPS_PORT: '0', LOG_LEVEL: 'info', ...env, PORT: String(port) } });
+  let out = '';
+  child.stdout.on('data', (d) => (out += d));
+  child.stderr.on('data', (d) => (out += d));
+  const opsPort = await new Promise<number>((resolve, reject) => {
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`audience-gateway did not listen within ${timeoutMs} ms: ${out}`));
+    }, timeoutMs);
+    child.stdout.on('data', () => {
+      const m = /"opsPort":(\d+).*audience-gateway listening/.exec(out);
+      if (!m) return;
+      clearTimeout(timer);
+      resolve(Number(m[1]));
+    });
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`audience-gateway exited with ${code}: ${out}`));
+    });
+  });
+  return { child, url: `http://127.0.0.1:${port}`, port, opsPort, output: () => out };
+}
