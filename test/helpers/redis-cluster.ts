@@ -1,6 +1,7 @@
 // A real Redis Cluster per test file: 3 masters and 3 replicas (redis-server in cluster mode on free
 // ports, AOF on, joined by `redis-cli --cluster create`), with a short cluster-node-timeout so a
-// failover takes about a second. Stopped, data and all, after the file's tests.
+// failover takes about two seconds. It is ready once every replica has synced with its master.
+// Stopped, data and all, after the file's tests.
 import { spawn, execFile, type ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -74,6 +75,10 @@ export function useRedisCluster(opts: { nodeTimeoutMs?: number } = {}): { get: (
       }
     };
     await eventuallyTrue(async () => (await Promise.all(nodes.map((n) => info(n.port)))).every((i) => i.includes('cluster_state:ok') && i.includes('cluster_known_nodes:6')), 20_000, 'state ok on every node');
+    // A replica that has not finished its first sync refuses to fail over (its data would be too
+    // old), so a failover test must wait for every replica's link to its master.
+    const linksUp = async () => (await Promise.all(nodes.map((n) => cli(['-p', String(n.port), 'INFO', 'replication'])))).filter((i) => i.includes('master_link_status:up')).length;
+    await eventuallyTrue(async () => (await linksUp()) === 3, 30_000, 'every replica in sync');
     const seedPort = nodes[0]!.port;
     cluster = {
       nodes,
