@@ -10,7 +10,7 @@ import { decodeProtectedHeader } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { configFile, spawnBridge, stopProcess } from '../helpers/bridge.js';
 import { signIn } from '../helpers/admin.js';
-import { audiencectl } from '../helpers/cli.js';
+import { audiencectl, audiencectlJson } from '../helpers/cli.js';
 import { recordFigure } from '../helpers/figures.js';
 import { spawnGateway, type GatewayProcess } from '../helpers/gateway-process.js';
 import { DEMO_LAYOUT, call, eventually, postAction, postJson } from '../helpers/gateway.js';
@@ -22,11 +22,7 @@ const prefix = 'ac:';
 const children: ChildProcess[] = [];
 const sink = new UdpSink();
 let env: { REDIS_URL: string; REDIS_PREFIX: string; REDIS_CLUSTER_NODES: string };
-const ctl = async (...args: string[]): Promise<any> => {
-  const r = await audiencectl(env, ...args, '--json');
-  if (r.code !== 0) throw new Error(`audiencectl ${args.join(' ')}: ${r.stderr}`);
-  return r.json;
-};
+const ctl = (...args: string[]) => audiencectlJson(env, ...args);
 
 let layouts: string[] = [];
 let teamA = '';

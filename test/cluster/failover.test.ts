@@ -12,7 +12,7 @@ import { Cluster } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
 import { decodeActionEntry } from '../../schemas/action-entry.js';
 import { configFile, spawnBridge, stopProcess } from '../helpers/bridge.js';
-import { audiencectl } from '../helpers/cli.js';
+import { audiencectlJson } from '../helpers/cli.js';
 import { recordFigure } from '../helpers/figures.js';
 import { spawnGateway } from '../helpers/gateway-process.js';
 import { DEMO_LAYOUT, eventually, postAction, postJson } from '../helpers/gateway.js';
@@ -38,7 +38,7 @@ describe('failover', () => {
   it('kill -9 of a layout’s master under load: 503 while its slot has no master, 200 after; what was kept arrives once', async () => {
     const prefix = 'fo:';
     const env = { REDIS_URL: 'redis://127.0.0.1:1', REDIS_PREFIX: prefix, REDIS_CLUSTER_NODES: cluster.get().seeds };
-    const ctl = async (...args: string[]) => (await audiencectl(env, ...args, '--json')).json;
+    const ctl = (...args: string[]) => audiencectlJson(env, ...args);
     const teamId = (await ctl('team', 'create', '--name', 'F')).teamId as string;
     const file = join(mkdtempSync(join(tmpdir(), 'ac-fo-')), 'layout.json');
     writeFileSync(file, JSON.stringify({ ...DEMO_LAYOUT, layoutId: 'fo-show' }));

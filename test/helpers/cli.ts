@@ -24,3 +24,10 @@ export function audiencectl(env: { REDIS_URL: string; REDIS_PREFIX: string }, ..
     });
   });
 }
+
+/** audiencectl with --json; its JSON answer, or an error naming the command and what it printed. */
+export async function audiencectlJson(env: { REDIS_URL: string; REDIS_PREFIX: string; REDIS_CLUSTER_NODES?: string }, ...args: string[]): Promise<any> {
+  const r = await audiencectl(env, ...args, '--json');
+  if (r.code !== 0) throw new Error(`audiencectl ${args.join(' ')}: exit ${r.code}: ${r.stderr}${r.stdout}`);
+  return r.json;
+}
