@@ -36,6 +36,8 @@ export interface Gateway {
   readonly opsPort: number;
   readonly stores: Stores;
   readonly deps: RouteDeps;
+  /** Why the gateway is not ready (Redis does not answer), or null: what /readyz says. */
+  ready(): Promise<string | null>;
   /** Stop listening, answer what is in flight (at most drainMs), disconnect from Redis. */
   close(drainMs?: number): Promise<void>;
 }
@@ -144,18 +146,20 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
   ]))
     server.mount(r);
   const port = await server.listen(config.host, config.port);
-  const ops = await startOpsServer(config.opsHost, config.opsPort, metrics.registry, async () => {
+  const ready = async (): Promise<string | null> => {
     try {
       await redis.ping();
       return null;
     } catch (e) {
       return `Redis unreachable (${(e as Error).message})`;
     }
-  });
+  };
+  const ops = await startOpsServer(config.opsHost, config.opsPort, metrics.registry, ready);
 
   return {
     port,
     opsPort: ops.port,
+    ready,
     stores,
     deps,
     async close(drainMs = 5000) {

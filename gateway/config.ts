@@ -12,6 +12,8 @@ export interface GatewayConfig {
   /** comma-separated seed nodes; empty: one server at redisUrl */
   readonly redisClusterNodes: string;
   readonly redisPrefix: string;
+  /** "1".."99" or "auto" */
+  readonly gatewayWorkers: string;
   readonly redisCommandTimeoutMs: number;
   readonly tokenTtlSeconds: number;
   readonly tokenIssuer: string;

@@ -1,13 +1,17 @@
 #!/usr/bin/env -S node --max-semi-space-size=8 --heap-growing-percent=25
-// audience-gateway: the REST API process. Wiring only: config -> gateway -> signals.
+// audience-gateway: the REST API process. Wiring only: config -> gateway (or, with GATEWAY_WORKERS
+// above 1, a supervisor of that many gateway workers on one port) -> signals.
 //   audience-gateway                 serve (settings from the environment; see the README)
 //   audience-gateway --check-config  validate the settings and exit (systemd ExecStartPre)
 import { SystemdNotifier } from '../runtime/systemd.js';
 import { startGateway } from './app.js';
 import { ConfigError, loadConfig, redisTarget } from './config.js';
 import { nativeUws } from './http/uws.js';
+import { superviseWorkers } from './workers/supervisor.js';
+import { isWorker, serveSupervisor, workerCount } from './workers/worker.js';
 import { createLogger } from '../runtime/log.js';
 import { describeTarget } from '../runtime/redis.js';
+import { fileURLToPath } from 'node:url';
 
 async function main(argv: string[]): Promise<number> {
   let config;
@@ -26,8 +30,14 @@ async function main(argv: string[]): Promise<number> {
   }
   nativeUws();
   const log = createLogger('audience-gateway', config.logLevel);
+  const workers = workerCount(config.gatewayWorkers);
+  if (workers > 1 && !isWorker()) {
+    await superviseWorkers(config, workers, fileURLToPath(import.meta.url), log);
+    return 0;
+  }
   const gateway = await startGateway(config, { log });
-  log.info({ port: gateway.port, host: config.host, opsPort: gateway.opsPort, redis: describeTarget(redisTarget(config)) }, 'audience-gateway listening');
+  log.info({ port: gateway.port, host: config.host, opsPort: gateway.opsPort, redis: describeTarget(redisTarget(config)), ...(isWorker() && { worker: Number(process.env.GATEWAY_WORKER_ID) }) }, 'audience-gateway listening');
+  const stopServing = isWorker() ? serveSupervisor({ port: gateway.port, registry: gateway.deps.metrics.registry, ready: () => gateway.ready() }) : () => {};
   // systemd (Type=notify): ready once listening; the watchdog ping proves the event loop turns.
   const systemd = new SystemdNotifier();
   await systemd.notify('READY=1', `STATUS=listening on ${config.host}:${gateway.port}`);
@@ -37,6 +47,7 @@ async function main(argv: string[]): Promise<number> {
     const stop = (signal: string) => {
       log.info({ signal }, 'stopping: draining in-flight requests');
       clearInterval(watchdog);
+      stopServing();
       void systemd.notify('STOPPING=1');
       gateway.close().then(resolve, resolve);
     };

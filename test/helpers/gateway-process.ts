@@ -29,7 +29,8 @@ export async function spawnGateway(env: Record<string, string>, timeoutMs = 15_0
       reject(new Error(`audience-gateway did not listen within ${timeoutMs} ms: ${out}`));
     }, timeoutMs);
     child.stdout.on('data', () => {
-      const m = /"opsPort":(\d+).*audience-gateway listening/.exec(out);
+      // with GATEWAY_WORKERS above 1, the supervisor's line (its ops port serves all workers)
+      const m = (Number(env.GATEWAY_WORKERS ?? 1) > 1 ? /"opsPort":(\d+).*audience-gateway workers listening/ : /"opsPort":(\d+).*audience-gateway listening/).exec(out);
       if (!m) return;
       clearTimeout(timer);
       resolve(Number(m[1]));
