@@ -30,8 +30,8 @@ export async function stopChild(child: ChildProcess): Promise<void> {
   await exited;
 }
 
-/** Moves a running process (this one by default) to one CPU core. */
-export async function pinProcess(core: number, pid = process.pid): Promise<void> {
+/** Moves a running process (this one by default) to one CPU core, or a list of them ('0-1'). */
+export async function pinProcess(core: number | string, pid = process.pid): Promise<void> {
   await promisify(execFile)('taskset', ['-pc', String(core), String(pid)]);
 }
 

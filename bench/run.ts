@@ -1,6 +1,8 @@
 // `npm run bench`: the whole suite on this machine, each figure beside its target.
 // Gateway on core 0; Redis, the bridge, the load generator and the UDP sink on core 1.
 // Writes bench/results/<timestamp>.json and .md, and prints the Markdown.
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
 import { createSocket } from 'node:dgram';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus } from 'node:os';
@@ -15,6 +17,7 @@ const GATEWAY = fileURLToPath(new URL('../gateway/main.js', import.meta.url));
 const BRIDGE = fileURLToPath(new URL('../bridge/main.js', import.meta.url));
 const BARE = fileURLToPath(new URL('./bare-uws.js', import.meta.url));
 const BRIDGE_BENCH = fileURLToPath(new URL('./bridge.js', import.meta.url));
+const SCALE_BENCH = fileURLToPath(new URL('./scale.js', import.meta.url));
 const CONNECTIONS = 100;
 
 interface Row {
@@ -190,6 +193,21 @@ async function main(): Promise<void> {
       raw[`bridge_${tickHz}hz`] = { messagesPerSec: rate, latenessMs: { p50, p99, max } };
       row(`bridge drain, ${tickHz} Hz, ≤ ${perTick}/tick`, `${rate} messages/s, tick lateness p50 ${p50} / p99 ${p99} / max ${max} ms`, '≥ 50k messages/s with lateness p99 ≤ 1 ms', rate >= 50_000 && p99 <= 1);
     }
+  }
+
+  // Scaling: 1 and 2 gateway workers, and a Redis Cluster (bench/scale.ts). Not pinned: two workers
+  // need both cores, so this process is moved back to both first (its children inherit that).
+  progress('scaling: gateway workers and Redis Cluster (bench/scale.ts)');
+  await pinProcess('0-1');
+  const { stdout: scale } = await promisify(execFile)(process.execPath, [SCALE_BENCH], { maxBuffer: 1 << 20, timeout: 300_000 });
+  for (const m of scale.matchAll(/^\| (POST \/action, [^|]+) \| (\d+) \| ([\d.]+) \| ([\d.]+) \| ([\d.]+) \| (\d+) \| (\d+) \|$/gm)) {
+    raw[`scale: ${m[1]}`] = { requestsPerSec: Number(m[2]), ratioToOneWorker: Number(m[3]), p50: Number(m[4]), p99: Number(m[5]), non2xx: Number(m[6]), errors: Number(m[7]) };
+    row(`${m[1]}, wrk (bench:scale)`, `${m[2]} req/s = ${m[3]}× one worker on one Redis, p50 ${m[4]} / p99 ${m[5]} ms, non-2xx ${m[6]}`, 'report: a 2-core machine shares its cores with wrk and Redis', null);
+  }
+  const master = /one Redis master, one layout's stream: (\d+) entries\/s[^(]*\(([^)]*)\)/.exec(scale);
+  if (master) {
+    raw.redisMasterEntriesPerSec = Number(master[1]);
+    row("one Redis master, one layout's stream (bench:scale)", `${master[1]} entries/s appended (${master[2]})`, 'report: the ceiling of one show', null);
   }
 
   const md = [

@@ -10,6 +10,8 @@ job=${1:-start}
 # command on PATH -> Debian package that provides it
 declare -A need=([redis-server]=redis-server)
 if [ "$job" = test ]; then
+  need+=([redis-cli]=redis-tools) # redis-cli --cluster create joins the tests' Redis Cluster
+  need+=([ss]=iproute2)         # the workers test sees which processes listen on the gateway's port
   need+=([curl]=curl)           # the npm start test pastes the walk-through's curl commands into bash
   need+=([oscdump]=liblo-tools) # an independent OSC decoder for the bridge tests
   need+=([systemd-analyze]=systemd) # verify and security-rate the unit files
@@ -18,6 +20,7 @@ if [ "$job" = test ]; then
   need+=([promtool]=prometheus) # promtool check metrics on both /metrics outputs
 fi
 if [ "$job" = bench ]; then
+  need+=([redis-cli]=redis-tools) # the scaling bench starts a Redis Cluster
   need+=([wrk]=wrk)             # saturates a server from one core, where autocannon cannot
 fi
 

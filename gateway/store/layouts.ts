@@ -1,4 +1,6 @@
-// Layouts in Redis: one hash per layout ({layoutId}-tagged) plus each team's set of layoutIds.
+// Layouts in Redis: one hash per layout ({layoutId}-tagged, the record) plus each team's set of
+// layoutIds ({teamId}-tagged, an index). Listings skip an index entry whose layout is gone or belongs
+// to another team.
 import type { RedisClient } from '../../runtime/redis.js';
 import type { LayoutDefinition, Page } from '../../schemas/types.js';
 import { AppError } from '../errors.js';
@@ -51,7 +53,12 @@ export class LayoutStore {
     return layout;
   }
 
-  /** Creates or replaces a layout of the team; refuses a layoutId another team owns. */
+  /**
+   * Creates or replaces a layout of the team; refuses a layoutId another team owns. The layout's
+   * hash first (one script on {layoutId}: the owner check and the write together), then the team's
+   * index (on {teamId}). A crash between them leaves a working layout that `layout list` does not
+   * show until the import is run again; nothing half-made.
+   */
   async import(teamId: string, input: unknown, now = Date.now()): Promise<{ layoutId: string; replaced: boolean }> {
     const def: LayoutDefinition = checkLayoutDefinition(input);
     const r = await runScript(this.redis, 'importLayout', [this.keys.layout(def.layoutId)], [
@@ -73,7 +80,7 @@ export class LayoutStore {
     return layouts.filter((l): l is StoredLayout => l !== null && l.teamId === teamId);
   }
 
-  /** Switches the active page; every gateway learns it through the invalidation channel. */
+  /** Switches the active page (one script on the layout's hash); every gateway learns it through the invalidation channel. */
   async activate(layoutId: string, pageId: string, now = Date.now()): Promise<void> {
     const r = await runScript(this.redis, 'activatePage', [this.keys.layout(layoutId)], [pageId, now]);
     if (r === 0) throw new AppError('layout_not_found', `no layout ${JSON.stringify(layoutId)}`);

@@ -51,7 +51,12 @@ export class SigningKeyStore {
     return keys.map((k) => ({ kid: k.kid, createdAt: k.createdAt, retiredAt: k.retiredAt, current: k.kid === current })).sort((a, b) => a.createdAt - b.createdAt);
   }
 
-  /** Makes sure a current key exists (first start); safe when several gateways start at once. */
+  /**
+   * Makes sure a current key exists (first start, or Redis lost its data); safe when several
+   * gateways do it at once: the key first, then the current kid with NX (both on {signing-keys});
+   * the loser deletes its unused key. A crash between leaves an unused key, never a current kid
+   * without its secret.
+   */
   async ensureCurrent(now = Date.now()): Promise<void> {
     if (await this.redis.get(this.keys.currentSigningKey())) return;
     const { kid, stored } = newKey(now);
@@ -61,7 +66,7 @@ export class SigningKeyStore {
     else await publishInvalidation(this.redis, this.keys, { kind: 'signing-keys' });
   }
 
-  /** A new key signs from now on; tokens signed with older keys keep verifying until those are retired. */
+  /** A new key signs from now on (one transaction on {signing-keys}); tokens signed with older keys keep verifying until those are retired. */
   async rotate(now = Date.now()): Promise<SigningKeyInfo> {
     const { kid, stored } = newKey(now);
     await this.redis.multi().hset(this.keys.signingKeys(), kid, JSON.stringify(stored)).set(this.keys.currentSigningKey(), kid).exec();

@@ -16,6 +16,7 @@ export class TeamStore {
     private readonly keys: RedisKeys,
   ) {}
 
+  /** One HSET on the registry ({teams}): nothing to half-make. */
   async create(name: string, now = Date.now()): Promise<Team> {
     const trimmed = name.trim();
     if (!trimmed || trimmed.length > 200) throw new AppError('invalid_argument', 'team name must be 1 to 200 characters');

@@ -1,0 +1,125 @@
+// Runs a private Redis Cluster on loopback: 3 masters and `replicas` replicas each (redis-server in
+// cluster mode on free ports, AOF on, joined by `redis-cli --cluster create`), for the tests and the
+// benchmarks. Ready once every node sees the cluster ok and every replica has synced (until then a
+// replica refuses to fail over: its data would be too old).
+import { spawn, execFile, type ChildProcess } from 'node:child_process';
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { Redis } from 'ioredis';
+import { freePort, waitForRedis } from './redis-server.js';
+
+export interface ClusterNode {
+  port: number;
+  child: ChildProcess;
+}
+
+export interface RedisCluster {
+  nodes: ClusterNode[];
+  /** "127.0.0.1:port,..." for REDIS_CLUSTER_NODES */
+  seeds: string;
+  /** the port of the master that serves a key now */
+  masterOf(key: string): Promise<number>;
+  /** kill -9 one node */
+  kill(port: number): Promise<void>;
+  /** CLUSTER INFO's cluster_state as one node sees it */
+  state(port: number): Promise<string>;
+  /** kill -9 every node (the data directory is the caller's) */
+  stop(): Promise<void>;
+}
+
+export interface RedisClusterOptions {
+  /** data directory: one folder per node below it */
+  dir: string;
+  /** replicas per master (default 1) */
+  replicas?: number;
+  /** cluster-node-timeout: how long a master may be silent before its replica takes over (default 1000) */
+  nodeTimeoutMs?: number;
+}
+
+function cli(args: string[]): Promise<string> {
+  return new Promise((resolve, reject) =>
+    execFile('redis-cli', args, { timeout: 30_000 }, (err, stdout, stderr) => (err ? reject(new Error(`redis-cli ${args.join(' ')}: ${stderr || err.message}`)) : resolve(stdout))),
+  );
+}
+
+async function eventuallyTrue(check: () => Promise<boolean>, ms: number, what: string): Promise<void> {
+  const until = Date.now() + ms;
+  while (!(await check().catch(() => false))) {
+    if (Date.now() > until) throw new Error(`cluster: ${what} not within ${ms} ms`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/** CLUSTER INFO of one node, on a connection of its own. */
+async function info(port: number): Promise<string> {
+  const c = new Redis(port, '127.0.0.1', { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+  c.on('error', () => {});
+  try {
+    await c.connect();
+    return (await c.call('CLUSTER', 'INFO')) as string;
+  } finally {
+    c.disconnect();
+  }
+}
+
+export async function startRedisCluster(opts: RedisClusterOptions): Promise<RedisCluster> {
+  const replicas = opts.replicas ?? 1;
+  const nodes: ClusterNode[] = [];
+  const stop = async () => {
+    await Promise.all(
+      nodes.map(async ({ child: c }) => {
+        if (c.exitCode !== null || c.signalCode !== null) return;
+        const exited = new Promise((r) => c.once('exit', r));
+        c.kill('SIGKILL');
+        await exited;
+      }),
+    );
+  };
+  try {
+    for (let i = 0; i < 3 * (1 + replicas); i++) {
+      const port = await freePort();
+      const busPort = await freePort();
+      const data = join(opts.dir, String(port));
+      mkdirSync(data, { recursive: true });
+      const child = spawn(
+        'redis-server',
+        ['--port', String(port), '--bind', '127.0.0.1', '--dir', data, '--cluster-enabled', 'yes', '--cluster-config-file', 'nodes.conf', '--cluster-port', String(busPort),
+          '--cluster-node-timeout', String(opts.nodeTimeoutMs ?? 1000), '--appendonly', 'yes', '--save', '', '--logfile', '', '--loglevel', 'warning'],
+        { stdio: ['ignore', 'ignore', 'inherit'] },
+      );
+      nodes.push({ port, child });
+    }
+    await Promise.all(nodes.map((n) => waitForRedis(n.port)));
+    await cli(['--cluster', 'create', ...nodes.map((n) => `127.0.0.1:${n.port}`), '--cluster-replicas', String(replicas), '--cluster-yes']);
+    await eventuallyTrue(async () => (await Promise.all(nodes.map((n) => info(n.port)))).every((i) => i.includes('cluster_state:ok') && i.includes(`cluster_known_nodes:${nodes.length}`)), 20_000, 'state ok on every node');
+    const linksUp = async () => (await Promise.all(nodes.map((n) => cli(['-p', String(n.port), 'INFO', 'replication'])))).filter((i) => i.includes('master_link_status:up')).length;
+    await eventuallyTrue(async () => (await linksUp()) === 3 * replicas, 30_000, 'every replica in sync');
+  } catch (e) {
+    await stop();
+    throw e;
+  }
+  const alive = () => nodes.filter((n) => n.child.exitCode === null && n.child.signalCode === null);
+  return {
+    nodes,
+    seeds: nodes.map((n) => `127.0.0.1:${n.port}`).join(','),
+    async masterOf(key) {
+      const port = String(alive()[0]!.port);
+      const slot = Number((await cli(['-p', port, 'CLUSTER', 'KEYSLOT', key])).trim());
+      const slots = JSON.parse(await cli(['-p', port, '--json', 'CLUSTER', 'SLOTS'])) as [number, number, [string, number]][];
+      const range = slots.find(([from, to]) => slot >= from && slot <= to);
+      if (!range) throw new Error(`no master serves slot ${slot}`);
+      return range[2][1];
+    },
+    async kill(port) {
+      const node = nodes.find((n) => n.port === port)!;
+      if (node.child.exitCode !== null || node.child.signalCode !== null) return;
+      const exited = new Promise((r) => node.child.once('exit', r));
+      node.child.kill('SIGKILL');
+      await exited;
+    },
+    async state(port) {
+      return /cluster_state:(\w+)/.exec(await info(port))?.[1] ?? 'unknown';
+    },
+    stop,
+  };
+}
