@@ -44,15 +44,20 @@ async function main(argv: string[]): Promise<number> {
   const watchdogMs = systemd.watchdogIntervalMs();
   const watchdog = watchdogMs ? setInterval(() => void systemd.notify('WATCHDOG=1'), watchdogMs) : undefined;
   await new Promise<void>((resolve) => {
+    let stopping = false;
     const stop = (signal: string) => {
+      // Idempotent and kept installed: under GATEWAY_WORKERS, systemd signals the whole control
+      // group and the supervisor forwards the signal too; a second one must not cut the drain short.
+      if (stopping) return;
+      stopping = true;
       log.info({ signal }, 'stopping: draining in-flight requests');
       clearInterval(watchdog);
       stopServing();
       void systemd.notify('STOPPING=1');
       gateway.close().then(resolve, resolve);
     };
-    process.once('SIGTERM', stop);
-    process.once('SIGINT', stop);
+    process.on('SIGTERM', stop);
+    process.on('SIGINT', stop);
   });
   return 0;
 }

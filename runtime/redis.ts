@@ -98,6 +98,12 @@ export function describeTarget(target: RedisTarget): string {
   return target.clusterNodes?.length ? `the cluster at ${target.clusterNodes.map((n) => redactUrl(n)).join(',')}` : redactUrl(target.url);
 }
 
+/** Why a connection failed, in words: a cluster's "Failed to refresh slots cache" names the node's own error too. */
+export function connectionFailure(e: unknown): string {
+  const err = e as Error & { lastNodeError?: Error };
+  return err.lastNodeError ? `${err.message} ${err.lastNodeError.message}` : String(err?.message ?? e);
+}
+
 /** The URL without its password, for messages and logs. */
 export function redactUrl(url: string): string {
   return url.replace(/\/\/([^@/]*)@/, (_m, auth: string) => `//${auth.includes(':') ? auth.split(':')[0] + ':***' : '***'}@`);

@@ -34,11 +34,13 @@ export interface RedisClusterOptions {
   replicas?: number;
   /** cluster-node-timeout: how long a master may be silent before its replica takes over (default 1000) */
   nodeTimeoutMs?: number;
+  /** requirepass (and masterauth) on every node */
+  password?: string;
 }
 
-function cli(args: string[]): Promise<string> {
+function cli(args: string[], password?: string): Promise<string> {
   return new Promise((resolve, reject) =>
-    execFile('redis-cli', args, { timeout: 30_000 }, (err, stdout, stderr) => (err ? reject(new Error(`redis-cli ${args.join(' ')}: ${stderr || err.message}`)) : resolve(stdout))),
+    execFile('redis-cli', [...(password ? ['-a', password, '--no-auth-warning'] : []), ...args], { timeout: 30_000 }, (err, stdout, stderr) => (err ? reject(new Error(`redis-cli ${args.join(' ')}: ${stderr || err.message}`)) : resolve(stdout))),
   );
 }
 
@@ -51,8 +53,8 @@ async function eventuallyTrue(check: () => Promise<boolean>, ms: number, what: s
 }
 
 /** CLUSTER INFO of one node, on a connection of its own. */
-async function info(port: number): Promise<string> {
-  const c = new Redis(port, '127.0.0.1', { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+async function info(port: number, password?: string): Promise<string> {
+  const c = new Redis(port, '127.0.0.1', { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null, ...(password && { password }) });
   c.on('error', () => {});
   try {
     await c.connect();
@@ -84,15 +86,16 @@ export async function startRedisCluster(opts: RedisClusterOptions): Promise<Redi
       const child = spawn(
         'redis-server',
         ['--port', String(port), '--bind', '127.0.0.1', '--dir', data, '--cluster-enabled', 'yes', '--cluster-config-file', 'nodes.conf', '--cluster-port', String(busPort),
-          '--cluster-node-timeout', String(opts.nodeTimeoutMs ?? 1000), '--appendonly', 'yes', '--save', '', '--logfile', '', '--loglevel', 'warning'],
+          '--cluster-node-timeout', String(opts.nodeTimeoutMs ?? 1000), '--appendonly', 'yes', '--save', '', '--logfile', '', '--loglevel', 'warning',
+          ...(opts.password ? ['--requirepass', opts.password, '--masterauth', opts.password] : [])],
         { stdio: ['ignore', 'ignore', 'inherit'] },
       );
       nodes.push({ port, child });
     }
     await Promise.all(nodes.map((n) => waitForRedis(n.port)));
-    await cli(['--cluster', 'create', ...nodes.map((n) => `127.0.0.1:${n.port}`), '--cluster-replicas', String(replicas), '--cluster-yes']);
-    await eventuallyTrue(async () => (await Promise.all(nodes.map((n) => info(n.port)))).every((i) => i.includes('cluster_state:ok') && i.includes(`cluster_known_nodes:${nodes.length}`)), 20_000, 'state ok on every node');
-    const linksUp = async () => (await Promise.all(nodes.map((n) => cli(['-p', String(n.port), 'INFO', 'replication'])))).filter((i) => i.includes('master_link_status:up')).length;
+    await cli(['--cluster', 'create', ...nodes.map((n) => `127.0.0.1:${n.port}`), '--cluster-replicas', String(replicas), '--cluster-yes'], opts.password);
+    await eventuallyTrue(async () => (await Promise.all(nodes.map((n) => info(n.port, opts.password)))).every((i) => i.includes('cluster_state:ok') && i.includes(`cluster_known_nodes:${nodes.length}`)), 20_000, 'state ok on every node');
+    const linksUp = async () => (await Promise.all(nodes.map((n) => cli(['-p', String(n.port), 'INFO', 'replication'], opts.password)))).filter((i) => i.includes('master_link_status:up')).length;
     await eventuallyTrue(async () => (await linksUp()) === 3 * replicas, 30_000, 'every replica in sync');
   } catch (e) {
     await stop();
@@ -104,8 +107,8 @@ export async function startRedisCluster(opts: RedisClusterOptions): Promise<Redi
     seeds: nodes.map((n) => `127.0.0.1:${n.port}`).join(','),
     async masterOf(key) {
       const port = String(alive()[0]!.port);
-      const slot = Number((await cli(['-p', port, 'CLUSTER', 'KEYSLOT', key])).trim());
-      const slots = JSON.parse(await cli(['-p', port, '--json', 'CLUSTER', 'SLOTS'])) as [number, number, [string, number]][];
+      const slot = Number((await cli(['-p', port, 'CLUSTER', 'KEYSLOT', key], opts.password)).trim());
+      const slots = JSON.parse(await cli(['-p', port, '--json', 'CLUSTER', 'SLOTS'], opts.password)) as [number, number, [string, number]][];
       const range = slots.find(([from, to]) => slot >= from && slot <= to);
       if (!range) throw new Error(`no master serves slot ${slot}`);
       return range[2][1];
@@ -118,7 +121,7 @@ export async function startRedisCluster(opts: RedisClusterOptions): Promise<Redi
       await exited;
     },
     async state(port) {
-      return /cluster_state:(\w+)/.exec(await info(port))?.[1] ?? 'unknown';
+      return /cluster_state:(\w+)/.exec(await info(port, opts.password))?.[1] ?? 'unknown';
     },
     stop,
   };

@@ -36,7 +36,7 @@ export function freePort(): Promise<number> {
   });
 }
 
-/** Resolves once `PING` answers `+PONG` on the port, or rejects after `timeoutMs`. */
+/** Resolves once `PING` answers on the port (`+PONG`, or `-NOAUTH` from a server that wants a password), or rejects after `timeoutMs`. */
 export async function waitForRedis(port: number, timeoutMs = 10_000): Promise<void> {
   const until = Date.now() + timeoutMs;
   for (;;) {
@@ -46,7 +46,7 @@ export async function waitForRedis(port: number, timeoutMs = 10_000): Promise<vo
       sock.once('connect', () => sock.write('PING\r\n'));
       sock.once('data', (d) => {
         sock.destroy();
-        resolve(d.toString().startsWith('+PONG'));
+        resolve(/^(\+PONG|-NOAUTH)/.test(d.toString())); // a server that wants a password is up too
       });
       sock.once('error', () => resolve(false));
       sock.once('timeout', () => {

@@ -145,7 +145,7 @@ export async function superviseWorkers(config: GatewayConfig, count: number, scr
         .then(() => ops.close())
         .then(resolve, resolve);
     };
-    process.once('SIGTERM', () => stop('SIGTERM'));
-    process.once('SIGINT', () => stop('SIGINT'));
+    process.on('SIGTERM', () => stop('SIGTERM'));
+    process.on('SIGINT', () => stop('SIGINT'));
   });
 }

@@ -11,7 +11,7 @@ export interface CliResult {
   json: any;
 }
 
-export function audiencectl(env: { REDIS_URL: string; REDIS_PREFIX: string }, ...args: string[]): Promise<CliResult> {
+export function audiencectl(env: Record<string, string> & { REDIS_URL: string; REDIS_PREFIX: string }, ...args: string[]): Promise<CliResult> {
   return new Promise((resolve) => {
     execFile(process.execPath, [CLI, ...args], { env: { ...process.env, ...env } }, (err, stdout, stderr) => {
       let json: unknown = null;
@@ -26,7 +26,7 @@ export function audiencectl(env: { REDIS_URL: string; REDIS_PREFIX: string }, ..
 }
 
 /** audiencectl with --json; its JSON answer, or an error naming the command and what it printed. */
-export async function audiencectlJson(env: { REDIS_URL: string; REDIS_PREFIX: string; REDIS_CLUSTER_NODES?: string }, ...args: string[]): Promise<any> {
+export async function audiencectlJson(env: Record<string, string> & { REDIS_URL: string; REDIS_PREFIX: string }, ...args: string[]): Promise<any> {
   const r = await audiencectl(env, ...args, '--json');
   if (r.code !== 0) throw new Error(`audiencectl ${args.join(' ')}: exit ${r.code}: ${r.stderr}${r.stdout}`);
   return r.json;

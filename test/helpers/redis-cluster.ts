@@ -9,7 +9,7 @@ import { startRedisCluster, type RedisCluster } from '../../gateway/dev/redis-cl
 
 export type TestCluster = RedisCluster;
 
-export function useRedisCluster(opts: { nodeTimeoutMs?: number } = {}): { get: () => TestCluster } {
+export function useRedisCluster(opts: { nodeTimeoutMs?: number; password?: string } = {}): { get: () => TestCluster } {
   let cluster: TestCluster | undefined;
   let dir = '';
   beforeAll(async () => {
