@@ -1,20 +1,23 @@
 // GATEWAY_WORKERS=2: two gateway processes serve one port under a supervisor that replaces a
 // worker killed with kill -9, loses nothing it accepted, and sums both workers' requests in one
-// /metrics. SIGTERM stops all of them.
-import { execFileSync } from 'node:child_process';
+// /metrics. The supervisor alone speaks to systemd (READY once, WATCHDOG, STOPPING). SIGTERM stops all.
+import { execFileSync, type ChildProcess } from 'node:child_process';
 import { request } from 'node:http';
 import { afterAll, describe, expect, it } from 'vitest';
 import { stopProcess } from '../helpers/bridge.js';
 import { spawnGateway, type GatewayProcess } from '../helpers/gateway-process.js';
 import { eventually, mintToken, startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { sample, scrape } from '../helpers/metrics.js';
+import { startFakeNotifySocket } from '../helpers/notify-socket.js';
 import { useRedis } from '../helpers/redis.js';
 
 const redis = useRedis();
 let seeded: TestGateway;
 let gw: GatewayProcess;
+let notifySocket: ChildProcess | undefined;
 afterAll(async () => {
   if (gw) await stopProcess(gw.child, 'SIGKILL');
+  notifySocket?.kill('SIGKILL');
   await seeded?.close();
 });
 
@@ -41,7 +44,11 @@ describe('GATEWAY_WORKERS=2', () => {
   it('serves one port from two processes, replaces a killed worker, loses nothing accepted, and counts both in one /metrics', async () => {
     seeded = await startTestGateway({ redisUrl: redis.get().server.url });
     const token = await mintToken(seeded, seeded.layoutId, seeded.apiKey);
-    gw = await spawnGateway({ REDIS_URL: redis.get().server.url, REDIS_PREFIX: seeded.config.redisPrefix, GATEWAY_WORKERS: '2' });
+    const systemd = await startFakeNotifySocket();
+    notifySocket = systemd.child;
+    gw = await spawnGateway({ REDIS_URL: redis.get().server.url, REDIS_PREFIX: seeded.config.redisPrefix, GATEWAY_WORKERS: '2', NOTIFY_SOCKET: systemd.path, WATCHDOG_USEC: '1000000' });
+    await eventually(() => systemd.text().includes('READY=1') && systemd.pings.length >= 1, 5000);
+    expect(systemd.text().match(/READY=1/g)).toHaveLength(1); // the supervisor speaks for all; workers say nothing
     const workers = listeners(gw.port);
     expect(workers).toHaveLength(2);
     expect(workers).not.toContain(gw.child.pid);
@@ -77,6 +84,7 @@ describe('GATEWAY_WORKERS=2', () => {
 
     const pids = listeners(gw.port);
     expect(await stopProcess(gw.child, 'SIGTERM')).toBe(0);
+    expect(systemd.text()).toContain('STOPPING=1');
     for (const pid of pids) expect(() => process.kill(pid, 0)).toThrow(); // the workers are gone too
   });
 });
