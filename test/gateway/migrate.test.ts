@@ -72,24 +72,19 @@ describe('migration of 0.1 data', () => {
       const keyring = fixture.keys.find((k) => k.key === `${fixture.known.prefix}signing-keys`)!.value as Record<string, string>;
       const secret = Buffer.from((JSON.parse(keyring[fixture.known.firstKid]!) as { secret: string }).secret, 'base64url');
       const teamKeyId = fixture.known.teamKey.split('.')[0]!;
-      const old = await new SignJWT({ layoutId: 'demo-show', team: fixture.known.teamId, keyId: teamKeyId })
-        .setProtectedHeader({ alg: 'HS256', typ: 'audience+jwt', kid: fixture.known.firstKid })
-        .setIssuer(t.config.tokenIssuer)
-        .setAudience(t.config.tokenAudience)
-        .setSubject('aud_before_migration')
-        .setIssuedAt()
-        .setExpirationTime('1h')
-        .sign(secret);
-      expect((await postAction(t, old, { layoutId: 'demo-show', lid: 1, type: 'Button' })).status).toBe(200);
+      /** A token as 0.1 minted it, signed with the first signing key. */
+      const tokenOf0_1 = (keyId: string) =>
+        new SignJWT({ layoutId: 'demo-show', team: fixture.known.teamId, keyId })
+          .setProtectedHeader({ alg: 'HS256', typ: 'audience+jwt', kid: fixture.known.firstKid })
+          .setIssuer(t.config.tokenIssuer)
+          .setAudience(t.config.tokenAudience)
+          .setSubject(`aud_of_${keyId}`)
+          .setIssuedAt()
+          .setExpirationTime('1h')
+          .sign(secret);
+      expect((await postAction(t, await tokenOf0_1(teamKeyId), { layoutId: 'demo-show', lid: 1, type: 'Button' })).status).toBe(200);
       // one minted for the revoked key does not: its revocation moved into the key's record
-      const ofRevoked = await new SignJWT({ layoutId: 'demo-show', team: fixture.known.teamId, keyId: fixture.known.revokedKeyId })
-        .setProtectedHeader({ alg: 'HS256', typ: 'audience+jwt', kid: fixture.known.firstKid })
-        .setIssuer(t.config.tokenIssuer)
-        .setAudience(t.config.tokenAudience)
-        .setSubject('aud_of_revoked_key')
-        .setIssuedAt()
-        .setExpirationTime('1h')
-        .sign(secret);
+      const ofRevoked = await tokenOf0_1(fixture.known.revokedKeyId);
       const refused = await postAction(t, ofRevoked, { layoutId: 'demo-show', lid: 1, type: 'Button' });
       expect([refused.status, refused.body.error.code]).toEqual([401, 'token_revoked']);
       // the administrator signs in with the old password; the old session is still live
