@@ -56,6 +56,32 @@ function signatureOf(token: string): string {
   return dot < 0 ? '' : token.slice(dot + 1);
 }
 
+/** Value of each base64url character (-1: not one). */
+const B64URL = new Int8Array(128).fill(-1);
+for (const [i, c] of [...'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_'].entries()) B64URL[c.charCodeAt(0)] = i;
+
+/**
+ * True when every segment of a compact JWS is canonical base64url: only its 64 characters, no
+ * padding, no length of 1 mod 4, and the unused low bits of a last character zero. jose decodes
+ * leniently, so without this one token has many spellings that all verify and each miss the cache.
+ */
+export function isCanonicalJws(token: string): boolean {
+  let segments = 1;
+  let length = 0;
+  for (let i = 0; i <= token.length; i++) {
+    const code = i < token.length ? token.charCodeAt(i) : 46; // the end closes the last segment like a dot
+    if (code === 46) {
+      const rest = length % 4;
+      if (length === 0 || rest === 1) return false;
+      if (rest !== 0 && (B64URL[token.charCodeAt(i - 1)]! & (rest === 2 ? 0x0f : 0x03)) !== 0) return false;
+      if (i < token.length && ++segments > 3) return false;
+      length = 0;
+    } else if (code > 127 || B64URL[code]! < 0) return false;
+    else length++;
+  }
+  return segments === 3;
+}
+
 /** A flat copy: V8 keeps a long substring as a view of its parent string, which would keep the header alive in the cache. */
 function flatCopy(s: string): string {
   return Buffer.from(s, 'latin1').toString('latin1');
@@ -111,6 +137,7 @@ export class AudienceTokens {
    * with jose (asynchronous) and cached.
    */
   verify(token: string): AudienceClaims | Promise<AudienceClaims> {
+    if (!isCanonicalJws(token)) throw new AppError('token_invalid');
     const signature = signatureOf(token);
     const cached = signature ? this.cache?.get(signature) : undefined;
     const hit = cached !== undefined && cached.fingerprint === fnv1a(token);

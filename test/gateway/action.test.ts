@@ -16,6 +16,7 @@ beforeAll(async () => {
 });
 afterAll(() => t.close());
 
+const ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_';
 const act = (body: Record<string, unknown>, tok = token) => postAction(t, tok, { layoutId: t.layoutId, ...body });
 
 async function lastEntry() {
@@ -182,6 +183,24 @@ describe('token checks (401)', () => {
     const r = await act({ lid: 1, type: 'Button' }, await signWith('HS256', { ...goodClaims(), ...claims }, header));
     expect(r.status).toBe(401);
     expect(r.body.error.code).toBe('token_invalid');
+  });
+
+  it.each([
+    ['the signature’s unused low bits set', (s: string) => `${s.slice(0, -1)}${ALPHABET[ALPHABET.indexOf(s.at(-1)!) | 1]}`],
+    ['a trailing =', (s: string) => `${s}=`],
+    ['a space inside the signature', (s: string) => `${s.slice(0, 20)} ${s.slice(20)}`],
+    ['a tab inside the signature', (s: string) => `${s.slice(0, 20)}\t${s.slice(20)}`],
+    ['standard base64 characters', (s: string) => s.replaceAll('-', '+').replaceAll('_', '/').replace(/^./, '+')],
+  ])('refuses another spelling of a valid token: %s (401 token_invalid, cached or not)', async (_what, respell) => {
+    const fresh = await mintToken(t, t.layoutId, t.apiKey);
+    const [h, p, s] = fresh.split('.') as [string, string, string];
+    const other = `${h}.${p}.${respell(s)}`;
+    expect(other).not.toBe(fresh);
+    for (let i = 0; i < 2; i++) {
+      const r = await act({ lid: 1, type: 'Button' }, other);
+      expect([r.status, r.body.error?.code]).toEqual([401, 'token_invalid']);
+      expect((await act({ lid: 1, type: 'Button' }, fresh)).status).toBe(200); // the canonical one, then cached
+    }
   });
 
   it('refuses a tampered token, even one carrying the signature of a cached token', async () => {
