@@ -125,7 +125,7 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
     stores,
     sessions,
     guard: new AdminGuard(sessions, config),
-    limiter: new LoginLimiter(redis, stores.keys, { windowSeconds: config.adminLoginWindowSeconds, maxPerAccount: config.adminLoginMaxPerAccount, maxPerAddress: config.adminLoginMaxPerAddress }),
+    limiter: new LoginLimiter(redis, stores.keys, { windowSeconds: config.adminLoginWindowSeconds, maxPerAccount: config.adminLoginMaxPerAccount, maxPerAddress: config.adminLoginMaxPerAddress, maxInFlight: config.adminLoginMaxInFlight }),
     destinations: deps.destinations,
     dummyPasswordHash: await hashPassword(`unknown-${Math.random()}`),
   };

@@ -28,6 +28,7 @@ export interface GatewayConfig {
   readonly adminLoginWindowSeconds: number;
   readonly adminLoginMaxPerAccount: number;
   readonly adminLoginMaxPerAddress: number;
+  readonly adminLoginMaxInFlight: number;
   readonly adminSecureCookie: 'auto' | 'always' | 'never';
   readonly trustProxy: boolean;
   readonly opsPort: number;

@@ -62,14 +62,17 @@ export function adminApiRoutes(d: AdminDeps): Route[] {
         const { email, password } = parseBody(raw, validateAdminLogin);
         const account = email.trim().toLowerCase();
         const address = d.guard.clientAddress(head);
-        await orUnavailable(d.limiter.check(account, address));
-        const admin = await orUnavailable(d.stores.admins.get(email));
-        const ok = await verifyPassword(password, admin?.passwordHash ?? d.dummyPasswordHash);
-        if (!ok || !admin) {
-          await orUnavailable(d.limiter.fail(account, address));
-          throw new AppError('login_failed');
+        await orUnavailable(d.limiter.reserve(account, address));
+        let admin: Awaited<ReturnType<typeof d.stores.admins.get>>;
+        let ok: boolean;
+        try {
+          admin = await orUnavailable(d.stores.admins.get(email));
+          ok = await verifyPassword(password, admin?.passwordHash ?? d.dummyPasswordHash);
+        } finally {
+          d.limiter.release();
         }
-        await orUnavailable(d.limiter.succeed(account));
+        if (!ok || !admin) throw new AppError('login_failed'); // the attempt was counted when reserved
+        await orUnavailable(d.limiter.succeed(account, address));
         const { sessionId, session } = await orUnavailable(d.sessions.create(admin.email, admin.teamId));
         return json(await sessionBody(admin.teamId, admin.email, session.csrfToken), [d.guard.setCookie(head, sessionId)]);
       },

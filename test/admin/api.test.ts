@@ -72,6 +72,30 @@ describe('sign-in', () => {
     expect((await login(t, 'boss@team.example', PASSWORD)).status).toBe(429);
   });
 
+  it('evaluates at most the limit when the guesses come all at once (the attempt is reserved before hashing)', async () => {
+    const t = await gatewayWithAdmin({ adminLoginMaxPerAccount: 5, adminLoginMaxPerAddress: 1000, adminLoginMaxInFlight: 40 });
+    const answers = await Promise.all(Array.from({ length: 40 }, () => login(t, 'boss@team.example', 'wrong')));
+    const evaluated = answers.filter((r) => r.status === 401).length;
+    expect(evaluated).toBeGreaterThan(0);
+    expect(evaluated).toBeLessThanOrEqual(5);
+    expect(answers.filter((r) => r.status === 429).length).toBe(40 - evaluated);
+  });
+
+  it('bounds the password hashing in flight: beyond it, 429 with Retry-After, and no attempt is spent', async () => {
+    const t = await gatewayWithAdmin({ adminLoginMaxInFlight: 2, adminLoginMaxPerAddress: 1000 });
+    const answers = await Promise.all(Array.from({ length: 12 }, (_, i) => login(t, `user${i}@team.example`, 'wrong')));
+    const busy = answers.filter((r) => r.status === 429);
+    expect(busy.length).toBeGreaterThan(0);
+    for (const r of busy) expect([r.body.error.code, r.headers.get('retry-after')]).toEqual(['too_many_attempts', '1']);
+    expect(answers.filter((r) => r.status === 401).length).toBe(12 - busy.length);
+    expect((await login(t, 'boss@team.example', PASSWORD)).status).toBe(200); // nothing was left reserved
+  });
+
+  it('a successful sign-in gives its address its attempt back', async () => {
+    const t = await gatewayWithAdmin({ adminLoginMaxPerAddress: 3 });
+    for (let i = 0; i < 6; i++) expect((await login(t, 'boss@team.example', PASSWORD)).status).toBe(200);
+  });
+
   it('refuses sign-in from a foreign Origin and malformed bodies', async () => {
     const t = await gatewayWithAdmin();
     expect((await login(t, 'boss@team.example', PASSWORD, { origin: 'https://evil.example' })).body.error.code).toBe('origin_not_allowed');
