@@ -57,6 +57,10 @@ async function main(): Promise<void> {
     // XLEN is capped by MAXLEN trimming; entries-added counts every append ever made.
     const info = (await admin.call('XINFO', 'STREAM', 'ac:layout:{demo-show}:actions')) as (string | number)[];
     const entriesAdded = Number(info[info.indexOf('entries-added') + 1]);
+    if (generator === 'wrk') {
+      progress(`POST /action with a fresh Idempotency-Key each, ${seconds} s`);
+      results.push(await wrkLoad({ name: `POST /action with Idempotency-Key (${tokenCount} tokens, control mix)`, url, connections, durationSec: seconds, serverPid: gw.child.pid!, requests: prebuilt, idempotency: true }));
+    }
     await stopChild(gw.child);
     admin.disconnect();
 

@@ -158,6 +158,8 @@ export interface WrkSpec {
   requests?: readonly BuiltRequest[];
   /** the core wrk runs on (default 1) */
   core?: number;
+  /** send a fresh Idempotency-Key with every request */
+  idempotency?: boolean;
 }
 
 const WRK_SCRIPT = fileURLToPath(new URL('../../bench/wrk.lua', import.meta.url));
@@ -175,6 +177,7 @@ export async function wrkLoad(spec: WrkSpec): Promise<LoadResult> {
       writeFileSync(file, spec.requests.map((r) => [r.method, r.path, r.body ?? '', ...Object.entries(r.headers).map(([k, v]) => `${k}: ${v}`)].join('\t')).join('\n') + '\n');
       env.REQUESTS = file;
     }
+    if (spec.idempotency) env.IDEMPOTENCY = '1';
     const cpuBefore = spec.serverPid ? cpuSeconds(spec.serverPid) : 0;
     const args = ['-c', String(spec.core ?? 1), 'wrk', '-t1', `-c${spec.connections}`, `-d${spec.durationSec}s`, '-s', WRK_SCRIPT, spec.url];
     const { stdout } = await promisify(execFile)('taskset', args, { env, maxBuffer: 1 << 20 });

@@ -2,8 +2,12 @@
 -- cheaper per request than autocannon, so it can saturate the server under test from one core.
 --   REQUESTS=<file>  one request a line: METHOD<TAB>PATH<TAB>BODY<TAB>Header: value<TAB>...
 --                    (bodies are JSON, so never hold a tab or newline); absent: wrk's default GET
+--   IDEMPOTENCY=1    every request also carries a fresh Idempotency-Key (formatted per request)
 -- done() prints one line, "WRK_RESULT {json}", that the harness parses; latencies are in µs.
 local requests = {}
+local specs = {}
+local idempotent = os.getenv("IDEMPOTENCY") == "1"
+local run = tostring(os.time())
 
 function init(args)
   local file = os.getenv("REQUESTS")
@@ -18,6 +22,7 @@ function init(args)
     end
     local body = fields[3] ~= "" and fields[3] or nil
     requests[#requests + 1] = wrk.format(fields[1], fields[2], headers, body)
+    specs[#specs + 1] = { method = fields[1], path = fields[2], headers = headers, body = body }
   end
 end
 
@@ -25,6 +30,11 @@ local n = 0
 function request()
   if #requests == 0 then return wrk.request() end
   n = n + 1
+  if idempotent then
+    local s = specs[(n % #specs) + 1]
+    s.headers["Idempotency-Key"] = run .. "-" .. n
+    return wrk.format(s.method, s.path, s.headers, s.body)
+  end
   return requests[(n % #requests) + 1]
 end
 

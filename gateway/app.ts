@@ -112,6 +112,8 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
     actions: new ActionLog(redis, stores.keys, config.streamMaxLen, timed),
     cors: new CorsPolicy(config.corsOrigins),
     metrics,
+    keys: stores.keys,
+    idempotencyTtlSeconds: config.idempotencyTtlSeconds,
   };
 
   const server = new HttpServer({

@@ -20,6 +20,7 @@ export interface GatewayConfig {
   readonly tokenAudience: string;
   readonly tokenCacheMax: number;
   readonly cacheRecheckMs: number;
+  readonly idempotencyTtlSeconds: number;
   readonly corsOrigins: string;
   readonly streamMaxLen: number;
   readonly maxBodyBytes: number;

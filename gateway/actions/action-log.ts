@@ -36,6 +36,21 @@ export class ActionLog {
     private readonly timed: RedisTimer = untimed,
   ) {}
 
+  /**
+   * Appends an action unless its Idempotency-Key was used before (one Lua call: the check, the XADD
+   * and the record). Resolves once stored, or at once for a repeat of the same action; rejects with
+   * `idempotency_key_reused` for a key used with another action, `unavailable` if Redis could not say.
+   * Not batched: a client that sends the header pays one call per action.
+   */
+  appendOnce(entry: ActionEntry, recordKey: string, fingerprint: string, ttlSeconds: number): Promise<void> {
+    const call = runScript(this.redis, 'appendOnce', [this.keys.actions(entry.layoutId), recordKey], [this.maxLen, ACTION_FIELD, encodeActionEntry(entry), fingerprint, ttlSeconds]);
+    return orUnavailable(this.timed('append_once', call)).then((reply) => {
+      const code = Array.isArray(reply) ? Number(reply[0]) : NaN;
+      if (code === 2) throw new AppError('idempotency_key_reused');
+      if (code !== 0 && code !== 1) throw new AppError('unavailable');
+    });
+  }
+
   /** Resolves once Redis has stored the entry; rejects with `unavailable` if it could not. */
   append(entry: ActionEntry): Promise<void> {
     return new Promise((resolve, reject) => {

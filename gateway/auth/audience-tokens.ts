@@ -26,8 +26,10 @@ export interface TokenSettings {
   cacheMax: number;
 }
 
-/** What a verified token grants (its `sub`, the audience id, is checked but not needed afterwards). */
+/** What a verified token grants. */
 export interface AudienceClaims {
+  /** the audience id, fresh per minted token: the scope of an Idempotency-Key */
+  sub: string;
   layoutId: string;
   team: string;
   keyId: string;
@@ -185,7 +187,7 @@ export class AudienceTokens {
       }
       // The few distinct values are shared by every cached token, which keeps each entry small.
       const i = this.interned;
-      return { layoutId: i.of(layoutId), team: i.of(team), keyId: i.of(keyId), kid: i.of(kid), exp };
+      return { sub: flatCopy(sub), layoutId: i.of(layoutId), team: i.of(team), keyId: i.of(keyId), kid: i.of(kid), exp };
     } catch (e) {
       if (e instanceof joseErrors.JWTExpired) throw new AppError('token_expired');
       if (e instanceof AppError) throw e;

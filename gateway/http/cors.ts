@@ -46,7 +46,7 @@ export class CorsPolicy {
       body: null,
       headers: [
         ['access-control-allow-methods', 'POST, OPTIONS'],
-        ['access-control-allow-headers', 'authorization, content-type, x-request-id'],
+        ['access-control-allow-headers', 'authorization, content-type, x-request-id, idempotency-key'],
         ['access-control-max-age', '600'],
       ],
     };

@@ -22,6 +22,7 @@ const CAPTURABLE = [
   'x-csrf-token',
   'x-forwarded-proto',
   'x-forwarded-for',
+  'idempotency-key',
 ] as const;
 export type CapturedHeader = (typeof CAPTURABLE)[number];
 const NO_CAPTURED_HEADERS = Object.freeze(Object.fromEntries(CAPTURABLE.map((h) => [h, ''])) as Record<CapturedHeader, string>);

@@ -1,9 +1,9 @@
 // POST /action (spec 4.3), the hot path: a cached token check, an in-memory layout lookup, pure value
 // checks, then the append (batched per event-loop turn); 200 only after Redis acknowledged it.
 // OPTIONS answers CORS preflight.
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { describeFirstError, validateActionRequest } from '../../schemas/validators.js';
-import type { ActionRequest } from '../../schemas/types.js';
+import type { ActionEntry, ActionRequest } from '../../schemas/types.js';
 import { checkAction } from '../actions/check-action.js';
 import type { AudienceClaims } from '../auth/audience-tokens.js';
 import { AppError } from '../errors.js';
@@ -13,6 +13,8 @@ import type { LiveLayout } from '../layouts/layout-cache.js';
 import type { RouteDeps } from './deps.js';
 
 const OK = ok({ success: true });
+/** Idempotency-Key: 1 to 64 of A-Z a-z 0-9 . _ : - */
+const IDEMPOTENCY_KEY = /^[A-Za-z0-9._:-]{1,64}$/;
 
 /** What the metrics learn of a request as it is checked. */
 interface Outcome {
@@ -42,7 +44,7 @@ export function actionRoutes(d: RouteDeps): Route[] {
       method: 'post',
       pattern: '/action',
       body: true,
-      headers: ['authorization', 'origin'],
+      headers: ['authorization', 'origin', 'idempotency-key'],
       replyHeaders,
       handle(head, raw) {
         const outcome: Outcome = { type: 'unknown' };
@@ -87,7 +89,8 @@ export function actionRoutes(d: RouteDeps): Route[] {
   function append(head: RequestHead, body: ActionRequest, claims: AudienceClaims, layout: LiveLayout | null): Promise<void> {
     if (!layout || layout.teamId !== claims.team) throw new AppError('layout_not_found', undefined, 400);
     const { control, value } = checkAction(layout, body);
-    return d.actions.append({
+    const once = head.headers['idempotency-key'];
+    const entry: ActionEntry = {
       v: 1,
       id: randomUUID(),
       layoutId: layout.layoutId,
@@ -96,6 +99,10 @@ export function actionRoutes(d: RouteDeps): Route[] {
       type: control.type,
       value,
       ts: head.receivedAt,
-    });
+    };
+    if (once === '') return d.actions.append(entry); // absent (uWS reads an empty header as absent too)
+    if (!IDEMPOTENCY_KEY.test(once)) throw new AppError('idempotency_key_invalid');
+    const fingerprint = createHash('sha256').update(JSON.stringify([entry.layoutId, entry.lid, entry.type, entry.value])).digest('base64url');
+    return d.actions.appendOnce(entry, d.keys.actionOnce(entry.layoutId, claims.sub, once), fingerprint, d.idempotencyTtlSeconds);
   }
 }

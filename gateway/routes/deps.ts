@@ -6,6 +6,7 @@ import type { CorsPolicy } from '../http/cors.js';
 import type { DestinationCounts } from '../layouts/destinations.js';
 import type { LayoutCache } from '../layouts/layout-cache.js';
 import type { GatewayMetrics } from '../metrics.js';
+import type { RedisKeys } from '../store/keys.js';
 
 export interface RouteDeps {
   apiKeys: ApiKeyAuth;
@@ -15,4 +16,8 @@ export interface RouteDeps {
   actions: ActionLog;
   cors: CorsPolicy;
   metrics: GatewayMetrics;
+  /** Redis key names (the Idempotency-Key records) */
+  keys: RedisKeys;
+  /** how long an Idempotency-Key is remembered */
+  idempotencyTtlSeconds: number;
 }

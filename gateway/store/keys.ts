@@ -31,6 +31,10 @@ export class RedisKeys {
   actions(layoutId: string): string {
     return actionStreamKey(this.prefix, layoutId);
   }
+  /** String: an Idempotency-Key of POST /action (the action's fingerprint), per audience (`sub`), expiring. */
+  actionOnce(layoutId: string, sub: string, key: string): string {
+    return `${this.prefix}layout:{${layoutId}}:once:${sub}:${key}`;
+  }
   destinations(layoutId: string): string {
     return presenceKey(this.prefix, layoutId);
   }
