@@ -73,11 +73,29 @@ export function unavailable(cause: unknown): AppError {
   return e;
 }
 
-/** Awaits a data-store call; any failure that is not already an AppError becomes `unavailable` (503). */
+/** ioredis errors that mean Redis cannot be reached or cannot serve right now (by name). */
+const OUTAGE_ERRORS = new Set(['MaxRetriesPerRequestError', 'AbortError', 'ClusterAllFailedError']);
+/** ...and by message: connection states, timeouts, and the replies of a Redis that is starting, failing over or blocked. */
+const OUTAGE_MESSAGE =
+  /Connection is closed|Stream isn't writeable|enableOfflineQueue|isn't ready|Command timed out|ECONNREFUSED|ECONNRESET|ETIMEDOUT|EPIPE|EHOSTUNREACH|None of startup nodes|Too many Cluster redirections|^(LOADING|BUSY|CLUSTERDOWN|TRYAGAIN|MASTERDOWN|READONLY|NOREPLICAS|MOVED|ASK) /;
+
+/**
+ * True for an error that says Redis is away or cannot serve now (503, retry later). False for
+ * everything else (a script error on corrupt data, a bug): those are 500 `internal`, logged.
+ */
+export function isRedisOutage(e: unknown): boolean {
+  if (!(e instanceof Error)) return false;
+  return OUTAGE_ERRORS.has(e.name) || OUTAGE_MESSAGE.test(e.message);
+}
+
+/**
+ * Awaits a data-store call: a Redis outage becomes `unavailable` (503); an AppError passes; anything
+ * else is re-thrown as it is, to the HTTP layer's one place that logs it and answers 500 `internal`.
+ */
 export async function orUnavailable<T>(p: Promise<T>): Promise<T> {
   try {
     return await p;
   } catch (e) {
-    throw e instanceof AppError ? e : unavailable(e);
+    throw e instanceof AppError || !isRedisOutage(e) ? e : unavailable(e);
   }
 }

@@ -165,8 +165,9 @@ export class AudienceTokens {
     let kid: string | undefined;
     try {
       kid = decodeProtectedHeader(token).kid;
-    } catch {
-      throw new AppError('token_invalid');
+    } catch (e) {
+      if (e instanceof joseErrors.JOSEError) throw new AppError('token_invalid');
+      throw e;
     }
     const status = this.keyring.status(kid);
     if (status === 'retired') throw new AppError('token_revoked');
@@ -189,9 +190,10 @@ export class AudienceTokens {
       const i = this.interned;
       return { sub: flatCopy(sub), layoutId: i.of(layoutId), team: i.of(team), keyId: i.of(keyId), kid: i.of(kid), exp };
     } catch (e) {
+      // classified here, by jose's own error classes; anything else is a bug for the 500 path and its log
       if (e instanceof joseErrors.JWTExpired) throw new AppError('token_expired');
-      if (e instanceof AppError) throw e;
-      throw new AppError('token_invalid');
+      if (e instanceof joseErrors.JOSEError) throw new AppError('token_invalid');
+      throw e;
     }
   }
 }

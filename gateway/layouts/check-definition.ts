@@ -4,11 +4,36 @@ import type { LayoutDefinition } from '../../schemas/types.js';
 import { AppError } from '../errors.js';
 
 /**
+ * Objects and arrays nested at most this deep, counted from the definition itself (which is 1;
+ * a control's props are 6). Redis's Lua JSON refuses 1,000 levels, and no layout needs 32.
+ */
+export const MAX_DEPTH = 32;
+/** The definition's JSON at most this long (the admin page's body limit is 1 MiB too). */
+export const MAX_CHARS = 1024 * 1024;
+
+/** The path (".pages[0].controls[0]...") of the first object or array deeper than `max`, or null. Iterative: any depth is safe. */
+function deeperThan(root: unknown, max: number): string | null {
+  const stack: { value: unknown; depth: number; path: string }[] = [{ value: root, depth: 1, path: '' }];
+  while (stack.length > 0) {
+    const { value, depth, path } = stack.pop()!;
+    if (value === null || typeof value !== 'object') continue;
+    if (depth > max) return path;
+    const entries = Array.isArray(value) ? value.map((v, i) => [`[${i}]`, v] as const) : Object.entries(value).map(([k, v]) => [`.${k}`, v] as const);
+    for (const [step, v] of entries) stack.push({ value: v, depth: depth + 1, path: path + step });
+  }
+  return null;
+}
+
+/**
  * Returns the definition if it is valid, else throws invalid_layout naming the first problem:
- * schema errors, activePageId not among the pages, duplicate pageIds, lids or addresses within
+ * nesting deeper than MAX_DEPTH or JSON longer than MAX_CHARS (checked first), schema errors, activePageId not among the pages, duplicate pageIds, lids or addresses within
  * the layout, Index options whose indices are not exactly 0..n-1.
  */
 export function checkLayoutDefinition(input: unknown): LayoutDefinition {
+  const tooDeep = deeperThan(input, MAX_DEPTH);
+  if (tooDeep !== null) throw new AppError('invalid_layout', `layout${tooDeep} is nested deeper than ${MAX_DEPTH} levels`);
+  const size = JSON.stringify(input)?.length ?? 0;
+  if (size > MAX_CHARS) throw new AppError('invalid_layout', `the definition is ${size} characters of JSON; at most ${MAX_CHARS}`);
   if (!validateLayoutDefinition(input)) throw new AppError('invalid_layout', describeFirstError(validateLayoutDefinition.errors, 'layout'));
   const def = input;
   const pageIds = new Set<string>();

@@ -234,6 +234,42 @@ describe('keys and layouts of the team', () => {
     expect((await a.req('PUT', '/admin/api/layouts/new-show', { ...DEMO_LAYOUT, layoutId: 'new-show', activePageId: 'ghost' })).body.error.code).toBe('invalid_layout');
   });
 
+  it.each([
+    ['props nested 1,100 levels deep (past Redis Lua’s JSON limit)', 1100],
+    ['a definition 33 levels deep (past the import limit of 32)', 27],
+  ])('refuses a definition with %s: 400 invalid_layout naming the path, and the layout keeps working', async (_what, depth) => {
+    const t = await gatewayWithAdmin();
+    const a = await signIn(t, 'boss@team.example', PASSWORD);
+    let deep: unknown = 'bottom';
+    for (let i = 0; i < depth; i++) deep = { d: deep };
+    const def = structuredClone(DEMO_LAYOUT) as typeof DEMO_LAYOUT & { pages: { controls: { props: Record<string, unknown> }[] }[] };
+    def.pages[0]!.controls[0]!.props.deep = deep;
+    const put = await a.req('PUT', `/admin/api/layouts/${t.layoutId}`, def);
+    expect([put.status, put.body.error?.code]).toEqual([400, 'invalid_layout']);
+    expect(put.body.error.message).toMatch(/pages\[0\]\.controls\[0\]\.props\.deep.* deeper than 32/);
+    expect((await a.req('POST', `/admin/api/layouts/${t.layoutId}/activate`, { pageId: 'encore' })).status).toBe(200);
+  });
+
+  it('answers 500 internal (not 503: Redis is there) when stored data is corrupt, and stays ready', async () => {
+    const t = await gatewayWithAdmin();
+    const a = await signIn(t, 'boss@team.example', PASSWORD);
+    await redis.get().client.hset(t.gw.stores.keys.layout(t.layoutId), 'pages', '{not json'); // the activate script cannot decode it
+    const r = await a.req('POST', `/admin/api/layouts/${t.layoutId}/activate`, { pageId: 'encore' });
+    expect([r.status, r.body.error.code]).toEqual([500, 'internal']);
+    expect((await fetch(`http://127.0.0.1:${t.gw.opsPort}/readyz`)).status).toBe(200);
+  });
+
+  it('accepts a definition 32 levels deep', async () => {
+    const t = await gatewayWithAdmin();
+    const a = await signIn(t, 'boss@team.example', PASSWORD);
+    let deep: unknown = 'bottom';
+    for (let i = 0; i < 26; i++) deep = { d: deep }; // definition, pages, page, controls, control, props, then 26: 32 levels
+    const def = structuredClone(DEMO_LAYOUT) as typeof DEMO_LAYOUT & { pages: { controls: { props: Record<string, unknown> }[] }[] };
+    def.pages[0]!.controls[0]!.props.deep = deep;
+    expect((await a.req('PUT', `/admin/api/layouts/${t.layoutId}`, def)).status).toBe(200);
+    expect((await a.req('POST', `/admin/api/layouts/${t.layoutId}/activate`, { pageId: 'encore' })).status).toBe(200);
+  });
+
   it('never shows or touches another team’s keys or layouts: 404 as if absent', async () => {
     const t = await gatewayWithAdmin();
     const rival = await t.admin.teams.create('Rival');
