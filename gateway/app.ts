@@ -133,20 +133,7 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
   };
   server.mount(layoutRoute(deps)).mount(tokenRoute(deps));
   for (const r of [...actionRoutes(deps), ...adminApiRoutes(admin), ...adminPageRoutes()]) server.mount(r);
-  for (const r of fallbackRoutes([
-    { pattern: '/layout/:layoutId', allow: 'GET' },
-    { pattern: '/token', allow: 'POST' },
-    { pattern: '/action', allow: 'POST, OPTIONS' },
-    { pattern: '/admin/api/login', allow: 'POST' },
-    { pattern: '/admin/api/logout', allow: 'POST' },
-    { pattern: '/admin/api/session', allow: 'GET' },
-    { pattern: '/admin/api/keys', allow: 'GET, POST' },
-    { pattern: '/admin/api/keys/:keyId/revoke', allow: 'POST' },
-    { pattern: '/admin/api/layouts', allow: 'GET' },
-    { pattern: '/admin/api/layouts/:layoutId', allow: 'PUT' },
-    { pattern: '/admin/api/layouts/:layoutId/activate', allow: 'POST' },
-  ]))
-    server.mount(r);
+  for (const r of fallbackRoutes(server.patterns())) server.mount(r); // 405 with Allow on known paths, 404 elsewhere
   const port = await server.listen(config.host, config.port);
   const ready = async (): Promise<string | null> => {
     try {

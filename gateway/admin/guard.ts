@@ -16,17 +16,21 @@ export class AdminGuard {
     private readonly config: Pick<GatewayConfig, 'trustProxy' | 'adminSecureCookie' | 'adminSessionMaxSeconds'>,
   ) {}
 
-  /** Browsers send Origin on state-changing requests; it must name this host (scripts send none). */
+  /**
+   * Browsers send Origin on state-changing requests; it must be this server's own origin: the same
+   * scheme (https only behind a trusted TLS proxy that says so), host and port. Scripts send none.
+   */
   checkOrigin(head: RequestHead): void {
     const origin = head.headers.origin;
     if (!origin) return;
-    let host: string;
+    const scheme = this.config.trustProxy && head.headers['x-forwarded-proto'] === 'https' ? 'https' : 'http';
+    let same: boolean;
     try {
-      host = new URL(origin).host;
+      same = new URL(origin).origin === new URL(`${scheme}://${head.headers.host}`).origin; // default ports fold away
     } catch {
-      throw new AppError('origin_not_allowed');
+      same = false;
     }
-    if (host !== head.headers.host) throw new AppError('origin_not_allowed');
+    if (!same) throw new AppError('origin_not_allowed');
   }
 
   /** The signed-in administrator; with `stateChanging`, also the Origin and the CSRF token. */

@@ -49,7 +49,8 @@ export function internalError(): AppError {
  * answers once. `close` ends the connection after the reply (used when the request body was not
  * read, so it cannot be parsed as the next request).
  */
-export function send(res: HttpResponse, requestId: string, reply: Reply, common: readonly (readonly [string, string])[], close = false): void {
+/** Writes a reply; `headOnly` (a HEAD request) sends its headers and Content-Length but not its body. */
+export function send(res: HttpResponse, requestId: string, reply: Reply, common: readonly (readonly [string, string])[], close = false, headOnly = false): void {
   res.cork(() => {
     res.writeStatus(STATUS_TEXT[reply.status] ?? String(reply.status));
     res.writeHeader('x-request-id', requestId);
@@ -59,10 +60,13 @@ export function send(res: HttpResponse, requestId: string, reply: Reply, common:
       res.endWithoutBody(0, close);
     } else if (reply.raw) {
       res.writeHeader('content-type', reply.raw.contentType);
-      res.end(reply.raw.data, close);
+      if (headOnly) res.endWithoutBody(Buffer.byteLength(reply.raw.data), close);
+      else res.end(reply.raw.data, close);
     } else {
       res.writeHeader('content-type', 'application/json');
-      res.end(JSON.stringify(reply.body), close);
+      const body = JSON.stringify(reply.body);
+      if (headOnly) res.endWithoutBody(Buffer.byteLength(body), close);
+      else res.end(body, close);
     }
   });
 }

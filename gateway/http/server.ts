@@ -1,6 +1,7 @@
 // The uWS edge: mounts routes with the discipline uWS demands (onAborted before any await, headers
 // read synchronously, bodies copied, replies corked), gives each request an id, maps thrown errors
 // to the error body, and closes gracefully (stop listening, let in-flight requests finish).
+import { isUtf8 } from 'node:buffer';
 import { randomBytes } from 'node:crypto';
 import type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket } from 'uWebSockets.js';
 import { AppError } from '../errors.js';
@@ -89,10 +90,26 @@ export class HttpServer {
     this.now = opts.now ?? Date.now;
   }
 
+  /** Every method mounted on each pattern (with HEAD for GET), for the 405 answers' Allow header. */
+  private readonly allowed = new Map<string, Set<string>>();
+
+  /** Mounts a route; a GET route also answers HEAD (the same answer without its body). */
   mount(route: Route): this {
     const register = this.app[route.method].bind(this.app) as (p: string, h: (res: HttpResponse, req: HttpRequest) => void) => void;
     register(route.pattern, (res, req) => this.serve(route, res, req));
+    if (route.method === 'get') this.app.head(route.pattern, (res, req) => this.serve(route, res, req));
+    if (route.method !== 'any') {
+      const methods = this.allowed.get(route.pattern) ?? new Set<string>();
+      for (const m of route.method === 'get' ? ['GET', 'HEAD'] : [route.method === 'del' ? 'DELETE' : route.method.toUpperCase()]) methods.add(m);
+      this.allowed.set(route.pattern, methods);
+    }
     return this;
+  }
+
+  /** The mounted patterns with their methods, as an Allow header says them (derived, never restated). */
+  patterns(): { pattern: string; allow: string }[] {
+    const order = ['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'OPTIONS'];
+    return [...this.allowed].map(([pattern, methods]) => ({ pattern, allow: [...methods].sort((a, b) => order.indexOf(a) - order.indexOf(b)).join(', ') }));
   }
 
   private serve(route: Route, res: HttpResponse, req: HttpRequest): void {
@@ -109,7 +126,7 @@ export class HttpServer {
       if (state.aborted || state.done) return;
       state.done = true;
       this.inFlight--;
-      send(res, head.id, reply, extra, close);
+      send(res, head.id, reply, extra, close, head.method === 'head');
       const code = reply.status >= 400 ? ((reply.body as { error?: { code?: string } } | null)?.error?.code ?? null) : null;
       this.opts.observe?.(route.pattern, reply.status, (performance.now() - started) / 1000, code);
     };
@@ -186,8 +203,9 @@ function decodeURIComponentSafe(s: string): string {
   }
 }
 
-/** Parses a JSON body; invalid_json on failure. */
+/** Parses a JSON body; invalid_json on failure, invalid UTF-8 included (it would otherwise turn into U+FFFD). */
 export function parseJson(body: Buffer | null): unknown {
+  if (body && !isUtf8(body)) throw new AppError('invalid_json', 'The request body is not valid UTF-8.');
   try {
     return JSON.parse(body ? body.toString('utf8') : '');
   } catch {

@@ -96,6 +96,15 @@ describe('sign-in', () => {
     for (let i = 0; i < 6; i++) expect((await login(t, 'boss@team.example', PASSWORD)).status).toBe(200);
   });
 
+  it('compares the Origin’s scheme, host and port with the request’s', async () => {
+    const t = await gatewayWithAdmin();
+    const port = new URL(t.url).port;
+    for (const origin of [`https://127.0.0.1:${port}`, `http://127.0.0.1:${Number(port) + 1}`, 'http://127.0.0.1', `http://localhost:${port}`]) {
+      expect([origin, (await login(t, 'boss@team.example', PASSWORD, { origin })).body.error?.code]).toEqual([origin, 'origin_not_allowed']);
+    }
+    expect((await login(t, 'boss@team.example', PASSWORD, { origin: `http://127.0.0.1:${port}` })).status).toBe(200);
+  });
+
   it('refuses sign-in from a foreign Origin and malformed bodies', async () => {
     const t = await gatewayWithAdmin();
     expect((await login(t, 'boss@team.example', PASSWORD, { origin: 'https://evil.example' })).body.error.code).toBe('origin_not_allowed');

@@ -84,6 +84,15 @@ describe('malformed and hostile JSON', () => {
     expect(r.status).toBe(400);
   });
 
+  it('answers 400 invalid_json for invalid UTF-8 even where U+FFFD would fit (a String value)', async () => {
+    const r = await call(`${g.t.url}/action`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${g.token}` },
+      body: Buffer.concat([Buffer.from('{"layoutId":"demo-show","lid":5,"type":"String","value":"'), Buffer.from([0xc3, 0x28]), Buffer.from('"}')]),
+    });
+    expect([r.status, r.body.error?.code]).toEqual([400, 'invalid_json']);
+  });
+
   it('answers 400 to deeply nested JSON', async () => {
     const deep = '['.repeat(8000) + ']'.repeat(8000);
     const r = await postAction(g.t, g.token, `{"layoutId":"demo-show","lid":1,"type":"Button","value":${deep}}`);
@@ -139,6 +148,20 @@ describe('every response', () => {
     expect(na.body.error.code).toBe('method_not_allowed');
     const del = await call(`${g.t.url}/layout/${g.t.layoutId}`, { method: 'DELETE', headers: { 'x-api-key': g.t.apiKey } });
     expect(del.status).toBe(405);
+  });
+
+  it('answers HEAD like GET, without a body, on every GET route', async () => {
+    for (const [path, headers] of [['/admin/', {}], [`/layout/${g.t.layoutId}`, { 'x-api-key': g.t.apiKey }], ['/admin/admin.css', {}]] as const) {
+      const get = await fetch(`${g.t.url}${path}`, { headers });
+      const body = Buffer.from(await get.arrayBuffer());
+      const head = await fetch(`${g.t.url}${path}`, { method: 'HEAD', headers });
+      expect([head.status, path]).toEqual([get.status, path]);
+      expect(head.headers.get('content-type')).toBe(get.headers.get('content-type'));
+      expect(Number(head.headers.get('content-length'))).toBe(body.length);
+      expect((await head.arrayBuffer()).byteLength).toBe(0);
+    }
+    expect((await fetch(`${g.t.url}/nowhere`, { method: 'HEAD' })).status).toBe(404);
+    expect((await call(`${g.t.url}/layout/${g.t.layoutId}`, { method: 'DELETE' })).headers.get('allow')).toBe('GET, HEAD');
   });
 
   it('answers 415 on /action for a non-JSON content type', async () => {
