@@ -156,13 +156,8 @@ export function adminApiRoutes(d: AdminDeps): Route[] {
         if (typeof def === 'object' && def !== null && (def as { layoutId?: unknown }).layoutId !== owned(head)) {
           throw new AppError('invalid_layout', 'the layoutId in the body must be the one in the URL');
         }
-        try {
-          return json(await orUnavailable(d.stores.layouts.import(session.teamId, def)));
-        } catch (e) {
-          // another team's layout is indistinguishable from none
-          if (e instanceof AppError && e.code === 'layout_owned_by_other_team') throw new AppError('layout_not_found');
-          throw e;
-        }
+        // layoutIds are global: one another team owns is refused (409), as from audiencectl
+        return json(await orUnavailable(d.stores.layouts.import(session.teamId, def)));
       },
     }),
     api({

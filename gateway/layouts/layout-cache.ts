@@ -1,6 +1,9 @@
 // Layouts in memory, so /action and /layout need no Redis read once a layout is warm. An entry is
 // dropped when the invalidation channel names its layout, and re-checked against the layout's
-// version every few seconds in case a message was missed.
+// version every few seconds in case a message was missed. Misses are cached too (bounded, forgotten
+// on the layout's invalidation message and at every re-check), so asking for a missing layout costs
+// what asking for another team's costs: nothing tells them apart, not even the time.
+import { LRUCache } from 'lru-cache';
 import type { Control, Page } from '../../schemas/types.js';
 import { orUnavailable } from '../errors.js';
 import type { LayoutStore, StoredLayout } from '../store/layouts.js';
@@ -27,6 +30,8 @@ function toLive(s: StoredLayout): LiveLayout {
 
 export class LayoutCache {
   private readonly entries = new Map<string, LiveLayout>();
+  /** layoutIds known not to exist (LRU: random ids cannot grow it without bound) */
+  private readonly misses = new LRUCache<string, true>({ max: 10_000 });
   private readonly loading = new Map<string, Promise<LiveLayout | null>>();
   /** Bumped by every invalidation, so a load that started before one is not cached after it. */
   private epoch = 0;
@@ -40,6 +45,7 @@ export class LayoutCache {
   get(layoutId: string): Promise<LiveLayout | null> | LiveLayout | null {
     const hit = this.entries.get(layoutId);
     if (hit) return hit;
+    if (this.misses.has(layoutId)) return null;
     let pending = this.loading.get(layoutId);
     if (!pending) {
       pending = this.load(layoutId);
@@ -53,7 +59,10 @@ export class LayoutCache {
     try {
       const stored = await orUnavailable(this.timed('layout_load', this.store.get(layoutId)));
       const live = stored ? toLive(stored) : null;
-      if (live && epoch === this.epoch) this.entries.set(layoutId, live);
+      if (epoch === this.epoch) {
+        if (live) this.entries.set(layoutId, live);
+        else this.misses.set(layoutId, true);
+      }
       return live;
     } finally {
       this.loading.delete(layoutId);
@@ -63,11 +72,13 @@ export class LayoutCache {
   invalidate(layoutId: string): void {
     this.epoch++;
     this.entries.delete(layoutId);
+    this.misses.delete(layoutId);
     this.loading.delete(layoutId);
   }
 
   /** Drops every cached layout whose version in Redis differs (or that is gone). */
   async recheck(): Promise<void> {
+    this.misses.clear(); // a missed import message cannot hide a layout longer than one re-check
     const ids = [...this.entries.keys()];
     const versions = await Promise.all(ids.map((id) => this.store.version(id)));
     ids.forEach((id, i) => {

@@ -279,7 +279,7 @@ describe('keys and layouts of the team', () => {
     expect((await a.req('POST', `/admin/api/layouts/${t.layoutId}/activate`, { pageId: 'encore' })).status).toBe(200);
   });
 
-  it('never shows or touches another team’s keys or layouts: 404 as if absent', async () => {
+  it('never shows or touches another team’s keys or layouts: 404 as if absent (an import over its id: 409)', async () => {
     const t = await gatewayWithAdmin();
     const rival = await t.admin.teams.create('Rival');
     await t.admin.layouts.import(rival.teamId, { ...DEMO_LAYOUT, layoutId: 'rival-show' });
@@ -292,10 +292,12 @@ describe('keys and layouts of the team', () => {
     const cases = [
       await a.req('POST', `/admin/api/keys/${rivalKey.keyId}/revoke`),
       await a.req('POST', '/admin/api/layouts/rival-show/activate', { pageId: 'encore' }),
-      await a.req('PUT', '/admin/api/layouts/rival-show', { ...DEMO_LAYOUT, layoutId: 'rival-show' }),
       await a.req('POST', '/admin/api/keys', { name: 'sneaky', layouts: ['rival-show'] }),
     ];
     for (const r of cases) expect(r.status).toBe(404);
+    // importing over it is refused too, but as 409: layoutIds are global, so that one is taken (and nothing more) is learnable
+    const put = await a.req('PUT', '/admin/api/layouts/rival-show', { ...DEMO_LAYOUT, layoutId: 'rival-show' });
+    expect([put.status, put.body.error.code]).toEqual([409, 'layout_owned_by_other_team']);
     expect((await t.admin.apiKeys.get(rivalKey.keyId))?.revokedAt).toBeNull();
     expect((await t.admin.layouts.get('rival-show'))?.activePageId).toBe('main');
   });
