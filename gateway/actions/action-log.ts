@@ -10,12 +10,16 @@ import type { RedisKeys } from '../store/keys.js';
 import { untimed, type RedisTimer } from '../store/redis.js';
 import { runScript } from '../store/scripts.js';
 
+const NEVER = () => false;
+
 /** At most this many entries go in one Lua call, so one call never holds Redis for long. */
 export const MAX_BATCH = 256;
 
 interface Waiter {
   resolve: () => void;
   reject: (e: unknown) => void;
+  /** the request's client is gone: its action is not appended (its answer could not be sent) */
+  aborted: () => boolean;
 }
 
 interface Batch {
@@ -42,7 +46,15 @@ export class ActionLog {
    * `idempotency_key_reused` for a key used with another action, `unavailable` if Redis could not say.
    * Not batched: a client that sends the header pays one call per action.
    */
-  appendOnce(entry: ActionEntry, recordKey: string, fingerprint: string, ttlSeconds: number): Promise<void> {
+  appendOnce(entry: ActionEntry, recordKey: string, fingerprint: string, ttlSeconds: number, aborted: () => boolean = NEVER): Promise<void> {
+    // sent after this turn, like the batch, so a request whose client left in this turn is not applied
+    return new Promise<void>((r) => setImmediate(r)).then(() => {
+      if (aborted()) throw new AppError('unavailable', 'The client left before the action was applied.');
+      return this.appendOnceNow(entry, recordKey, fingerprint, ttlSeconds);
+    });
+  }
+
+  private appendOnceNow(entry: ActionEntry, recordKey: string, fingerprint: string, ttlSeconds: number): Promise<void> {
     const call = runScript(this.redis, 'appendOnce', [this.keys.actions(entry.layoutId), recordKey], [this.maxLen, ACTION_FIELD, encodeActionEntry(entry), fingerprint, ttlSeconds]);
     return orUnavailable(this.timed('append_once', call)).then((reply) => {
       const code = Array.isArray(reply) ? Number(reply[0]) : NaN;
@@ -52,7 +64,7 @@ export class ActionLog {
   }
 
   /** Resolves once Redis has stored the entry; rejects with `unavailable` if it could not. */
-  append(entry: ActionEntry): Promise<void> {
+  append(entry: ActionEntry, aborted: () => boolean = NEVER): Promise<void> {
     return new Promise((resolve, reject) => {
       const key = this.keys.actions(entry.layoutId);
       let batch = this.batches.get(key);
@@ -61,7 +73,7 @@ export class ActionLog {
         this.batches.set(key, batch);
       }
       batch.payloads.push(encodeActionEntry(entry));
-      batch.waiters.push({ resolve, reject });
+      batch.waiters.push({ resolve, reject, aborted });
       // setImmediate runs after the poll phase, so it gathers every request uWS handled in this turn.
       if (!this.flushScheduled) {
         this.flushScheduled = true;
@@ -73,8 +85,17 @@ export class ActionLog {
   private readonly flush = (): void => {
     this.flushScheduled = false;
     for (const [key, batch] of this.batches) {
-      for (let i = 0; i < batch.payloads.length; i += MAX_BATCH) {
-        this.send(key, batch.payloads.slice(i, i + MAX_BATCH), batch.waiters.slice(i, i + MAX_BATCH));
+      // A request whose client left in this turn (uWS closes a connection that pipelined requests
+      // whose answers are still pending) is not applied: no action without its answer.
+      let { payloads, waiters } = batch;
+      if (waiters.some((w) => w.aborted())) {
+        const keep = waiters.map((w) => !w.aborted());
+        payloads = payloads.filter((_, i) => keep[i]);
+        for (const w of waiters.filter((_, i) => !keep[i])) w.reject(new AppError('unavailable', 'The client left before the action was applied.'));
+        waiters = waiters.filter((_, i) => keep[i]);
+      }
+      for (let i = 0; i < payloads.length; i += MAX_BATCH) {
+        this.send(key, payloads.slice(i, i + MAX_BATCH), waiters.slice(i, i + MAX_BATCH));
       }
     }
     this.batches.clear();

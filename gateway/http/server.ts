@@ -38,6 +38,8 @@ export interface RequestHead {
   /** Only the route's `headers` (and those the server reads itself) are captured; the rest read as ''. */
   /** the peer's address, when the route asked for it */
   readonly remoteAddress: string;
+  /** True once the client is gone: its answer can no longer be sent (a closed or pipelined connection) */
+  readonly aborted: () => boolean;
 }
 
 export type Method = 'get' | 'post' | 'put' | 'del' | 'options' | 'any';
@@ -120,7 +122,7 @@ export class HttpServer {
       if (!state.done) this.inFlight--;
       state.aborted = true;
     });
-    const head = this.capture(req, route, route.remoteAddress === true ? res : null);
+    const head = this.capture(req, route, route.remoteAddress === true ? res : null, () => state.aborted);
     const extra = route.replyHeaders ? route.replyHeaders(head) : NO_HEADERS;
     const finish = (reply: Reply, close = false): void => {
       if (state.aborted || state.done) return;
@@ -144,6 +146,10 @@ export class HttpServer {
       }
     };
     if (!route.body) return run(null);
+    // RFC 9112 6.3: several Content-Length headers, or one with Transfer-Encoding, frame the body
+    // ambiguously (a proxy in front may read it another way): refuse and close. (uWS itself closes
+    // the connection for Transfer-Encoding with Content-Length before a route sees it.)
+    if (ambiguousFraming(req)) return finish(errorReply(new AppError('invalid_request')), true);
     // An early reply leaves the body unread, so the connection is closed after it.
     if (!isJsonContentType(head.headers['content-type'])) return finish(errorReply(new AppError('unsupported_media_type')), true);
     const limit = route.maxBodyBytes ?? this.opts.maxBodyBytes;
@@ -152,7 +158,7 @@ export class HttpServer {
     readBody(res, limit, run, tooLarge);
   }
 
-  private capture(req: HttpRequest, route: Route, res: HttpResponse | null): RequestHead {
+  private capture(req: HttpRequest, route: Route, res: HttpResponse | null, aborted: () => boolean): RequestHead {
     const headers = { ...NO_CAPTURED_HEADERS };
     for (const h of this.headersOf(route)) headers[h] = req.getHeader(h);
     const params: string[] = [];
@@ -160,7 +166,7 @@ export class HttpServer {
     const given = headers['x-request-id'];
     const id = given && REQUEST_ID.test(given) ? given : `${this.bootId}-${(++this.seq).toString(36)}`;
     const remoteAddress = res ? Buffer.from(res.getRemoteAddressAsText()).toString() : '';
-    return { id, method: req.getMethod(), params, headers, receivedAt: this.now(), remoteAddress };
+    return { id, method: req.getMethod(), params, headers, receivedAt: this.now(), remoteAddress, aborted };
   }
 
   private readonly headerLists = new WeakMap<Route, readonly CapturedHeader[]>();
@@ -193,6 +199,17 @@ export class HttpServer {
     const until = Date.now() + drainMs;
     while (this.inFlight > 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 10));
   }
+}
+
+/** More than one Content-Length, or Content-Length with Transfer-Encoding. Reads the headers synchronously (uWS rule). */
+function ambiguousFraming(req: HttpRequest): boolean {
+  let lengths = 0;
+  let chunked = false;
+  req.forEach((name) => {
+    if (name === 'content-length') lengths++;
+    else if (name === 'transfer-encoding') chunked = true;
+  });
+  return lengths > 1 || (chunked && lengths > 0);
 }
 
 function decodeURIComponentSafe(s: string): string {

@@ -100,9 +100,9 @@ export function actionRoutes(d: RouteDeps): Route[] {
       value,
       ts: head.receivedAt,
     };
-    if (once === '') return d.actions.append(entry); // absent (uWS reads an empty header as absent too)
+    if (once === '') return d.actions.append(entry, head.aborted); // absent (uWS reads an empty header as absent too)
     if (!IDEMPOTENCY_KEY.test(once)) throw new AppError('idempotency_key_invalid');
     const fingerprint = createHash('sha256').update(JSON.stringify([entry.layoutId, entry.lid, entry.type, entry.value])).digest('base64url');
-    return d.actions.appendOnce(entry, d.keys.actionOnce(entry.layoutId, claims.sub, once), fingerprint, d.idempotencyTtlSeconds);
+    return d.actions.appendOnce(entry, d.keys.actionOnce(entry.layoutId, claims.sub, once), fingerprint, d.idempotencyTtlSeconds, head.aborted);
   }
 }
