@@ -1,70 +1,14 @@
 // The HTTP edge: body limits without buffering, hostile and malformed input, request ids, 404/405.
 // No input may produce a 5xx, a crash or a hang.
 import { randomBytes } from 'node:crypto';
-import { connect } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { call, postAction, postJson, useGatewayWithToken } from '../helpers/gateway.js';
+import { raw } from '../helpers/raw-http.js';
 import { useRedis } from '../helpers/redis.js';
 
 const redis = useRedis();
 const g = useGatewayWithToken(() => redis.get().server.url);
 
-/** Sends raw bytes, resolves with everything the server sent until it closed (or `ms` passed). */
-function raw(port: number, chunks: (string | Buffer)[], ms = 3000): Promise<{ text: string; closed: boolean; elapsed: number }> {
-  return new Promise((resolve) => {
-    const started = Date.now();
-    const sock = connect(port, '127.0.0.1');
-    let text = '';
-    const done = (closed: boolean) => {
-      clearTimeout(timer);
-      sock.destroy();
-      resolve({ text, closed, elapsed: Date.now() - started });
-    };
-    const timer = setTimeout(() => done(false), ms);
-    sock.on('data', (d) => (text += d.toString()));
-    sock.on('close', () => done(true));
-    sock.on('error', () => {});
-    sock.on('connect', () => {
-      for (const c of chunks) sock.write(c);
-    });
-  });
-}
-
-describe('framing', () => {
-  const body = () => JSON.stringify({ layoutId: g.t.layoutId, lid: 5, type: 'String', value: `framing-${Math.random()}` });
-  const post = (b: string, lengths: string) =>
-    `POST /action HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nAuthorization: Bearer ${g.token}\r\n${lengths}\r\n${b}`;
-  const inStream = async (b: string) => {
-    const value = (JSON.parse(b) as { value: string }).value;
-    const entries = await redis.get().client.xrange(g.t.gw.stores.keys.actions(g.t.layoutId), '-', '+');
-    return entries.filter(([, f]) => f[1]!.includes(value)).length;
-  };
-
-  it('answers 400 and closes for two Content-Length headers (a proxy may pick the other one)', async () => {
-    const b = body();
-    const r = await raw(g.t.gw.port, [post(b, `Content-Length: ${b.length}\r\nContent-Length: 5\r\n`)]);
-    expect(r.text).toMatch(/^HTTP\/1.1 400/);
-    expect(r.text).toContain('"invalid_request"');
-    expect(r.closed).toBe(true);
-    expect(await inStream(b)).toBe(0);
-  });
-
-  it('refuses Transfer-Encoding with Content-Length without applying anything (uWS closes the connection)', async () => {
-    const b = body();
-    const r = await raw(g.t.gw.port, [post(`${b.length.toString(16)}\r\n${b}\r\n0\r\n\r\n`, `Transfer-Encoding: chunked\r\nContent-Length: ${b.length}\r\n`)]);
-    expect(r.closed).toBe(true);
-    expect(r.text).not.toMatch(/ 200 /);
-    expect(await inStream(b)).toBe(0);
-  });
-
-  it('applies no pipelined action whose answer could not be sent', async () => {
-    const [a, b] = [body(), body()];
-    const r = await raw(g.t.gw.port, [post(a, `Content-Length: ${a.length}\r\n`) + post(b, `Content-Length: ${b.length}\r\n`)]);
-    await new Promise((res) => setTimeout(res, 200));
-    const answered = (r.text.match(/HTTP\/1.1 200/g) ?? []).length;
-    expect((await inStream(a)) + (await inStream(b))).toBe(answered); // every action applied was answered 200, and only those
-  });
-});
 
 describe('body limits', () => {
   it('answers 413 at once for a declared body over 16 KiB, without waiting for it', async () => {
