@@ -96,6 +96,12 @@ describe('findings 3, 4 and 5: framing, pipelining, and what the HTTP parser dro
     const answered = (r.text.match(/HTTP\/1.1 200/g) ?? []).length;
     expect((await inStream(a)) + (await inStream(b))).toBe(answered); // every action applied was answered 200, and only those
   });
+  it('a 1 MiB body sent at once with its Content-Length gets the 413, not a reset', async () => {
+    const r = await raw(t.gw.port, [Buffer.concat([Buffer.from(`POST /action HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nAuthorization: Bearer ${token}\r\nContent-Length: 1048576\r\n\r\n`), Buffer.alloc(1048576, 0x20)])]);
+    expect(r.text).toMatch(/^HTTP\/1.1 413/);
+    expect(r.text).toContain('"body_too_large"');
+  });
+
   it('what uWS 20.30 drops (documented): no answer, and the socket is let go by its idle timeout, not held', async () => {
     const dropped = await Promise.all([
       `GET /layout/x HTTP/1.1\r\nHost: x\r\n${Array.from({ length: 60 }, (_, i) => `X-H${i}: v\r\n`).join('')}\r\n`,
