@@ -12,22 +12,13 @@ import { configFile, spawnBridge, stopProcess } from '../helpers/bridge.js';
 import { eventually } from '../helpers/gateway.js';
 import { bridgeOutcomes, scrape } from '../helpers/metrics.js';
 import { randomPrefix, useRedis } from '../helpers/redis.js';
+import { fuzzSeed, seededRandom } from '../helpers/seeded-random.js';
 import { UdpSink } from '../helpers/udp-sink.js';
 
 const redis = useRedis();
 const ENTRIES = 10_000;
 const LAYOUT = 'fuzz';
-const seed = Number(process.env.FUZZ_SEED ?? Math.floor(Math.random() * 2 ** 32));
-
-/** mulberry32: a small seeded generator, so a failing run can be replayed exactly. */
-function rng(s: number): () => number {
-  return () => {
-    s = (s + 0x6d2b79f5) | 0;
-    let t = Math.imul(s ^ (s >>> 15), 1 | s);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+const seed = fuzzSeed();
 
 const children: ChildProcess[] = [];
 const sink = new UdpSink();
@@ -114,7 +105,7 @@ describe(`bridge fuzz (seed ${seed})`, () => {
       children.push(child);
       const opsPort = Number(/"opsPort":(\d+)/.exec(output())![1]); // on the line that says it runs
 
-      const planned = plan(rng(seed));
+      const planned = plan(seededRandom(seed));
       const c = redis.get().client;
       const streamIds: string[] = [];
       for (let i = 0; i < planned.length; i += 250) {

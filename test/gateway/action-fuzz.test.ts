@@ -7,10 +7,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { decodeActionEntry } from '../../schemas/action-entry.js';
 import { mintToken, startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { useRedis } from '../helpers/redis.js';
+import { fuzzSeed, seededRandom } from '../helpers/seeded-random.js';
 
 const redis = useRedis();
 const REQUESTS = 10_000;
-const seed = Number(process.env.FUZZ_SEED ?? Math.floor(Math.random() * 2 ** 32));
+const seed = fuzzSeed();
 let t: TestGateway;
 let token: string;
 beforeAll(async () => {
@@ -18,15 +19,6 @@ beforeAll(async () => {
   token = await mintToken(t, t.layoutId, t.apiKey);
 });
 afterAll(() => t.close());
-
-function rng(s: number): () => number {
-  return () => {
-    s = (s + 0x6d2b79f5) | 0;
-    let x = Math.imul(s ^ (s >>> 15), 1 | s);
-    x = (x + Math.imul(x ^ (x >>> 7), 61 | x)) ^ x;
-    return ((x ^ (x >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** One request, on a keep-alive agent of its own; resolves with the status (0: no answer). */
 function post(agent: Agent, body: Buffer, headers: Record<string, string>): Promise<number> {
@@ -43,7 +35,7 @@ function post(agent: Agent, body: Buffer, headers: Record<string, string>): Prom
 
 describe(`POST /action fuzz (seed ${seed})`, () => {
   it(`answers ${REQUESTS.toLocaleString('en')} random requests without a 5xx, and each 200 is one stream entry`, async () => {
-    const random = rng(seed);
+    const random = seededRandom(seed);
     const int = (n: number) => Math.floor(random() * n);
     const pick = <T>(xs: readonly T[]): T => xs[int(xs.length)]!;
     const anyJson = (depth = 0): unknown => {
