@@ -1,26 +1,14 @@
 // Every String edge case sent through the gateway is either refused with 400 invalid_value or
 // reaches the display byte for byte; none may stop the bridge. The display's bytes are read here
 // by hand (OSC 1.0 strings: UTF-8, NUL-terminated, padded to 4), not by the library that wrote them.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Bridge } from '../../bridge/app.js';
-import { startTestBridge } from '../helpers/bridge.js';
+import { describe, expect, it } from 'vitest';
+import { useBridgeWithSink } from '../helpers/bridge.js';
 import { eventually, postAction, useGatewayWithToken } from '../helpers/gateway.js';
 import { useRedis } from '../helpers/redis.js';
-import { UdpSink } from '../helpers/udp-sink.js';
 
 const redis = useRedis();
 const g = useGatewayWithToken(() => redis.get().server.url);
-const sink = new UdpSink();
-let bridge: Bridge;
-
-beforeAll(async () => {
-  await sink.start();
-  ({ bridge } = await startTestBridge({ redisUrl: redis.get().server.url, prefix: g.t.config.redisPrefix, layouts: [{ layoutId: g.t.layoutId, targets: [{ host: '127.0.0.1', port: sink.port }] }] }));
-});
-afterAll(async () => {
-  await bridge.stop();
-  await sink.stop();
-});
+const b = useBridgeWithSink(() => redis.get().server.url, () => ({ prefix: g.t.config.redisPrefix, layoutId: g.t.layoutId }));
 
 /** The OSC string starting at `at`: its bytes and where the next field starts. */
 function oscString(b: Buffer, at: number): { bytes: Buffer; next: number } {
@@ -71,16 +59,16 @@ describe('String values through gateway and bridge', () => {
     ['a replacement character typed as such', '\ufffd'],
   ];
   it.each(delivered)('delivers %s byte for byte', async (_what, value) => {
-    const before = sink.messages.length;
+    const before = b.sink.messages.length;
     const r = await postAction(g.t, g.token, body(JSON.stringify(value)));
     expect(r.status).toBe(200);
-    await eventually(() => sink.messages.length > before, 3000);
-    const raw = sink.messages[before]!.raw;
+    await eventually(() => b.sink.messages.length > before, 3000);
+    const raw = b.sink.messages[before]!.raw;
     expect(stringArgument(raw).equals(Buffer.from(value, 'utf8'))).toBe(true);
   });
 
   it('left the bridge running and dead-lettered nothing', () => {
-    expect(bridge.counters.layout(g.t.layoutId).deadLettered).toBe(0);
-    expect(bridge.counters.layout(g.t.layoutId).read).toBe(delivered.length);
+    expect(b.bridge.counters.layout(g.t.layoutId).deadLettered).toBe(0);
+    expect(b.bridge.counters.layout(g.t.layoutId).read).toBe(delivered.length);
   });
 });

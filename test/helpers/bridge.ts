@@ -8,6 +8,8 @@ import { startBridge, type Bridge } from '../../bridge/app.js';
 import { loadBridgeConfig, type BridgeConfig } from '../../bridge/config.js';
 import { createLogger } from '../../runtime/log.js';
 import { SystemdNotifier } from '../../runtime/systemd.js';
+import { afterAll, beforeAll } from 'vitest';
+import { UdpSink } from './udp-sink.js';
 
 export const BRIDGE_BIN = fileURLToPath(new URL('../../dist/bridge/main.js', import.meta.url));
 
@@ -68,4 +70,22 @@ export async function stopProcess(child: ChildProcess, signal: NodeJS.Signals = 
   const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
   child.kill(signal);
   return exited;
+}
+
+/**
+ * An in-process bridge for one layout, sending to one UDP sink: started before the enclosing
+ * suite's tests and stopped after them. Read `b.bridge` and `b.sink` inside tests.
+ */
+export function useBridgeWithSink(redisUrl: () => string, layout: () => { prefix: string; layoutId: string }): { bridge: Bridge; sink: UdpSink } {
+  const b = { sink: new UdpSink() } as { bridge: Bridge; sink: UdpSink };
+  beforeAll(async () => {
+    await b.sink.start();
+    const { prefix, layoutId } = layout();
+    ({ bridge: b.bridge } = await startTestBridge({ redisUrl: redisUrl(), prefix, layouts: [{ layoutId, targets: [{ host: '127.0.0.1', port: b.sink.port }] }] }));
+  });
+  afterAll(async () => {
+    await b.bridge?.stop();
+    await b.sink.stop();
+  });
+  return b;
 }

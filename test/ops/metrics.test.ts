@@ -1,14 +1,12 @@
 // Both processes' ops endpoints: /metrics passes `promtool check metrics` (Debian's prometheus
 // package), carries the documented series with bounded labels; /healthz and /readyz tell the truth.
 import { execFile } from 'node:child_process';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Bridge } from '../../bridge/app.js';
-import { startTestBridge } from '../helpers/bridge.js';
+import { describe, expect, it } from 'vitest';
+import { useBridgeWithSink } from '../helpers/bridge.js';
 import { eventually, postAction, postJson, startTestGateway, useGatewayWithToken } from '../helpers/gateway.js';
 import { bridgeOutcomes, sample, scrape } from '../helpers/metrics.js';
 import { useRedis } from '../helpers/redis.js';
 import { TcpProxy } from '../helpers/tcp-proxy.js';
-import { UdpSink } from '../helpers/udp-sink.js';
 
 const redis = useRedis();
 const g = useGatewayWithToken(() => redis.get().server.url);
@@ -73,25 +71,16 @@ describe('gateway ops endpoints', () => {
 });
 
 describe('bridge ops endpoints', () => {
-  let bridge: Bridge;
-  const sink = new UdpSink();
-  beforeAll(async () => {
-    await sink.start();
-    ({ bridge } = await startTestBridge({ redisUrl: redis.get().server.url, prefix: g.t.config.redisPrefix, layouts: [{ layoutId: g.t.layoutId, targets: [{ host: '127.0.0.1', port: sink.port }] }] }));
-  });
-  afterAll(async () => {
-    await bridge.stop();
-    await sink.stop();
-  });
+  const b = useBridgeWithSink(() => redis.get().server.url, () => ({ prefix: g.t.config.redisPrefix, layoutId: g.t.layoutId }));
 
   it('serves metrics that promtool accepts, counting what was sent', async () => {
     for (let i = 0; i < 3; i++) await postAction(g.t, g.token, { layoutId: g.t.layoutId, lid: 1, type: 'Button' });
-    await eventually(() => sink.messages.length >= 3);
-    const text = await scrape(bridge.opsPort);
+    await eventually(() => b.sink.messages.length >= 3);
+    const text = await scrape(b.bridge.opsPort);
     const lint = await promtool(text);
     expect(lint.out.trim()).toBe('');
     expect(lint.code).toBe(0);
-    const target = `127.0.0.1:${sink.port}`;
+    const target = `127.0.0.1:${b.sink.port}`;
     expect(sample(text, `audience_bridge_messages_sent_total{target="${target}"}`)).toBeGreaterThanOrEqual(3);
     expect(sample(text, `audience_bridge_bytes_sent_total{target="${target}"}`)).toBeGreaterThan(0);
     const layout = `{layout="${g.t.layoutId}"}`;
@@ -105,7 +94,7 @@ describe('bridge ops endpoints', () => {
   });
 
   it('/readyz says ready once its groups exist', async () => {
-    expect((await fetch(`http://127.0.0.1:${bridge.opsPort}/readyz`)).status).toBe(200);
-    expect((await fetch(`http://127.0.0.1:${bridge.opsPort}/healthz`)).status).toBe(200);
+    expect((await fetch(`http://127.0.0.1:${b.bridge.opsPort}/readyz`)).status).toBe(200);
+    expect((await fetch(`http://127.0.0.1:${b.bridge.opsPort}/healthz`)).status).toBe(200);
   });
 });
