@@ -77,28 +77,6 @@ export class BridgeCounters {
     return n;
   }
 
-  get read(): number {
-    return this.total('read');
-  }
-  get sent(): number {
-    return this.total('sent');
-  }
-  get coalesced(): number {
-    return this.total('coalesced');
-  }
-  get duplicates(): number {
-    return this.total('duplicates');
-  }
-  get deadLettered(): number {
-    return this.total('deadLettered');
-  }
-  get droppedStale(): number {
-    return this.total('droppedStale');
-  }
-  get readErrors(): number {
-    return this.total('readErrors');
-  }
-
   target(name: string): TargetCounters {
     let t = this.targets.get(name);
     if (!t) {

@@ -57,9 +57,9 @@ describe('every control type, end to end', () => {
 
   it('counts what it sent: entries once (when confirmed, a tick after sending), messages per target', async () => {
     const c = bridge.counters;
-    await eventually(() => c.sent === 7);
-    expect(c.target(`127.0.0.1:${intSink.port}`).messages).toBe(c.sent);
-    expect(c.target(`127.0.0.1:${tfSink.port}`).messages).toBe(c.sent);
+    await eventually(() => c.total('sent') === 7);
+    expect(c.target(`127.0.0.1:${intSink.port}`).messages).toBe(c.total('sent'));
+    expect(c.target(`127.0.0.1:${tfSink.port}`).messages).toBe(c.total('sent'));
     expect(c.target(`127.0.0.1:${intSink.port}`).bytes).toBeGreaterThan(0);
   });
 
