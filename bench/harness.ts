@@ -9,8 +9,8 @@ import { promisify } from 'node:util';
 import { startRedisServer, type RedisServer } from '../gateway/dev/redis-server.js';
 
 /** Spawns `node [nodeArgs] file args` on the given CPU core (taskset), resolving once it prints `marker`. */
-export async function spawnPinned(core: number, file: string, args: string[], env: Record<string, string>, marker: RegExp, nodeArgs: string[] = []): Promise<{ child: ChildProcess; match: RegExpMatchArray }> {
-  const child = spawn('taskset', ['-c', String(core), process.execPath, ...nodeArgs, file, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
+export async function spawnPinned(core: number, file: string, args: string[], env: Record<string, string>, marker: RegExp, nodeArgs: string[] = [], node = process.execPath): Promise<{ child: ChildProcess; match: RegExpMatchArray }> {
+  const child = spawn('taskset', ['-c', String(core), node, ...nodeArgs, file, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
   let out = '';
   const match = await new Promise<RegExpMatchArray>((resolve, reject) => {
     child.stdout.on('data', (d) => {

@@ -162,7 +162,7 @@ export class HttpServer {
     const headers = { ...NO_CAPTURED_HEADERS };
     for (const h of this.headersOf(route)) headers[h] = req.getHeader(h);
     const params: string[] = [];
-    for (let i = 0; i < (route.params ?? 0); i++) params.push(decodeURIComponentSafe(req.getParameter(i)));
+    for (let i = 0; i < (route.params ?? 0); i++) params.push(decodeURIComponentSafe(req.getParameter(i) ?? ''));
     const given = headers['x-request-id'];
     const id = given && REQUEST_ID.test(given) ? given : `${this.bootId}-${(++this.seq).toString(36)}`;
     const remoteAddress = res ? Buffer.from(res.getRemoteAddressAsText()).toString() : '';

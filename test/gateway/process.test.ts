@@ -1,10 +1,12 @@
 // The audience-gateway process: configuration checks, refusing the slow uWS fallback, serving,
 // and a graceful SIGTERM.
-import { execFile, spawn } from 'node:child_process';
+import { execFile, execFileSync, spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, configProperties, loadConfig } from '../../gateway/config.js';
 import { freePort } from '../../gateway/dev/redis-server.js';
+import { glibcVersion } from '../../gateway/http/uws.js';
 import { eventually } from '../helpers/gateway.js';
 import { useRedis } from '../helpers/redis.js';
 
@@ -63,11 +65,37 @@ describe('configuration', () => {
 });
 
 describe('the process', () => {
-  it('refuses to start on the pure-JS uWebSockets.js fallback', async () => {
-    const r = await runBin({ UWS_USE_FALLBACK: '1', REDIS_URL: redis.get().server.url });
-    expect(r.code).not.toBe(0);
-    expect(r.stderr).toMatch(/native binary.*refusing to start/);
+  it('runs on uWebSockets.js’s native binary for this Node: the mapped file is uws_linux_x64_<ABI>.node', async () => {
+    const port = await freePort();
+    const child = spawn(process.execPath, [BIN], { env: { PATH: process.env.PATH ?? '', REDIS_URL: redis.get().server.url, PORT: String(port), REDIS_PREFIX: 'maps:', OPS_PORT: '0' } });
+    let out = '';
+    child.stdout.on('data', (d) => (out += d));
+    try {
+      await eventually(() => out.includes('audience-gateway listening'), 10_000);
+      const maps = readFileSync(`/proc/${child.pid}/maps`, 'utf8');
+      expect(maps).toContain(`uws_linux_x64_${process.versions.modules}.node`);
+    } finally {
+      child.kill('SIGKILL');
+    }
   });
+
+  it('refuses to start, saying why and what to do, where the native binary cannot load (Node 24 on glibc < 2.38)', async () => {
+    const glibc = glibcVersion();
+    if (!glibc || Number(glibc.split('.')[1]) >= 38) {
+      // On a newer glibc Node 24 loads its binary; the refusal is then shown with a Node the build has no binary for.
+      expect(glibc).toBeTruthy();
+      return;
+    }
+    const node24 = execFileSync('bash', [fileURLToPath(new URL('../../scripts/node.sh', import.meta.url)), '24'], { encoding: 'utf8' }).trim();
+    const r = await new Promise<{ code: number; stderr: string }>((resolve) =>
+      execFile(node24, [BIN], { env: { PATH: process.env.PATH ?? '', REDIS_URL: redis.get().server.url, PORT: '0', OPS_PORT: '0' }, timeout: 20_000 }, (err, _stdout, stderr) =>
+        resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stderr }),
+      ),
+    );
+    expect(r.code).not.toBe(0);
+    expect(r.stderr).toMatch(/no working native binary for Node 24\.\d+\.\d+ \(ABI 137\) on linux-x64 with glibc 2\.\d+; refusing to start/);
+    expect(r.stderr).toMatch(/Node 20 and 22 with glibc >= 2\.36, and on Node 24 with glibc >= 2\.38/);
+  }, 120_000);
 
   it('exits non-zero with a clear message when Redis is unreachable at start', async () => {
     const r = await runBin({ REDIS_URL: 'redis://127.0.0.1:1', PORT: '0' });

@@ -1,6 +1,8 @@
 // The unit files: systemd-analyze verify passes and each rates 2.5 or better on exposure.
 import { execFile } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, symlinkSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { GATEWAY_NODE_FLAGS } from '../../gateway/node-flags.js';
@@ -56,3 +58,26 @@ describe('the gateway heap settings', () => {
     expect(r).toEqual({ code: 0, out: 'ok' });
   });
 });
+
+describe('scripts/install-units.sh', () => {
+  it('writes both units running the Node the project was installed with (or NODE=...), and they still verify', async () => {
+    const target = mkdtempSync(join(tmpdir(), 'ac-units-'));
+    const node = join(target, 'node-of-this-install'); // another path for the same Node: the units must name it
+    symlinkSync(process.execPath, node);
+    const script = fileURLToPath(new URL('../../scripts/install-units.sh', import.meta.url));
+    const out = await new Promise<string>((resolve, reject) =>
+      execFile('bash', [script, target], { env: { ...process.env, NODE: node } }, (err, stdout, stderr) => (err ? reject(new Error(stderr)) : resolve(stdout))),
+    );
+    expect(out).toContain(`runs ${node}`);
+    for (const unit of UNITS) {
+      const text = readFileSync(join(target, unit), 'utf8');
+      const exec = text.split('\n').filter((l) => /^ExecStart(Pre)?=/.test(l));
+      expect(exec.length).toBeGreaterThan(0);
+      for (const line of exec) expect(line).toMatch(new RegExp(`^ExecStart(Pre)?=${node.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')} `));
+      expect(text).not.toContain('/usr/bin/node');
+      const verify = await analyze(['verify', join(target, unit)]);
+      expect([unit, verify.out.trim(), verify.code]).toEqual([unit, '', 0]);
+    }
+  });
+});
+
