@@ -152,6 +152,8 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
     stores,
     deps,
     async close(drainMs = 5000) {
+      closing.add(redis); // at once: Redis going away from now on is part of stopping
+      closing.add(subscriber);
       await server.close(drainMs);
       await ops.close();
       listener.stop();
@@ -160,10 +162,13 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
   };
 }
 
+/** Set by close(): a deliberate stop is not a lost connection. */
+const closing = new WeakSet<RedisClient>();
+
 function watchConnection(redis: RedisClient, log: Logger, what: string, onRestored: () => void = () => {}): void {
   let down = false;
   redis.on('close', () => {
-    if (!down) log.warn(`${what} connection lost; reconnecting`);
+    if (!down && !closing.has(redis)) log.warn(`${what} connection lost; reconnecting`);
     down = true;
   });
   redis.on('ready', () => {

@@ -20,6 +20,8 @@ import { walkthrough } from './walkthrough.js';
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../../..');
 
 let embedded: RedisServer | undefined;
+/** Once a stop began (Ctrl-C reaches the whole group: Redis and the bridge stop too), their warnings are expected, not news. */
+let stopping = false;
 let bridge: ChildProcess | undefined;
 let monitor: ChildProcess | undefined;
 
@@ -57,7 +59,7 @@ async function startDemoBridge(redisUrl: string, prefix: string, layoutId: strin
     child.once('exit', (code) => reject(new Error(`the demo bridge exited with code ${code}`)));
     createInterface({ input: child.stdout }).on('line', (line) => {
       if (line.includes('audience-bridge running')) resolve();
-      else if (/"level":(4|5|6)0/.test(line)) process.stderr.write(`${line}\n`);
+      else if (!stopping && /"level":(4|5|6)0/.test(line)) process.stderr.write(`${line}\n`);
     });
   });
   return child;
@@ -100,9 +102,11 @@ async function main(): Promise<void> {
   process.stdout.write(walkthrough({ api, ...redis, redisNote, apiKey: seed.apiKey, layoutId: seed.layoutId, teamId: seed.teamId, osc, adminEmail: DEMO_ADMIN_EMAIL, adminPassword: seed.adminPassword }));
 
   const stop = async () => {
+    stopping = true;
+    const closed = gateway.close(); // marks the gateway as stopping at once: the Redis it loses now is no surprise
     await stopChild(bridge);
     await stopChild(monitor);
-    await gateway.close();
+    await closed;
     await embedded?.stop();
     process.exit(0);
   };
@@ -111,7 +115,9 @@ async function main(): Promise<void> {
 }
 
 main().catch(async (e: unknown) => {
-  process.stderr.write(`npm start: ${e instanceof ConfigError || e instanceof Error ? e.message : String(e)}\n`);
+  let message = e instanceof ConfigError || e instanceof Error ? e.message : String(e);
+  if (/^cannot listen on /.test(message)) message += ': the port is in use (or the address is not this host\'s); PORT picks another, e.g. PORT=8081 npm start';
+  process.stderr.write(`npm start: ${message}\n`);
   await stopChild(bridge);
   await stopChild(monitor);
   await embedded?.stop();

@@ -50,8 +50,9 @@ Try it in another terminal (copy-paste):
   ${ctl} layout activate ${w.layoutId} encore
   curl -s $API/layout/${w.layoutId} -H "x-api-key: $KEY"; echo
 
-  # 5. see what reached the stream
+  # 5. the layout as stored (its pages, and which one is active)
   ${ctl} layout show ${w.layoutId}
+  # 6. the last actions that reached the layout's stream
   redis-cli ${w.redisCli} XREVRANGE 'ac:layout:{${w.layoutId}}:actions' + - COUNT 5
 
 Stop with Ctrl-C.

@@ -125,4 +125,31 @@ describe('npm start', () => {
     }, 5000);
     await expect(waitForRedis(Number(env.EMBEDDED_REDIS_PORT), 300)).rejects.toThrow();
   });
+
+  it('says the port is in use and that PORT picks another', async () => {
+    const { createServer } = await import('node:net');
+    const busy = createServer();
+    const env = await demoEnv();
+    await new Promise<void>((r) => busy.listen(Number(env.PORT), '127.0.0.1', r));
+    try {
+      const child = spawn(process.execPath, [START], { cwd: ROOT, env: { ...process.env, REDIS_URL: '', LOG_LEVEL: 'warn', ...env }, detached: true });
+      running.push(child);
+      let err = '';
+      child.stderr.on('data', (d) => (err += d));
+      const code = await new Promise<number | null>((r) => child.once('exit', r));
+      expect(code).toBe(1);
+      expect(err).toMatch(new RegExp(`cannot listen on 127\\.0\\.0\\.1:${env.PORT}.*in use.*PORT`));
+    } finally {
+      busy.close();
+    }
+  });
+
+  it('stops quietly on Ctrl-C (SIGINT to the whole process group, the embedded Redis included)', async () => {
+    const { child, out } = await start(await demoEnv());
+    const exited = new Promise<number | null>((r) => child.once('exit', r));
+    process.kill(-child.pid!, 'SIGINT');
+    expect(await exited).toBe(0);
+    expect(out()).not.toMatch(/connection lost|WARN|"level":[456]0/);
+  });
 });
+
