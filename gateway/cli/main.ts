@@ -26,7 +26,8 @@ function run(body: Action) {
     const out = new CliOutput(cmd.opts<{ json?: boolean }>().json === true);
     let redis: RedisClient | undefined;
     try {
-      const config = loadConfig();
+      // only what audiencectl uses: a bad PORT or TOKEN_TTL_SECONDS is the gateway's business
+      const config = loadConfig({ REDIS_URL: process.env.REDIS_URL, REDIS_CLUSTER_NODES: process.env.REDIS_CLUSTER_NODES, REDIS_PREFIX: process.env.REDIS_PREFIX });
       redis = await connectToolRedis(redisTarget(config));
       await body({ stores: createStores(redis, config.redisPrefix), out }, ...(args.slice(0, -1) as never[]));
     } catch (e) {

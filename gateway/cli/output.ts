@@ -1,6 +1,6 @@
 // How audiencectl speaks: one JSON object on stdout with --json, readable lines otherwise; errors
 // on stderr (and as {"error": {...}} with --json) with a non-zero exit.
-import { AppError } from '../errors.js';
+import { AppError, isRedisOutage } from '../errors.js';
 
 export class CliOutput {
   constructor(private readonly json: boolean) {}
@@ -10,13 +10,17 @@ export class CliOutput {
     process.stdout.write(this.json ? `${JSON.stringify(object)}\n` : `${human}\n`);
   }
 
-  /** Reports a failure and returns the exit code. */
+  /**
+   * Reports a failure and returns the exit code: 2 for a usage error (invalid_argument), 1 for a
+   * refused operation. Every code is one of the documented table's: Redis away is `unavailable`,
+   * anything unexpected `internal`.
+   */
   failure(e: unknown): number {
-    const code = e instanceof AppError ? e.code : 'error';
+    const code = e instanceof AppError ? e.code : /^cannot reach Redis/.test((e as Error)?.message ?? '') || isRedisOutage(e) ? 'unavailable' : 'internal';
     const message = e instanceof Error ? e.message : String(e);
     if (this.json) process.stdout.write(`${JSON.stringify({ error: { code, message } })}\n`);
     process.stderr.write(`audiencectl: ${message}${e instanceof AppError ? ` (${code})` : ''}\n`);
-    return 1;
+    return code === 'invalid_argument' ? 2 : 1;
   }
 }
 

@@ -69,6 +69,21 @@ describe('team and layout commands', () => {
     expect(r.stderr.length).toBeGreaterThan(10);
   });
 
+  it('checks only the settings it uses (a bad PORT is the gateway’s business)', async () => {
+    const r = await audiencectl({ ...env, PORT: 'abc', TOKEN_TTL_SECONDS: 'soon' }, 'team', 'list', '--json');
+    expect(r.code).toBe(0);
+  });
+
+  it('reports Redis being away as unavailable with --json (a documented code), exit 1', async () => {
+    const r = await audiencectl({ REDIS_URL: 'redis://127.0.0.1:1', REDIS_PREFIX: 'x:' }, 'team', 'list', '--json');
+    expect([r.code, r.json.error.code]).toEqual([1, 'unavailable']);
+  });
+
+  it('exits 2 for a usage error found after parsing (an empty team name), as for one commander finds', async () => {
+    const r = await ctl('team', 'create', '--name', '', '--json');
+    expect([r.code, r.json.error.code]).toEqual([2, 'invalid_argument']);
+  });
+
   it('says what to do when Redis is not there', async () => {
     const r = await audiencectl({ REDIS_URL: 'redis://127.0.0.1:1', REDIS_PREFIX: 'x:' }, 'team', 'list');
     expect(r.code).not.toBe(0);
