@@ -3,6 +3,7 @@
 import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { parseClusterNodes, type RedisTarget } from '../runtime/redis.js';
+import type { ErrorObject } from 'ajv';
 import { createAjv, jsonPointerToPath } from '../schemas/validators.js';
 import type { BooleanMode } from './osc.js';
 
@@ -87,10 +88,16 @@ export function loadBridgeConfig(flags: BridgeFlags, env: NodeJS.ProcessEnv = pr
   let raw: Record<string, unknown>;
   if (flags.config) {
     if (flags.layout || flags.target) throw new BridgeConfigError('give either --config or --layout/--target, not both');
+    let text: string;
     try {
-      raw = JSON.parse(readFileSync(flags.config, 'utf8')) as Record<string, unknown>;
+      text = readFileSync(flags.config, 'utf8');
     } catch (e) {
       throw new BridgeConfigError(`cannot read ${flags.config}: ${(e as Error).message}`);
+    }
+    try {
+      raw = JSON.parse(text) as Record<string, unknown>;
+    } catch (e) {
+      throw new BridgeConfigError(`${flags.config} is not valid JSON (${jsonErrorPlace(text, (e as Error).message)}): ${(e as Error).message}`);
     }
     if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) throw new BridgeConfigError(`${flags.config} must hold a JSON object`);
   } else {
@@ -111,17 +118,58 @@ export function loadBridgeConfig(flags: BridgeFlags, env: NodeJS.ProcessEnv = pr
 
   const validate = createAjv({ defaults: true }).getSchema('bridge-config.schema.json');
   if (!validate) throw new Error('bridge-config.schema.json missing');
-  if (!validate(raw)) {
-    const e = validate.errors?.[0];
-    const at = jsonPointerToPath(e?.instancePath ?? '') || '(top level)';
-    if (e?.keyword === 'additionalProperties') throw new BridgeConfigError(`${at === '(top level)' ? '' : `${at}: `}unknown key "${String(e.params.additionalProperty)}"`);
-    if (e?.keyword === 'required') throw new BridgeConfigError(`${at}: missing "${String(e.params.missingProperty)}"`);
-    throw new BridgeConfigError(`${at} ${e?.message ?? 'is invalid'}`);
-  }
+  if (!validate(raw)) throw new BridgeConfigError(inWords(validate.errors?.[0]));
   const ids = (raw.layouts as { layoutId: string }[]).map((l) => l.layoutId);
   const dup = ids.find((id, i) => ids.indexOf(id) !== i);
   if (dup) throw new BridgeConfigError(`layout "${dup}" appears twice`);
   return deepFreeze(raw) as unknown as BridgeConfig;
+}
+
+/** "line L, column C" of a JSON.parse error: from the position it names, else the end of the text. */
+export function jsonErrorPlace(text: string, message: string): string {
+  const given = /line (\d+) column (\d+)/.exec(message);
+  if (given) return `line ${given[1]}, column ${given[2]}`;
+  const position = /position (\d+)/.exec(message);
+  const at = position ? Number(position[1]) : text.length;
+  const before = text.slice(0, at).split('\n');
+  return `line ${before.length}, column ${before[before.length - 1]!.length + 1}`;
+}
+
+/** What a list of each key holds, for "must list at least 1 target". */
+const ITEM_NOUN: Record<string, string> = { layouts: 'layout', targets: 'target', redisClusterNodes: 'node' };
+
+/** The first schema error as a sentence: the key's path, and what is allowed, in words. */
+function inWords(e: ErrorObject | undefined): string {
+  if (!e) return 'the configuration is invalid';
+  const at = jsonPointerToPath(e.instancePath) || '(top level)';
+  const p = e.params as Record<string, unknown>;
+  const key = at.replace(/\[\d+\]$/, '').split('.').at(-1) ?? at;
+  switch (e.keyword) {
+    case 'additionalProperties':
+      return `${at === '(top level)' ? '' : `${at}: `}unknown key "${String(p.additionalProperty)}"`;
+    case 'required':
+      return `${at}: missing "${String(p.missingProperty)}"`;
+    case 'minItems':
+      return `${at} must list at least ${String(p.limit)} ${ITEM_NOUN[key] ?? 'item'}${p.limit === 1 ? '' : 's'}`;
+    case 'maxItems':
+      return `${at} may list at most ${String(p.limit)} ${ITEM_NOUN[key] ?? 'item'}s`;
+    case 'minimum':
+      return `${at} must be at least ${String(p.limit)}`;
+    case 'maximum':
+      return `${at} must be at most ${String(p.limit)}`;
+    case 'enum':
+      return `${at} must be one of: ${(p.allowedValues as unknown[]).join(', ')}`;
+    case 'type':
+      return `${at} must be ${p.type === 'integer' ? 'a whole number' : p.type === 'array' ? 'a list' : p.type === 'object' ? 'an object' : `a ${String(p.type)}`}`;
+    case 'pattern':
+      return `${at} has characters it may not have (allowed: ${String(p.pattern)})`;
+    case 'minLength':
+      return `${at} must not be empty`;
+    case 'maxLength':
+      return `${at} must be at most ${String(p.limit)} characters`;
+    default:
+      return `${at} ${e.message ?? 'is invalid'}`;
+  }
 }
 
 function deepFreeze<T>(o: T): T {

@@ -1,6 +1,7 @@
 // audience-bridge as systemd runs it: configuration checks, sd_notify on a fake NOTIFY_SOCKET,
 // kill -9 and restart, and the destinations it registers.
 import { execFile, type ChildProcess } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { BRIDGE_BIN, configFile, spawnBridge, stopProcess } from '../helpers/bridge.js';
 import { DEMO_LAYOUT, eventually, getLayout, postAction, useGatewayWithToken } from '../helpers/gateway.js';
@@ -33,15 +34,34 @@ describe('--check-config', () => {
 
   it.each([
     [{ layoutId: 'show', targets: [{ host: 'a', port: 9000 }], colour: 'red' }, /layouts\[0\]: unknown key "colour"/],
-    [{ layoutId: 'show', targets: [{ host: 'a', port: 70000 }] }, /layouts\[0\]\.targets\[0\]\.port must be <= 65535/],
-    [{ layoutId: 'show', targets: [{ host: 'a', port: 9000, booleans: 'yes' }] }, /layouts\[0\]\.targets\[0\]\.booleans/],
-    [{ layoutId: 'show', targets: [] }, /layouts\[0\]\.targets/],
-    [{ layoutId: 'show', tickHz: 0, targets: [{ host: 'a', port: 1 }] }, /layouts\[0\]\.tickHz must be >= 1/],
+    [{ layoutId: 'show', targets: [{ host: 'a', port: 70000 }] }, /layouts\[0\]\.targets\[0\]\.port must be at most 65535/],
+    [{ layoutId: 'show', targets: [{ host: 'a', port: 9000, booleans: 'yes' }] }, /layouts\[0\]\.targets\[0\]\.booleans must be one of: int, TF/],
+    [{ layoutId: 'show', targets: [] }, /layouts\[0\]\.targets must list at least 1 target/],
+    [{ layoutId: 'show', tickHz: 0, targets: [{ host: 'a', port: 1 }] }, /layouts\[0\]\.tickHz must be at least 1/],
+    [{ layoutId: 'show', tickHz: 'fast', targets: [{ host: 'a', port: 1 }] }, /layouts\[0\]\.tickHz must be a whole number/],
     [{ targets: [{ host: 'a', port: 1 }] }, /missing "layoutId"/],
   ])('refuses %j, naming the bad key', async (layout, message) => {
     const r = await run(['--config', configFile({ ...base, layouts: [layout] }), '--check-config']);
     expect(r.code).toBe(2);
     expect(r.stderr).toMatch(message);
+  });
+
+  it('says an empty layouts list in words: at least one layout', async () => {
+    const r = await run(['--config', configFile({ ...base, layouts: [] }), '--check-config']);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/layouts must list at least 1 layout/);
+    expect(r.stderr).not.toMatch(/must NOT have/);
+  });
+
+  it('tells a file it could read but not parse by line and column', async () => {
+    const file = configFile({ ...base, layouts: [{ layoutId: 'show', targets: [{ host: 'a', port: 1 }] }] });
+    writeFileSync(file, '{\n  "layouts": [\n    { "layoutId": "show",\n');
+    const r = await run(['--config', file, '--check-config']);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/is not valid JSON \(line 4, column 1\)/);
+    expect(r.stderr).not.toMatch(/cannot read/);
+    const missing = await run(['--config', `${file}.absent`, '--check-config']);
+    expect(missing.stderr).toMatch(/cannot read .*\.absent/);
   });
 
   it('checks the flag form too', async () => {
