@@ -61,7 +61,6 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
   const settings = { ...redisTarget(config), commandTimeoutMs: config.redisCommandTimeoutMs };
   const redis = await connectServiceRedis({ ...settings, name: 'audience-gateway' });
   const subscriber = await connectServiceRedis({ ...settings, name: 'audience-gateway-sub' });
-  watchConnection(subscriber, log, 'redis subscriber');
 
   const metrics = new GatewayMetrics();
   const timed = <T>(command: string, p: Promise<T>) => metrics.redis(command, p);
@@ -73,12 +72,15 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
     log.info({ moved }, 'moved 0.1 keys to their tagged names');
   }
   const keyring = new SigningKeyring(stores.signingKeys); // its reload makes a signing key when Redis has none
-  // After a reconnect Redis may have come back empty: reload (and so re-create) the signing key at once.
-  watchConnection(redis, log, 'redis', () => void keyring.reload().catch((e: unknown) => log.warn({ err: e }, 'signing key reload after reconnect failed')));
   const apiKeys = new ApiKeyAuth(stores.apiKeys, now, (e) => log.warn({ err: e }, 'could not record lastUsedAt'), timed);
   const layouts = new LayoutCache(stores.layouts, timed);
   await Promise.all([keyring.reload(), apiKeys.reload()]);
 
+  const recheckAll = (): Promise<void> =>
+    Promise.all([apiKeys.reload(), keyring.reload(), layouts.recheck()]).then(
+      () => {},
+      (e: unknown) => log.warn({ err: e }, 'cache re-check failed'),
+    );
   const listener = new InvalidationListener(
     subscriber,
     stores.keys,
@@ -90,13 +92,17 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
         else if (m.kind === 'layout') layouts.invalidate(m.id);
         else keyring.reload().catch((e: unknown) => log.warn({ err: e }, 'signing key reload failed'));
       },
-      async recheck() {
-        await Promise.all([apiKeys.reload(), keyring.reload(), layouts.recheck()]).catch((e: unknown) => log.warn({ err: e }, 'cache re-check failed'));
-      },
+      recheck: recheckAll,
     },
     config.cacheRecheckMs,
   );
   await listener.start();
+  // Either connection coming back re-reads everything cached (the listener does it for its own):
+  // messages may have been missed, and Redis may have come back empty (the keyring's reload then
+  // makes a new signing key).
+  let closing = false;
+  watchConnection(redis, log, 'redis', () => closing, recheckAll);
+  watchConnection(subscriber, log, 'redis subscriber', () => closing);
 
   const deps: RouteDeps = {
     apiKeys,
@@ -152,8 +158,7 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
     stores,
     deps,
     async close(drainMs = 5000) {
-      closing.add(redis); // at once: Redis going away from now on is part of stopping
-      closing.add(subscriber);
+      closing = true; // at once: Redis going away from now on is part of stopping, not news
       await server.close(drainMs);
       await ops.close();
       listener.stop();
@@ -162,19 +167,17 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
   };
 }
 
-/** Set by close(): a deliberate stop is not a lost connection. */
-const closing = new WeakSet<RedisClient>();
-
-function watchConnection(redis: RedisClient, log: Logger, what: string, onRestored: () => void = () => {}): void {
+/** Logs a lost connection (unless the gateway is closing) and calls `onRestored` when it is back. */
+function watchConnection(redis: RedisClient, log: Logger, what: string, closing: () => boolean, onRestored: () => Promise<void> = () => Promise.resolve()): void {
   let down = false;
   redis.on('close', () => {
-    if (!down && !closing.has(redis)) log.warn(`${what} connection lost; reconnecting`);
+    if (!down && !closing()) log.warn(`${what} connection lost; reconnecting`);
     down = true;
   });
   redis.on('ready', () => {
     if (down) {
       log.info(`${what} connection restored`);
-      onRestored();
+      void onRestored();
     }
     down = false;
   });
