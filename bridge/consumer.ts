@@ -267,7 +267,12 @@ export class LayoutConsumer {
     return { kind: 'offered', ts: entry.ts };
   }
 
-  /** Copies unusable entries to the dead-letter stream (one pipeline), then counts and acks each one stored. */
+  /**
+   * Copies unusable entries to the dead-letter stream (one pipeline), then counts and acks each.
+   * A copy Redis refuses (the dead-letter key holds another type, Redis is out of memory) is counted
+   * and logged, and the entry is settled anyway: a broken dead-letter stream must not stop the
+   * output. Only a lost connection (the whole pipeline fails) leaves them to be read again.
+   */
   private async deadLetter(dead: { id: string; fields: readonly string[]; reason: string }[]): Promise<void> {
     const key = deadLetterKey(this.s.prefix, this.layoutId);
     const pipe = this.ops.pipeline();
@@ -276,12 +281,11 @@ export class LayoutConsumer {
       pipe.xadd(key, 'MAXLEN', '~', this.s.deadLetterMaxLen, '*', 'streamId', id, 'reason', reason, 'bridgeId', this.s.bridgeId, 'fields', all.slice(0, DEAD_LETTER_KEEP_CHARS), 'fieldsChars', all.length);
     }
     const results = (await pipe.exec()) ?? [];
-    let failure: Error | null = null;
     for (const [i, { id }] of dead.entries()) {
-      const err = results[i] ? results[i][0] : new Error('no reply');
+      const err = results[i]?.[0];
       if (err) {
-        failure ??= err; // not settled: read again after the failure
-        continue;
+        this.c.deadLetterFailures++;
+        this.log.error({ layoutId: this.layoutId, streamId: id, err: err.message }, 'could not copy an unusable entry to the dead-letter stream; acked without its copy');
       }
       this.c.read++;
       this.c.deadLettered++;
@@ -294,6 +298,5 @@ export class LayoutConsumer {
       this.lastDeadLetterLog = now;
       this.deadLettersUnlogged = 0;
     } else this.deadLettersUnlogged += dead.length;
-    if (failure) throw failure;
   }
 }

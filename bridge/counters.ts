@@ -21,6 +21,8 @@ export interface LayoutCounters {
   duplicates: number;
   /** entries that could not be decoded, validated or encoded: copied to the dead-letter stream */
   deadLettered: number;
+  /** of those, the ones whose copy Redis refused (settled anyway, logged) */
+  deadLetterFailures: number;
   /** entries older than maxAgeMs */
   droppedStale: number;
   /** pending entries whose data was trimmed or deleted before they were sent */
@@ -40,7 +42,7 @@ export interface LayoutCounters {
 }
 
 export const LAYOUT_COUNTERS: readonly (keyof LayoutCounters)[] = [
-  'read', 'sent', 'coalesced', 'duplicates', 'deadLettered', 'droppedStale', 'lostTrimmed',
+  'read', 'sent', 'coalesced', 'duplicates', 'deadLettered', 'deadLetterFailures', 'droppedStale', 'lostTrimmed',
   'acked', 'ackFailures', 'acksAbandoned', 'readErrors', 'groupsRecreated', 'tickErrors',
 ];
 

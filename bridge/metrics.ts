@@ -22,6 +22,7 @@ const PER_LAYOUT: [Exclude<keyof LayoutCounters, 'lostTrimmed'>, string, string]
   ['coalesced', 'audience_bridge_coalesced_total', 'Continuous-control entries superseded by a newer value before sending, by layout.'],
   ['duplicates', 'audience_bridge_duplicates_total', 'Entries dropped because their action id was already handled, by layout.'],
   ['deadLettered', 'audience_bridge_dead_lettered_total', 'Unusable entries copied to the dead-letter stream, by layout.'],
+  ['deadLetterFailures', 'audience_bridge_dead_letter_failures_total', 'Unusable entries whose copy to the dead-letter stream Redis refused (acked anyway, logged), by layout.'],
   ['droppedStale', 'audience_bridge_dropped_stale_total', 'Actions dropped for being older than maxAgeMs, by layout.'],
   ['acked', 'audience_bridge_entries_acked_total', 'Stream entries acknowledged, by layout.'],
   ['ackFailures', 'audience_bridge_ack_failures_total', 'Failed XACK calls, by layout (their ids are retried on later ticks).'],

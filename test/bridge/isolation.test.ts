@@ -80,6 +80,22 @@ describe('an entry the output cannot carry', () => {
     expectCountersAddUp(bridge);
   });
 
+  it('keeps going when the dead-letter stream itself refuses the copy (its key holds another type)', async () => {
+    const t = await setup();
+    const bridge = await t.start();
+    await t.c.set(deadLetterKey(t.prefix, LAYOUT), 'not a stream');
+    await t.add(rawEntry({ value: 'bad\u0000' }));
+    await t.add(encodeActionEntry(entry({ value: 'after the bad one' })));
+    await eventually(() => t.values().includes('after the bad one'), 3000);
+    await t.add(encodeActionEntry(entry({ value: 'and the next' })));
+    await eventually(() => t.values().includes('and the next'), 3000);
+    const c = bridge.counters.layout(LAYOUT);
+    expect(c.deadLettered).toBe(1);
+    expect(c.deadLetterFailures).toBe(1);
+    await eventually(async () => ((await t.c.xpending(t.key, 'bridge:test-bridge')) as [number])[0] === 0);
+    expectCountersAddUp(bridge);
+  });
+
   it('sends an entry from slightly in the future (clock skew within maxAgeMs)', async () => {
     const t = await setup({ maxAgeMs: 2000 });
     await t.start();
