@@ -22,8 +22,8 @@ export class AckQueue {
     private readonly now: () => number = Date.now,
   ) {}
 
-  add(ids: readonly string[]): void {
-    for (const id of ids) this.fresh.push(id);
+  add(id: string): void {
+    this.fresh.push(id);
   }
 
   /** True while ids wait to be acked. */

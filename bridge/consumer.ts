@@ -239,7 +239,7 @@ export class LayoutConsumer {
       }
       if (verdict.kind === 'stale') {
         this.c.droppedStale++;
-        this.scheduler.ackLater([id]);
+        this.scheduler.ackLater(id);
       } else newest = Math.max(newest, verdict.ts);
       this.c.read++;
     }
@@ -249,7 +249,7 @@ export class LayoutConsumer {
       this.c.read += lost.length;
       this.lost(lost);
     }
-    this.scheduler.ackLater(trimmed);
+    for (const id of trimmed) this.scheduler.ackLater(id);
     if (dead.length > 0) await this.deadLetter(dead);
   }
 
@@ -289,7 +289,7 @@ export class LayoutConsumer {
       }
       this.c.read++;
       this.c.deadLettered++;
-      this.scheduler.ackLater([id]);
+      this.scheduler.ackLater(id);
     }
     const now = this.now();
     if (now - this.lastDeadLetterLog >= LOG_EVERY_MS) {

@@ -22,8 +22,6 @@ const LOG_EVERY_MS = 5000;
 /** What became of an offered entry. */
 export type Offered =
   | { kind: 'queued' }
-  /** this stream id is already held (a re-read after an outage): not a new read */
-  | { kind: 'held' }
   /** its action id was handled or is queued under another stream id: counted, acked */
   | { kind: 'duplicate' }
   /** the OSC encoding cannot carry it: the caller dead-letters it */
@@ -100,17 +98,17 @@ export class LayoutScheduler {
     return this.heldIds.has(streamId);
   }
 
-  /** Stream ids to acknowledge with the next tick's XACK (entries the reader settled itself). */
-  ackLater(streamIds: readonly string[]): void {
-    this.acks.add(streamIds);
+  /** A stream id to acknowledge with the next tick's XACK (an entry the reader settled itself). */
+  ackLater(streamId: string): void {
+    this.acks.add(streamId);
   }
 
   /**
-   * Takes a decoded stream entry. An action id already handled is acked at once; one still queued
-   * is not queued twice; one the OSC encoding refuses is handed back for the dead-letter stream.
+   * Takes a decoded stream entry whose stream id it does not hold yet (the reader asks `holds()`
+   * first). An action id already handled is acked at once; one still queued is not queued twice; one
+   * the OSC encoding refuses is handed back for the dead-letter stream.
    */
   offer(streamId: string, entry: ActionEntry): Offered {
-    if (this.heldIds.has(streamId)) return { kind: 'held' };
     const pending = this.queued.get(entry.id);
     if (pending) {
       pending.alsoAck.push(streamId);
@@ -120,7 +118,7 @@ export class LayoutScheduler {
     }
     if (this.done.has(entry.id)) {
       this.c.duplicates++;
-      this.acks.add([streamId]);
+      this.acks.add(streamId);
       return { kind: 'duplicate' };
     }
     const d: Delivery = { streamId, entry, remaining: this.lanes.length, alsoAck: [], encoded: {} };
@@ -144,7 +142,8 @@ export class LayoutScheduler {
     this.heldIds.delete(d.streamId);
     for (const id of d.alsoAck) this.heldIds.delete(id);
     this.done.set(d.entry.id, true);
-    this.acks.add([d.streamId, ...d.alsoAck]);
+    this.acks.add(d.streamId);
+    for (const id of d.alsoAck) this.acks.add(id);
   }
 
   private encoded(d: Delivery, mode: BooleanMode): Buffer {
