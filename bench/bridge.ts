@@ -9,7 +9,6 @@ import { Redis } from 'ioredis';
 import { startBridge } from '../bridge/app.js';
 import { loadBridgeConfig } from '../bridge/config.js';
 import { createLogger } from '../runtime/log.js';
-import { SystemdNotifier } from '../runtime/systemd.js';
 import { ACTION_FIELD, encodeActionEntry } from '../schemas/action-entry.js';
 import { actionStreamKey } from '../schemas/redis-keys.js';
 import { pinnedRedis } from './harness.js';
@@ -55,7 +54,7 @@ async function main(): Promise<void> {
     const layouts = config.layouts.map((l) => ({ ...l, maxMessagesPerTick: perTick }));
     progress(`draining with tickHz ${tickHz}, at most ${perTick} messages a tick`);
     const started = performance.timeOrigin + performance.now();
-    const bridge = await startBridge({ ...config, layouts, opsPort: 0 }, { log: createLogger('audience-bridge', 'warn'), notifier: new SystemdNotifier({}), ...(values['read-count'] && { readCount: Number(values['read-count']) }) });
+    const bridge = await startBridge({ ...config, layouts, opsPort: 0 }, { log: createLogger('audience-bridge', 'warn'), notifyEnv: {}, ...(values['read-count'] && { readCount: Number(values['read-count']) }) });
     let got = await counts();
     while (got.messages < total) {
       await new Promise((r) => setTimeout(r, 200));

@@ -27,7 +27,8 @@ export interface Bridge {
 export interface BridgeOptions {
   log: Logger;
   now?: () => number;
-  notifier?: SystemdNotifier;
+  /** the environment sd_notify reads (NOTIFY_SOCKET, WATCHDOG_USEC); default process.env, {} for none */
+  notifyEnv?: NodeJS.ProcessEnv;
   /** longest BLOCK of a stream read (also bounded by the watchdog interval) */
   blockMs?: number;
   /** reclaim pending entries idle longer than this */
@@ -42,7 +43,7 @@ export async function startBridge(config: BridgeConfig, opts: BridgeOptions): Pr
   const { log } = opts;
   const now = opts.now ?? Date.now;
   const counters = new BridgeCounters();
-  const notifier = opts.notifier ?? new SystemdNotifier(process.env, (e) => {
+  const notifier = new SystemdNotifier(opts.notifyEnv ?? process.env, (e) => {
     counters.notifyFailures++;
     log.warn({ err: e.message }, 'systemd-notify failed');
   });

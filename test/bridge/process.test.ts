@@ -5,6 +5,7 @@ import { writeFileSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { BRIDGE_BIN, configFile, spawnBridge, stopProcess } from '../helpers/bridge.js';
 import { DEMO_LAYOUT, eventually, getLayout, postAction, useGatewayWithToken } from '../helpers/gateway.js';
+import { sample, scrape } from '../helpers/metrics.js';
 import { useRedis } from '../helpers/redis.js';
 import { startFakeNotifySocket } from '../helpers/notify-socket.js';
 import { TcpProxy } from '../helpers/tcp-proxy.js';
@@ -99,6 +100,16 @@ describe('the process', () => {
     } finally {
       await sink.stop();
     }
+  });
+
+  it('counts and logs sd_notify messages systemd-notify cannot deliver, and keeps running', async () => {
+    const file = configFile({ redisUrl: redis.get().server.url, prefix: g.t.config.redisPrefix, bridgeId: 'no-socket', layouts: [{ layoutId: g.t.layoutId, targets: [{ host: '127.0.0.1', port: 9 }] }] });
+    const { child, output } = await spawnBridge(['--config', file], { NOTIFY_SOCKET: '/nonexistent/notify.sock' });
+    children.push(child);
+    const opsPort = Number(/"opsPort":(\d+)/.exec(output())![1]);
+    await eventually(async () => sample(await scrape(opsPort), 'audience_bridge_notify_failures_total') >= 1, 5000);
+    expect(output()).toMatch(/systemd-notify failed/);
+    expect(child.exitCode).toBeNull();
   });
 
   it('withholds WATCHDOG=1 while a loop makes no progress, and resumes after', async () => {

@@ -7,7 +7,6 @@ import { fileURLToPath } from 'node:url';
 import { startBridge, type Bridge } from '../../bridge/app.js';
 import { loadBridgeConfig, type BridgeConfig } from '../../bridge/config.js';
 import { createLogger } from '../../runtime/log.js';
-import { SystemdNotifier } from '../../runtime/systemd.js';
 import { afterAll, beforeAll } from 'vitest';
 import { UdpSink } from './udp-sink.js';
 
@@ -33,7 +32,7 @@ export function configFile(o: TestBridgeOptions): string {
 
 export async function startTestBridge(o: TestBridgeOptions): Promise<{ bridge: Bridge; config: BridgeConfig }> {
   const config = loadBridgeConfig({ config: configFile(o) }, {});
-  const bridge = await startBridge(config, { log: createLogger('audience-bridge', 'silent'), notifier: new SystemdNotifier({}), blockMs: 200, ...(o.reclaimIdleMs && { reclaimIdleMs: o.reclaimIdleMs }) });
+  const bridge = await startBridge(config, { log: createLogger('audience-bridge', 'silent'), notifyEnv: {}, blockMs: 200, ...(o.reclaimIdleMs && { reclaimIdleMs: o.reclaimIdleMs }) });
   return { bridge, config };
 }
 
