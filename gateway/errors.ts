@@ -4,7 +4,7 @@
 export const ERRORS = {
   // request shape
   invalid_json: { status: 400, message: 'The request body is not valid JSON.' },
-  invalid_request: { status: 400, message: 'The request is framed ambiguously (several Content-Length headers, or Content-Length with Transfer-Encoding).' },
+  invalid_request: { status: 400, message: 'The request is framed ambiguously (several Content-Length headers).' },
   invalid_body: { status: 400, message: 'The request body does not match the schema.' },
   unsupported_media_type: { status: 415, message: 'Send the body as Content-Type: application/json.' },
   body_too_large: { status: 413, message: 'The request body is larger than the limit.' },

@@ -11,6 +11,8 @@ import { untimed, type RedisTimer } from '../store/redis.js';
 import { runScript } from '../store/scripts.js';
 
 const NEVER = () => false;
+/** The answer to a request whose client left before its action was applied (no one reads it). */
+const clientLeft = () => new AppError('unavailable', 'The client left before the action was applied.');
 
 /** At most this many entries go in one Lua call, so one call never holds Redis for long. */
 export const MAX_BATCH = 256;
@@ -49,7 +51,7 @@ export class ActionLog {
   appendOnce(entry: ActionEntry, recordKey: string, fingerprint: string, ttlSeconds: number, aborted: () => boolean = NEVER): Promise<void> {
     // sent after this turn, like the batch, so a request whose client left in this turn is not applied
     return new Promise<void>((r) => setImmediate(r)).then(() => {
-      if (aborted()) throw new AppError('unavailable', 'The client left before the action was applied.');
+      if (aborted()) throw clientLeft();
       return this.appendOnceNow(entry, recordKey, fingerprint, ttlSeconds);
     });
   }
@@ -91,7 +93,7 @@ export class ActionLog {
       if (waiters.some((w) => w.aborted())) {
         const keep = waiters.map((w) => !w.aborted());
         payloads = payloads.filter((_, i) => keep[i]);
-        for (const w of waiters.filter((_, i) => !keep[i])) w.reject(new AppError('unavailable', 'The client left before the action was applied.'));
+        for (const w of waiters.filter((_, i) => !keep[i])) w.reject(clientLeft());
         waiters = waiters.filter((_, i) => keep[i]);
       }
       for (let i = 0; i < payloads.length; i += MAX_BATCH) {

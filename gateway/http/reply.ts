@@ -47,9 +47,9 @@ export function internalError(): AppError {
 /**
  * Writes the reply in one corked write. The caller makes sure the client is still there and it
  * answers once. `close` ends the connection after the reply (used when the request body was not
- * read, so it cannot be parsed as the next request).
+ * read, so it cannot be parsed as the next request); `headOnly` (a HEAD request) sends the headers
+ * and the Content-Length but not the body.
  */
-/** Writes a reply; `headOnly` (a HEAD request) sends its headers and Content-Length but not its body. */
 export function send(res: HttpResponse, requestId: string, reply: Reply, common: readonly (readonly [string, string])[], close = false, headOnly = false): void {
   res.cork(() => {
     res.writeStatus(STATUS_TEXT[reply.status] ?? String(reply.status));

@@ -146,10 +146,10 @@ export class HttpServer {
       }
     };
     if (!route.body) return run(null);
-    // RFC 9112 6.3: several Content-Length headers, or one with Transfer-Encoding, frame the body
-    // ambiguously (a proxy in front may read it another way): refuse and close. (uWS itself closes
-    // the connection for Transfer-Encoding with Content-Length before a route sees it.)
-    if (ambiguousFraming(req)) return finish(errorReply(new AppError('invalid_request')), true);
+    // RFC 9112 6.3: several Content-Length headers frame the body ambiguously (a proxy in front may
+    // read another one): refuse and close. (uWS itself answers 400 to Transfer-Encoding with
+    // Content-Length before any route sees it.)
+    if (severalContentLengths(req)) return finish(errorReply(new AppError('invalid_request')), true);
     // An early reply leaves the body unread, so the connection is closed after it.
     if (!isJsonContentType(head.headers['content-type'])) return finish(errorReply(new AppError('unsupported_media_type')), true);
     const limit = route.maxBodyBytes ?? this.opts.maxBodyBytes;
@@ -201,15 +201,13 @@ export class HttpServer {
   }
 }
 
-/** More than one Content-Length, or Content-Length with Transfer-Encoding. Reads the headers synchronously (uWS rule). */
-function ambiguousFraming(req: HttpRequest): boolean {
+/** More than one Content-Length header. Reads the headers synchronously (uWS rule); uWS has no way to count one header. */
+function severalContentLengths(req: HttpRequest): boolean {
   let lengths = 0;
-  let chunked = false;
   req.forEach((name) => {
     if (name === 'content-length') lengths++;
-    else if (name === 'transfer-encoding') chunked = true;
   });
-  return lengths > 1 || (chunked && lengths > 0);
+  return lengths > 1;
 }
 
 function decodeURIComponentSafe(s: string): string {
