@@ -7,9 +7,11 @@ import autocannon from 'autocannon';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { startRedisServer, type RedisServer } from '../gateway/dev/redis-server.js';
+import { createRedisClient, type RedisTarget } from '../runtime/redis.js';
 
 /** Spawns `node [nodeArgs] file args` on the given CPU core (taskset), resolving once it prints `marker`. */
-export async function spawnPinned(core: number, file: string, args: string[], env: Record<string, string>, marker: RegExp, nodeArgs: string[] = [], node = process.execPath): Promise<{ child: ChildProcess; match: RegExpMatchArray }> {
+/** `core` is one core, or a list taskset takes ('0-1'). */
+export async function spawnPinned(core: number | string, file: string, args: string[], env: Record<string, string>, marker: RegExp, nodeArgs: string[] = [], node = process.execPath): Promise<{ child: ChildProcess; match: RegExpMatchArray }> {
   const child = spawn('taskset', ['-c', String(core), node, ...nodeArgs, file, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
   let out = '';
   const match = await new Promise<RegExpMatchArray>((resolve, reject) => {
@@ -208,12 +210,12 @@ export function rssMiB(pid: number): number {
   return m ? Number(m[1]) / 1024 : NaN;
 }
 
-/** A team, the demo layout and an API key, written straight to Redis. */
-export async function seedDemo(redisUrl: string, prefix = 'ac:'): Promise<{ apiKey: string; layoutId: string }> {
-  const { Redis } = await import('ioredis');
+/** A team, the demo layout and an API key, written straight to Redis (a URL, or a cluster's seeds). */
+export async function seedDemo(redis: string | RedisTarget, prefix = 'ac:'): Promise<{ apiKey: string; layoutId: string }> {
   const { createStores } = await import('../gateway/store/stores.js');
   const { DEMO_LAYOUT_FILE } = await import('../gateway/demo/seed.js');
-  const admin = new Redis(redisUrl);
+  const admin = createRedisClient(typeof redis === 'string' ? { url: redis } : redis, { name: 'bench-seed', commandTimeoutMs: 5000, reconnectStepMs: 100, maxReconnectDelayMs: 100 });
+  await admin.connect();
   try {
     const stores = createStores(admin, prefix);
     const team = await stores.teams.create('bench');

@@ -5,23 +5,20 @@
 // wrk and Redis need a core too, so two workers compete with them for the same two cores; the
 // figures say what a worker process costs and that the paths work, not how far a big host scales.
 //   npm run bench:scale [-- --seconds 10]
-import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { startRedisCluster } from '../gateway/dev/redis-cluster.js';
 import { freePort } from '../gateway/dev/redis-server.js';
-import { DEMO_LAYOUT_FILE } from '../gateway/demo/seed.js';
 import { GATEWAY_NODE_FLAGS } from '../gateway/node-flags.js';
 import { RedisKeys } from '../gateway/store/keys.js';
 import { runScript } from '../gateway/store/scripts.js';
-import { createStores } from '../gateway/store/stores.js';
 import { ACTION_FIELD, encodeActionEntry } from '../schemas/action-entry.js';
-import { createRedisClient, type RedisTarget } from '../runtime/redis.js';
-import { actionRequests, cpuSeconds, mintTokens, pinnedRedis, stopChild, wrkLoad, type LoadResult } from './harness.js';
+import { createRedisClient } from '../runtime/redis.js';
+import { actionRequests, cpuSeconds, mintTokens, pinnedRedis, seedDemo, spawnPinned, stopChild, wrkLoad, type LoadResult } from './harness.js';
 
 const { values } = parseArgs({ options: { seconds: { type: 'string', default: '10' } } });
 const SECONDS = Number(values.seconds);
@@ -31,42 +28,16 @@ function progress(what: string): void {
   process.stderr.write(`bench: ${what}\n`);
 }
 
-/** A team, the demo layout and a key, through the stores (works on a cluster too). */
-async function seed(target: RedisTarget): Promise<string> {
-  const redis = createRedisClient(target, { name: 'bench-seed', commandTimeoutMs: 5000, reconnectStepMs: 100, maxReconnectDelayMs: 100 });
-  await redis.connect();
-  try {
-    const stores = createStores(redis, 'ac:');
-    const team = await stores.teams.create('bench');
-    await stores.layouts.import(team.teamId, JSON.parse(readFileSync(DEMO_LAYOUT_FILE, 'utf8')));
-    return (await stores.apiKeys.create(team.teamId, { name: 'bench' })).apiKey;
-  } finally {
-    redis.disconnect();
-  }
-}
-
-/** The gateway on both cores (workers need them), resolved once it listens. */
-async function gateway(env: Record<string, string>): Promise<{ child: ChildProcess; url: string }> {
-  const port = await freePort();
-  const child = spawn(process.execPath, [...GATEWAY_NODE_FLAGS, GATEWAY], { env: { ...process.env, ...env, PORT: String(port), OPS_PORT: '0', LOG_LEVEL: 'info' }, stdio: ['ignore', 'pipe', 'inherit'] });
-  const marker = Number(env.GATEWAY_WORKERS ?? 1) > 1 ? 'audience-gateway workers listening' : 'audience-gateway listening';
-  await new Promise<void>((resolve, reject) => {
-    let out = '';
-    child.stdout.on('data', (d) => {
-      out += String(d);
-      if (out.includes(marker)) resolve();
-    });
-    child.once('exit', (code) => reject(new Error(`gateway exited with ${code}: ${out}`)));
-  });
-  return { child, url: `http://127.0.0.1:${port}` };
-}
-
 async function measure(name: string, env: Record<string, string>, apiKey: string): Promise<LoadResult> {
-  const gw = await gateway(env);
+  // not pinned to one core: two workers need both (taskset -c 0-1)
+  const marker = Number(env.GATEWAY_WORKERS ?? 1) > 1 ? /audience-gateway workers listening/ : /audience-gateway listening/;
+  const port = await freePort();
+  const gw = await spawnPinned('0-1', GATEWAY, [], { ...env, PORT: String(port), OPS_PORT: '0', LOG_LEVEL: 'info' }, marker, [...GATEWAY_NODE_FLAGS]);
+  const url = `http://127.0.0.1:${port}`;
   try {
-    const tokens = await mintTokens(gw.url, apiKey, 'demo-show', 2000);
+    const tokens = await mintTokens(url, apiKey, 'demo-show', 2000);
     progress(`${name}, ${SECONDS} s`);
-    return await wrkLoad({ name, url: gw.url, connections: 100, durationSec: SECONDS, requests: actionRequests(tokens, 'demo-show') });
+    return await wrkLoad({ name, url, connections: 100, durationSec: SECONDS, requests: actionRequests(tokens, 'demo-show') });
   } finally {
     await stopChild(gw.child);
   }
@@ -105,7 +76,7 @@ async function main(): Promise<void> {
   try {
     progress(`one Redis master: appends of one layout (Lua batches of 256), ${SECONDS} s`);
     ceiling = await masterCeiling(redis.url, redis.pid!, SECONDS);
-    const apiKey = await seed({ url: redis.url });
+    const { apiKey } = await seedDemo(redis.url);
     for (const workers of ['1', '2']) results.push(await measure(`POST /action, ${workers} gateway worker${workers === '1' ? '' : 's'}, one Redis`, { REDIS_URL: redis.url, GATEWAY_WORKERS: workers }, apiKey));
   } finally {
     await redis.stop();
@@ -115,7 +86,7 @@ async function main(): Promise<void> {
   const cluster = await startRedisCluster({ dir });
   try {
     const target = { url: 'redis://127.0.0.1:1', clusterNodes: cluster.seeds.split(',') };
-    const apiKey = await seed(target);
+    const { apiKey } = await seedDemo(target);
     results.push(await measure('POST /action, 1 gateway worker, Redis Cluster (3 masters + 3 replicas)', { REDIS_CLUSTER_NODES: cluster.seeds }, apiKey));
   } finally {
     await cluster.stop();
