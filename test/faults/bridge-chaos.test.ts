@@ -1,20 +1,20 @@
 // Chaos on real processes: what can reach a running bridge from Redis must not stop the output.
 // (a) pending entries deleted while the bridge was down; (b) Redis restarted empty under a running
 // gateway and bridge; (c) a read loop forced into constant errors, which the watchdog must see.
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
-import { freePort, startRedisServer } from '../../gateway/dev/redis-server.js';
+import { startRedisServer } from '../../gateway/dev/redis-server.js';
 import { ACTION_FIELD, encodeActionEntry } from '../../schemas/action-entry.js';
 import { actionStreamKey } from '../../schemas/redis-keys.js';
 import type { ActionEntry } from '../../schemas/types.js';
 import { configFile, spawnBridge, stopProcess } from '../helpers/bridge.js';
-import { audiencectl } from '../helpers/cli.js';
+import { audiencectlJson } from '../helpers/cli.js';
 import { recordFigure } from '../helpers/figures.js';
+import { spawnGateway } from '../helpers/gateway-process.js';
 import { DEMO_LAYOUT, eventually, postAction, postJson } from '../helpers/gateway.js';
 import { startFakeNotifySocket } from '../helpers/notify-socket.js';
 import { randomPrefix, useRedis } from '../helpers/redis.js';
@@ -81,21 +81,16 @@ describe('bridge chaos', () => {
     const layoutFile = join(dir, 'layout.json');
     writeFileSync(layoutFile, JSON.stringify(DEMO_LAYOUT));
     const seed = async (): Promise<string> => {
-      const team = await audiencectl(env, 'team', 'create', '--name', 'Chaos', '--json');
-      expect((await audiencectl(env, 'layout', 'import', '--team', team.json.teamId, layoutFile, '--json')).code).toBe(0);
-      return (await audiencectl(env, 'key', 'create', '--team', team.json.teamId, '--json')).json.apiKey as string;
+      const teamId = (await audiencectlJson(env, 'team', 'create', '--name', 'Chaos')).teamId as string;
+      await audiencectlJson(env, 'layout', 'import', '--team', teamId, layoutFile);
+      return (await audiencectlJson(env, 'key', 'create', '--team', teamId)).apiKey as string;
     };
     const firstKey = await seed();
 
-    const port = await freePort();
-    const gateway = spawn(process.execPath, [fileURLToPath(new URL('../../dist/gateway/main.js', import.meta.url))], {
-      env: { PATH: process.env.PATH ?? '', ...env, PORT: String(port), OPS_PORT: '0', LOG_LEVEL: 'info' },
-    });
+    const gw = await spawnGateway(env);
+    const gateway = gw.child;
     children.push(gateway);
-    let gwOut = '';
-    gateway.stdout.on('data', (d) => (gwOut += d));
-    await eventually(() => gwOut.includes('audience-gateway listening'), 10_000);
-    const api = `http://127.0.0.1:${port}`;
+    const api = gw.url;
     const s = await sink();
     const file = configFile({ redisUrl: server.url, prefix: 'chaos:', bridgeId: 'chaos-b', layouts: [{ layoutId: DEMO_LAYOUT.layoutId, targets: [{ host: '127.0.0.1', port: s.port }] }] });
     const bridge = await spawnBridge(['--config', file]);

@@ -8,6 +8,7 @@ import { ConfigError, configProperties, loadConfig } from '../../gateway/config.
 import { freePort } from '../../gateway/dev/redis-server.js';
 import { glibcVersion } from '../../gateway/http/uws.js';
 import { eventually } from '../helpers/gateway.js';
+import { spawnGateway } from '../helpers/gateway-process.js';
 import { useRedis } from '../helpers/redis.js';
 
 const BIN = fileURLToPath(new URL('../../dist/gateway/main.js', import.meta.url));
@@ -66,16 +67,11 @@ describe('configuration', () => {
 
 describe('the process', () => {
   it('runs on uWebSockets.js’s native binary for this Node: the mapped file is uws_linux_x64_<ABI>.node', async () => {
-    const port = await freePort();
-    const child = spawn(process.execPath, [BIN], { env: { PATH: process.env.PATH ?? '', REDIS_URL: redis.get().server.url, PORT: String(port), REDIS_PREFIX: 'maps:', OPS_PORT: '0' } });
-    let out = '';
-    child.stdout.on('data', (d) => (out += d));
+    const gw = await spawnGateway({ REDIS_URL: redis.get().server.url, REDIS_PREFIX: 'maps:' });
     try {
-      await eventually(() => out.includes('audience-gateway listening'), 10_000);
-      const maps = readFileSync(`/proc/${child.pid}/maps`, 'utf8');
-      expect(maps).toContain(`uws_linux_x64_${process.versions.modules}.node`);
+      expect(readFileSync(`/proc/${gw.child.pid}/maps`, 'utf8')).toContain(`uws_linux_x64_${process.versions.modules}.node`);
     } finally {
-      child.kill('SIGKILL');
+      gw.child.kill('SIGKILL');
     }
   });
 
