@@ -9,6 +9,7 @@ import { spawnGateway, type GatewayProcess } from '../helpers/gateway-process.js
 import { eventually, mintToken, startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { sample, scrape } from '../helpers/metrics.js';
 import { startFakeNotifySocket } from '../helpers/notify-socket.js';
+import { recordFigure } from '../helpers/figures.js';
 import { useRedis } from '../helpers/redis.js';
 
 const redis = useRedis();
@@ -87,4 +88,19 @@ describe('GATEWAY_WORKERS=2', () => {
     expect(systemd.text()).toContain('STOPPING=1');
     for (const pid of pids) expect(() => process.kill(pid, 0)).toThrow(); // the workers are gone too
   });
+
+  it('replaces a worker that stops sending heartbeats (wedged: SIGSTOP)', async () => {
+    const wedged = await spawnGateway({ REDIS_URL: redis.get().server.url, REDIS_PREFIX: seeded.config.redisPrefix, GATEWAY_WORKERS: '2' });
+    try {
+      const [victim] = listeners(wedged.port);
+      process.kill(victim!, 'SIGSTOP');
+      const stopped = Date.now();
+      await eventually(() => listeners(wedged.port).length === 2 && !listeners(wedged.port).includes(victim!), 20_000);
+      recordFigure('gateway_wedged_worker_replaced_after_ms', Date.now() - stopped, 'ms', 'heartbeats stop; the supervisor kills it after 10 s of silence');
+      expect(wedged.output()).toMatch(/stopped sending heartbeats; killing it/);
+    } finally {
+      await stopProcess(wedged.child, 'SIGKILL');
+    }
+  }, 30_000);
 });
+
