@@ -53,8 +53,8 @@ async function main(argv: string[]): Promise<number> {
       log.info({ signal }, 'stopping: draining in-flight requests');
       clearInterval(watchdog);
       stopServing();
-      void systemd.notify('STOPPING=1');
-      gateway.close().then(resolve, resolve);
+      // both awaited before exit: exiting first could lose STOPPING=1 (systemd-notify is a child process)
+      void Promise.all([systemd.notify('STOPPING=1'), gateway.close()]).then(() => resolve(), () => resolve());
     };
     process.on('SIGTERM', stop);
     process.on('SIGINT', stop);

@@ -138,10 +138,10 @@ export async function superviseWorkers(config: GatewayConfig, count: number, scr
       log.info({ signal }, 'stopping: workers drain in-flight requests');
       clearInterval(check);
       clearInterval(watchdog);
-      void notifier.notify('STOPPING=1');
+      const told = notifier.notify('STOPPING=1'); // awaited below: exiting first could lose it
       const exits = [...workers.values()].map((w) => new Promise<void>((r) => (w.child.exitCode !== null || w.child.signalCode !== null ? r() : w.child.once('exit', () => r()))));
       for (const w of workers.values()) w.child.kill('SIGTERM');
-      void Promise.all(exits)
+      void Promise.all([...exits, told])
         .then(() => ops.close())
         .then(resolve, resolve);
     };

@@ -85,7 +85,7 @@ describe('GATEWAY_WORKERS=2', () => {
 
     const pids = listeners(gw.port);
     expect(await stopProcess(gw.child, 'SIGTERM')).toBe(0);
-    expect(systemd.text()).toContain('STOPPING=1');
+    await eventually(() => systemd.text().includes('STOPPING=1'), 3000); // the fake socket's output may arrive a little later
     for (const pid of pids) expect(() => process.kill(pid, 0)).toThrow(); // the workers are gone too
   });
 
