@@ -74,7 +74,7 @@ export function adminApiRoutes(d: AdminDeps): Route[] {
         if (!ok || !admin) throw new AppError('login_failed'); // the attempt was counted when reserved
         await orUnavailable(d.limiter.succeed(account, address));
         const { sessionId, session } = await orUnavailable(d.sessions.create(admin.email, admin.teamId));
-        return json(await sessionBody(admin.teamId, admin.email, session.csrfToken), [d.guard.setCookie(head, sessionId)]);
+        return json(await sessionBody(admin.teamId, admin.email, session.csrfToken), d.guard.setCookies(head, sessionId));
       },
     }),
     api({
@@ -83,7 +83,7 @@ export function adminApiRoutes(d: AdminDeps): Route[] {
       async handle(head) {
         const { session, sessionId } = await d.guard.require(head, true);
         await orUnavailable(d.sessions.destroy(sessionId, session.email));
-        return json({ success: true }, [d.guard.clearCookie(head)]);
+        return json({ success: true }, d.guard.clearCookies(head));
       },
     }),
     api({
@@ -137,7 +137,11 @@ export function adminApiRoutes(d: AdminDeps): Route[] {
               layoutId: l.layoutId,
               name: l.name,
               activePageId: l.activePageId,
-              pages: l.pages.map((p) => ({ pageId: p.pageId, name: p.name, controls: p.controls.length })),
+              pages: l.pages.map((p) => ({
+                pageId: p.pageId,
+                name: p.name,
+                controls: p.controls.map((c) => ({ lid: c.lid, label: c.props.label, type: c.type, address: c.address, ...(c.options && { options: c.options }) })),
+              })),
               destinationCount: await d.destinations.count(l.layoutId),
             })),
           ),

@@ -3,7 +3,7 @@
 import type { GatewayConfig } from '../config.js';
 import { AppError, orUnavailable } from '../errors.js';
 import type { RequestHead } from '../http/server.js';
-import { SESSION_COOKIE, csrfMatches, readCookie, type Session, type SessionStore } from './sessions.js';
+import { SESSION_COOKIE, SIGNED_IN_HINT, csrfMatches, readCookie, type Session, type SessionStore } from './sessions.js';
 
 export interface AdminRequest {
   session: Session;
@@ -54,12 +54,24 @@ export class AdminGuard {
     return this.config.trustProxy && head.headers['x-forwarded-proto'] === 'https';
   }
 
-  setCookie(head: RequestHead, sessionId: string): readonly [string, string] {
-    const attrs = ['HttpOnly', 'SameSite=Strict', 'Path=/', `Max-Age=${this.config.adminSessionMaxSeconds}`, ...(this.secure(head) ? ['Secure'] : [])];
-    return ['set-cookie', `${SESSION_COOKIE}=${sessionId}; ${attrs.join('; ')}`];
+  /**
+   * The session cookie, and beside it the readable hint `ac_signed_in=1` (no secret in it): the
+   * page asks for its session only when the hint is there, so a signed-out load makes no request
+   * that answers 401.
+   */
+  setCookies(head: RequestHead, sessionId: string): (readonly [string, string])[] {
+    const attrs = ['SameSite=Strict', 'Path=/', `Max-Age=${this.config.adminSessionMaxSeconds}`, ...(this.secure(head) ? ['Secure'] : [])].join('; ');
+    return [
+      ['set-cookie', `${SESSION_COOKIE}=${sessionId}; HttpOnly; ${attrs}`],
+      ['set-cookie', `${SIGNED_IN_HINT}=1; ${attrs}`],
+    ];
   }
 
-  clearCookie(head: RequestHead): readonly [string, string] {
-    return ['set-cookie', `${SESSION_COOKIE}=; HttpOnly; SameSite=Strict; Path=/; Max-Age=0${this.secure(head) ? '; Secure' : ''}`];
+  clearCookies(head: RequestHead): (readonly [string, string])[] {
+    const attrs = `SameSite=Strict; Path=/; Max-Age=0${this.secure(head) ? '; Secure' : ''}`;
+    return [
+      ['set-cookie', `${SESSION_COOKIE}=; HttpOnly; ${attrs}`],
+      ['set-cookie', `${SIGNED_IN_HINT}=; ${attrs}`],
+    ];
   }
 }

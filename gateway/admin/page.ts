@@ -28,7 +28,12 @@ const SECURITY_HEADERS = [
   ['cache-control', 'no-cache'],
 ] as const;
 
-const FILES: Record<string, string> = { '': 'text/html; charset=utf-8', 'admin.js': 'text/javascript; charset=utf-8', 'admin.css': 'text/css; charset=utf-8' };
+const FILES: Record<string, string> = {
+  '': 'text/html; charset=utf-8',
+  'admin.js': 'text/javascript; charset=utf-8',
+  'admin.css': 'text/css; charset=utf-8',
+  'favicon.svg': 'image/svg+xml',
+};
 
 export function adminPageRoutes(): Route[] {
   const files = new Map<string, Reply>(

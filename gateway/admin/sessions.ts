@@ -13,6 +13,8 @@ export interface Session {
 }
 
 export const SESSION_COOKIE = 'ac_session';
+/** Readable by the page; says only that a session cookie was set. */
+export const SIGNED_IN_HINT = 'ac_signed_in';
 
 const hash = (sid: string) => createHash('sha256').update(sid).digest('base64url');
 

@@ -27,12 +27,14 @@ describe('sign-in', () => {
     const r = await login(t, 'boss@team.example', PASSWORD);
     expect(r.status).toBe(200);
     expect(r.body).toEqual({ email: 'boss@team.example', teamId: t.teamId, teamName: 'Test team', csrfToken: expect.stringMatching(/^[A-Za-z0-9_-]{43}$/) });
-    const cookie = r.headers.get('set-cookie')!;
+    const [cookie, hint] = r.headers.getSetCookie();
     expect(cookie).toMatch(/^ac_session=[A-Za-z0-9_-]{43}; /);
     expect(cookie).toContain('HttpOnly');
     expect(cookie).toContain('SameSite=Strict');
     expect(cookie).toContain('Path=/');
     expect(cookie).not.toContain('Secure'); // plain HTTP
+    // the page's hint: readable by its script, and carrying nothing secret
+    expect(hint).toMatch(/^ac_signed_in=1; SameSite=Strict; Path=\/; Max-Age=\d+$/);
     expect(r.headers.get('cache-control')).toBe('no-store');
   });
 
@@ -145,7 +147,7 @@ describe('sessions', () => {
     const a = await signIn(t, 'boss@team.example', PASSWORD);
     const out = await a.req('POST', '/admin/api/logout');
     expect(out.status).toBe(200);
-    expect(out.headers.get('set-cookie')).toMatch(/ac_session=; .*Max-Age=0/);
+    expect(out.headers.getSetCookie()).toEqual([expect.stringMatching(/^ac_session=; .*Max-Age=0/), expect.stringMatching(/^ac_signed_in=; .*Max-Age=0/)]);
     expect((await a.req('GET', '/admin/api/session')).status).toBe(401);
   });
 
@@ -227,7 +229,21 @@ describe('keys and layouts of the team', () => {
     expect(limited.body.key.scope).toEqual({ kind: 'layouts', layouts: [t.layoutId] });
     const layouts = await a.req('GET', '/admin/api/layouts');
     expect(layouts.body.layouts).toEqual([
-      { layoutId: t.layoutId, name: 'Demo show', activePageId: 'main', destinationCount: 0, pages: [{ pageId: 'main', name: 'Main set', controls: 6 }, { pageId: 'encore', name: 'Encore', controls: 3 }] },
+      { layoutId: t.layoutId, name: 'Demo show', activePageId: 'main', destinationCount: 0, pages: [
+        { pageId: 'main', name: 'Main set', controls: [
+          { lid: 1, label: 'Fireworks', type: 'Button', address: '/001' },
+          { lid: 2, label: 'Brightness', type: 'Slider', address: '/002' },
+          { lid: 3, label: 'Strobe', type: 'Toggle', address: '/003' },
+          { lid: 4, label: 'Colour', type: 'Index', address: '/004', options: [{ index: 0, label: 'Red' }, { index: 1, label: 'Green' }, { index: 2, label: 'Blue' }] },
+          { lid: 5, label: 'Shout-out', type: 'String', address: '/005' },
+          { lid: 6, label: 'Spotlight', type: 'XYPad', address: '/006' },
+        ] },
+        { pageId: 'encore', name: 'Encore', controls: [
+          { lid: 7, label: 'Confetti', type: 'Button', address: '/007' },
+          { lid: 8, label: 'Volume', type: 'Slider', address: '/008' },
+          { lid: 9, label: 'Mirror ball', type: 'XYPad', address: '/009' },
+        ] },
+      ] },
     ]);
     expect((await a.req('POST', `/admin/api/layouts/${t.layoutId}/activate`, { pageId: 'encore' })).body).toEqual({ layoutId: t.layoutId, activePageId: 'encore' });
     expect((await getLayout(t, t.layoutId, t.apiKey)).body.activePageId).toBe('encore');

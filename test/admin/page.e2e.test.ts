@@ -14,6 +14,29 @@ let t: TestGateway;
 let browser: Browser;
 let page: Page;
 const cspViolations: string[] = [];
+const PHONE = { width: 390, height: 844 };
+const DESKTOP = { width: 1100, height: 900 };
+
+/** Everything a page load shows in the browser's console, and every request that failed. */
+function watchConsole(p: Page): string[] {
+  const noise: string[] = [];
+  p.on('console', (m) => {
+    if (m.type() === 'error' || m.type() === 'warning') noise.push(`console ${m.type()}: ${m.text()}`);
+  });
+  p.on('pageerror', (e) => noise.push(`page error: ${e.message}`));
+  p.on('response', (r) => {
+    if (r.status() >= 400) noise.push(`${r.status()} ${r.url()}`);
+  });
+  p.on('requestfailed', (r) => noise.push(`failed ${r.url()}`));
+  return noise;
+}
+
+/** How many lines an element's text takes on screen. */
+const linesOf = (p: Page, selector: string) =>
+  p.locator(selector).first().evaluate((node) => {
+    const tops = new Set([...node.getClientRects()].map((r) => Math.round(r.top)));
+    return tops.size;
+  });
 
 const shot = (name: string) => page.screenshot({ path: `${ARTIFACTS}/${name}.png`, fullPage: true });
 
@@ -25,7 +48,7 @@ beforeAll(async () => {
     executablePath: '/usr/bin/chromium',
     args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
   });
-  page = await browser.newPage({ viewport: { width: 1100, height: 900 } });
+  page = await browser.newPage({ viewport: DESKTOP });
   page.on('console', (m) => {
     if (/Content Security Policy/i.test(m.text())) cspViolations.push(m.text());
   });
@@ -33,6 +56,41 @@ beforeAll(async () => {
 afterAll(async () => {
   await browser?.close();
   await t?.close();
+});
+
+describe('the signed-out page', () => {
+  for (const [name, viewport] of [['desktop', DESKTOP], ['phone', PHONE]] as const) {
+    it(`shows the sign-in form and nothing a signed-out person cannot use (${name})`, async () => {
+      const context = await browser.newContext({ viewport });
+      const fresh = await context.newPage();
+      try {
+        await fresh.goto(`${t.url}/admin/`);
+        await expect.poll(() => fresh.getByLabel('Email').isVisible()).toBe(true);
+        expect(await fresh.getByRole('button', { name: 'Sign in' }).isVisible()).toBe(true);
+        expect(await fresh.getByRole('button', { name: 'Sign out' }).isVisible()).toBe(false);
+        expect(await fresh.locator('#who').isVisible()).toBe(false);
+        expect(await fresh.getByRole('heading', { name: 'API keys' }).isVisible()).toBe(false);
+        expect(await fresh.getByRole('heading', { name: 'Layouts' }).isVisible()).toBe(false);
+        await fresh.screenshot({ path: `${ARTIFACTS}/signed-out-${name}.png`, fullPage: true });
+      } finally {
+        await context.close();
+      }
+    });
+  }
+
+  it('a clean load logs nothing to the console: no missing favicon, no 401 from the session probe', async () => {
+    const context = await browser.newContext({ viewport: DESKTOP });
+    const fresh = await context.newPage();
+    const noise = watchConsole(fresh);
+    try {
+      await fresh.goto(`${t.url}/admin/`, { waitUntil: 'networkidle' });
+      await expect.poll(() => fresh.getByLabel('Email').isVisible()).toBe(true);
+      await fresh.waitForTimeout(300); // a favicon request comes after the load
+      expect(noise).toEqual([]);
+    } finally {
+      await context.close();
+    }
+  });
 });
 
 describe('team management page', () => {
@@ -50,6 +108,8 @@ describe('team management page', () => {
     await page.keyboard.press('Enter');
     await expect.poll(() => page.getByRole('heading', { name: 'API keys' }).isVisible()).toBe(true);
     expect(await page.locator('#who-text').textContent()).toBe('stage@team.example · Test team');
+    expect(await page.getByRole('button', { name: 'Sign out' }).isVisible()).toBe(true);
+    expect(await page.locator('#signin').isVisible()).toBe(false);
     await shot('02-signed-in');
   });
 
@@ -65,6 +125,14 @@ describe('team management page', () => {
     expect(await page.getByRole('button', { name: 'Copy' }).isVisible()).toBe(true);
     await shot('03-secret-shown-once');
     expect(await page.locator(`tr[data-key-id="${keyId}"]`).textContent()).toContain('active');
+  });
+
+  it('keeps each key id on one line, on a desktop and on a phone', async () => {
+    for (const viewport of [DESKTOP, PHONE]) {
+      await page.setViewportSize(viewport);
+      expect(await linesOf(page, `tr[data-key-id="${keyId}"] code`), `at ${viewport.width}px`).toBe(1);
+    }
+    await page.setViewportSize(DESKTOP);
   });
 
   it('the key works against GET /layout', async () => {
@@ -93,11 +161,37 @@ describe('team management page', () => {
     expect(r.body.error.code).toBe('api_key_revoked');
   });
 
+  it("shows each page's controls (label, type, address, options) and marks the active page", async () => {
+    const card = page.locator(`[data-layout-id="${t.layoutId}"]`);
+    const main = card.locator('[data-page="main"]');
+    const encore = card.locator('[data-page="encore"]');
+    expect(await main.isVisible()).toBe(true);
+    expect(await encore.isVisible()).toBe(true);
+    expect(await main.getByText('Live now', { exact: true }).isVisible()).toBe(true);
+    expect(await encore.getByText('Live now', { exact: true }).count()).toBe(0);
+    type Cells = { querySelectorAll(selector: 'td'): ArrayLike<{ textContent: string | null }> };
+    const rows = await main.locator('tbody tr').evaluateAll((trs: Cells[]) => trs.map((tr) => Array.from(tr.querySelectorAll('td'), (td) => td.textContent?.trim() ?? '')));
+    expect(rows).toEqual([
+      ['Fireworks', 'Button', '/001', ''],
+      ['Brightness', 'Slider', '/002', ''],
+      ['Strobe', 'Toggle', '/003', ''],
+      ['Colour', 'Index', '/004', '0 Red, 1 Green, 2 Blue'],
+      ['Shout-out', 'String', '/005', ''],
+      ['Spotlight', 'XYPad', '/006', ''],
+    ]);
+    expect(await encore.locator('tbody tr').count()).toBe(3);
+    expect(await encore.getByText('Mirror ball').isVisible()).toBe(true);
+    await shot('05b-layout-controls');
+  });
+
   it('switches the active page in one click, and discovery follows', async () => {
     expect((await getLayout(t, t.layoutId, t.apiKey)).body.activePageId).toBe('main');
     await page.getByRole('button', { name: 'Make “Encore” active' }).click();
     await expect.poll(() => page.getByRole('button', { name: 'Encore (active)' }).getAttribute('aria-pressed')).toBe('true');
     await shot('06-page-switched');
+    const card = page.locator(`[data-layout-id="${t.layoutId}"]`);
+    expect(await card.locator('[data-page="encore"]').getByText('Live now', { exact: true }).isVisible()).toBe(true);
+    expect(await card.locator('[data-page="main"]').getByText('Live now', { exact: true }).count()).toBe(0);
     const d = await getLayout(t, t.layoutId, t.apiKey);
     expect(d.body.activePageId).toBe('encore');
     expect(d.body.controls.map((c: { lid: number }) => c.lid)).toEqual([7, 8, 9]);
@@ -112,11 +206,24 @@ describe('team management page', () => {
   });
 
   it('reads well on a phone, and signs out', async () => {
-    await page.setViewportSize({ width: 390, height: 844 });
-    await shot('08-phone');
+    await shot('signed-in-desktop');
+    await page.setViewportSize(PHONE);
+    await shot('signed-in-phone');
     expect(await page.evaluate('document.documentElement.scrollWidth <= window.innerWidth + 1')).toBe(true); // no sideways scrolling
+    expect(await page.getByRole('button', { name: 'Sign out' }).isVisible()).toBe(true);
     await page.getByRole('button', { name: 'Sign out' }).click();
     await expect.poll(() => page.getByLabel('Email').isVisible()).toBe(true);
+    expect(await page.getByRole('button', { name: 'Sign out' }).isVisible()).toBe(false);
+    expect(await page.getByRole('heading', { name: 'API keys' }).isVisible()).toBe(false);
+    expect(await page.locator('#status').textContent()).toBe('Signed out.');
+  });
+
+  it('after signing out, a reload is a clean signed-out load', async () => {
+    const noise = watchConsole(page);
+    await page.reload({ waitUntil: 'networkidle' });
+    await expect.poll(() => page.getByLabel('Email').isVisible()).toBe(true);
+    expect(await page.locator('#status').textContent()).toBe('');
+    expect(noise).toEqual([]);
   });
 
   it('ran without a single Content-Security-Policy violation', () => {

@@ -41,12 +41,13 @@ function show(signedIn) {
   $('who').hidden = !signedIn;
 }
 
-async function onExpired(e) {
+async function onExpired(e, wasSignedIn = true) {
   if (e instanceof ApiError && e.status === 401) {
     state.csrf = null;
     clearInterval(state.poll);
+    document.cookie = 'ac_signed_in=; Path=/; Max-Age=0; SameSite=Strict';
     show(false);
-    say('Your session has ended. Please sign in again.');
+    say(wasSignedIn ? 'Your session has ended. Please sign in again.' : '');
     $('email').focus();
     return true;
   }
@@ -79,7 +80,7 @@ async function loadKeys() {
         'tr',
         { 'data-key-id': k.keyId },
         cell('Name', k.name),
-        cell('Key id', el('code', { text: k.keyId })),
+        cell('Key id', el('code', { class: 'key-id', text: k.keyId })),
         cell('Scope', scopeText(k.scope)),
         cell('Created', when(k.createdAt)),
         cell('Last used', when(k.lastUsedAt)),
@@ -162,6 +163,37 @@ function renderScopeChoices() {
   );
 }
 
+function optionsText(control) {
+  return (control.options ?? []).map((o) => `${o.index} ${o.label}`).join(', ');
+}
+
+function renderPage(layout, page) {
+  const live = page.pageId === layout.activePageId;
+  const head = el(
+    'div',
+    { class: 'page-head' },
+    el('div', { class: 'page-title' }, el('h4', { text: page.name }, ' ', el('span', { class: 'muted', text: `(${page.pageId})` })), live ? el('span', { class: 'badge live', text: 'Live now' }) : ''),
+    el('button', {
+      type: 'button',
+      class: live ? '' : 'secondary',
+      'aria-pressed': String(live),
+      'data-page-id': page.pageId,
+      text: live ? `${page.name} (active)` : `Make “${page.name}” active`,
+      onclick: () => (live ? undefined : activate(layout, page)),
+    }),
+  );
+  const cell = (label, text) => el('td', { 'data-label': label, text });
+  const rows = page.controls.map((c) => el('tr', { 'data-lid': String(c.lid) }, cell('Label', c.label), cell('Type', c.type), cell('Address', c.address), cell('Options', optionsText(c))));
+  const table = el(
+    'table',
+    { class: 'controls' },
+    el('caption', { class: 'visually-hidden', text: `Controls of ${page.name}` }),
+    el('thead', {}, el('tr', {}, ...['Label', 'Type', 'Address', 'Options'].map((h) => el('th', { scope: 'col', text: h })))),
+    el('tbody', {}, ...(rows.length ? rows : [el('tr', {}, el('td', { colspan: '4', text: 'No controls on this page.' }))])),
+  );
+  return el('section', { class: live ? 'page live' : 'page', 'data-page': page.pageId, 'aria-label': `Page ${page.name}${live ? ', live now' : ''}` }, head, el('div', { class: 'table-wrap' }, table));
+}
+
 function renderLayouts() {
   const items = state.layouts.map((l) =>
     el(
@@ -169,21 +201,7 @@ function renderLayouts() {
       { class: 'layout', 'data-layout-id': l.layoutId },
       el('h3', { text: `${l.name} ` }, el('span', { class: 'muted', text: `(${l.layoutId})` })),
       el('p', {}, 'Displays connected: ', el('span', { class: 'count', 'data-destinations': l.layoutId, text: String(l.destinationCount) })),
-      el(
-        'div',
-        { class: 'pages', role: 'group', 'aria-label': `Pages of ${l.name}` },
-        ...l.pages.map((p) => {
-          const active = p.pageId === l.activePageId;
-          return el('button', {
-            type: 'button',
-            class: active ? '' : 'secondary',
-            'aria-pressed': String(active),
-            'data-page-id': p.pageId,
-            text: active ? `${p.name} (active)` : `Make “${p.name}” active`,
-            onclick: () => (active ? undefined : activate(l, p)),
-          });
-        }),
-      ),
+      el('div', { class: 'pages', role: 'group', 'aria-label': `Pages of ${l.name}` }, ...l.pages.map((p) => renderPage(l, p))),
     ),
   );
   $('layouts').replaceChildren(...(items.length ? items : [el('li', { text: 'No layouts yet. Import one with audiencectl layout import or PUT /admin/api/layouts/{id}.' })]));
@@ -252,10 +270,16 @@ $('signout').addEventListener('click', () =>
   }),
 );
 
+// The gateway sets the readable hint cookie ac_signed_in beside the HttpOnly session cookie, so a
+// browser that never signed in (or signed out) does not ask, and its console stays clean.
+const mayBeSignedIn = document.cookie.split('; ').includes('ac_signed_in=1');
 try {
+  if (!mayBeSignedIn) throw new ApiError(401, 'session_required', 'not signed in');
   await enter(await api('GET', '/admin/api/session'));
 } catch (e) {
-  if (!(e instanceof ApiError && e.status === 401)) say(`Error: ${e.message}`);
-  show(false);
-  $('email').focus();
+  if (!(await onExpired(e, mayBeSignedIn))) {
+    say(`Error: ${e.message}`);
+    show(false);
+    $('email').focus();
+  }
 }
