@@ -6,6 +6,7 @@ import { adminApiRoutes } from './admin/api.js';
 import { AdminGuard } from './admin/guard.js';
 import { LoginLimiter } from './admin/login-limiter.js';
 import { adminPageRoutes } from './admin/page.js';
+import { openApiRoute } from './routes/openapi.js';
 import { hashPassword } from './admin/passwords.js';
 import { SessionStore } from './admin/sessions.js';
 import { ApiKeyAuth } from './auth/api-keys.js';
@@ -137,7 +138,7 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
     destinations: deps.destinations,
     dummyPasswordHash: await hashPassword(`unknown-${Math.random()}`),
   };
-  server.mount(layoutRoute(deps)).mount(tokenRoute(deps));
+  server.mount(layoutRoute(deps)).mount(tokenRoute(deps)).mount(openApiRoute());
   for (const r of [...actionRoutes(deps), ...adminApiRoutes(admin), ...adminPageRoutes()]) server.mount(r);
   for (const r of fallbackRoutes(server.patterns())) server.mount(r); // 405 with Allow on known paths, 404 elsewhere
   const port = await server.listen(config.host, config.port);

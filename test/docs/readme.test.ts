@@ -57,3 +57,52 @@ describe('README quick start', () => {
     expect(commands).toEqual(['npm install && npm start', 'npm install && npm test']);
   });
 });
+
+describe('README references', () => {
+  const documents = ['README.md', 'bench/README.md'];
+  /** Made by a run, not committed: referred to as where to look after running something. */
+  const GENERATED = ['test-artifacts/', 'bench/results/', 'var/', 'dist/'];
+  const anchor = (heading: string) =>
+    heading
+      .trim()
+      .toLowerCase()
+      .replace(/[^\p{L}\p{N} _-]/gu, '')
+      .replace(/ /g, '-');
+
+  it.each(documents)('%s: every link resolves inside the repository', (doc) => {
+    const text = readFileSync(join(ROOT, doc), 'utf8');
+    const links = [...text.matchAll(/\]\(([^)\s]+)\)/g)].map((m) => m[1]!);
+    for (const link of links) {
+      if (/^https?:\/\//.test(link)) continue;
+      const [file = '', hash] = link.split('#');
+      const target = file ? join(ROOT, doc, '..', file) : join(ROOT, doc);
+      expect(target.startsWith(ROOT), `${doc}: ${link} leaves the repository`).toBe(true);
+      expect(() => statSync(target), `${doc}: ${link} does not exist`).not.toThrow();
+      if (hash) {
+        const headings = [...readFileSync(target, 'utf8').matchAll(/^#+ (.+)$/gm)].map((m) => anchor(m[1]!));
+        expect(headings, `${doc}: ${link} names no heading`).toContain(hash);
+      }
+    }
+  });
+
+  it.each(documents)('%s: every file or folder it names in backticks exists', (doc) => {
+    const text = readFileSync(join(ROOT, doc), 'utf8');
+    const dir = join(ROOT, doc, '..');
+    const named = [...text.matchAll(/`([A-Za-z0-9_.-]+\/[A-Za-z0-9_./-]*)`/g)]
+      .map((m) => m[1]!)
+      .filter((p) => !p.startsWith('/') && !p.includes('://') && /^(\.\.\/|\.\/)?[a-z]/.test(p) && (p.endsWith('/') || /\.[a-z]+$/.test(p)))
+      .filter((p) => !GENERATED.some((g) => p.startsWith(g)));
+    expect(named.length).toBeGreaterThan(doc === 'README.md' ? 20 : 0);
+    for (const p of named) {
+      const resolved = join(statSync(join(ROOT, p), { throwIfNoEntry: false }) ? ROOT : dir, p);
+      expect(resolved.startsWith(ROOT), `${doc}: ${p} leaves the repository`).toBe(true);
+      expect(statSync(resolved, { throwIfNoEntry: false }), `${doc}: ${p} does not exist`).toBeDefined();
+    }
+  });
+
+  it.each(documents)('%s: points at nothing a clone does not have (no numbered spec sections, nothing outside it)', (doc) => {
+    const text = readFileSync(join(ROOT, doc), 'utf8');
+    expect(text.match(/\bspec(?:'s)? (?:section )?\d+(?:\.\d+)*/gi) ?? []).toEqual([]);
+    expect(text.match(/\.\.\/[A-Za-z]/g) ?? []).toEqual([]);
+  });
+});
