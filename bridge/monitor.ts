@@ -3,6 +3,7 @@
 // A stand-in display for the demo and for checking a venue's wiring:
 //   audience-osc-monitor --port 9000 [--host 127.0.0.1]
 import { createSocket } from 'node:dgram';
+import { realpathSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { fromBuffer, timetagToDate, type OscPacketOutput } from 'osc-min';
@@ -35,7 +36,8 @@ export async function startMonitor(port: number, host: string, print: (line: str
   return { port: socket.address().port, close: () => socket.close() };
 }
 
-if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
+// Run as a command: argv[1] may be a link to this file (/usr/bin/audience-osc-monitor, node_modules/.bin).
+if (process.argv[1] && import.meta.url === pathToFileURL(realpathSync(process.argv[1])).href) {
   const { values } = parseArgs({ options: { port: { type: 'string', default: '9000' }, host: { type: 'string', default: '127.0.0.1' } } });
   const m = await startMonitor(Number(values.port), values.host, (line) => process.stdout.write(`${line}\n`));
   process.stderr.write(`audience-osc-monitor: listening on ${values.host}:${m.port}\n`);

@@ -1,5 +1,11 @@
 // Build step: copies the files tsc does not emit (JSON Schemas, the admin page's static files, demo data) into dist/.
-import { cpSync, existsSync, mkdirSync, readdirSync } from 'node:fs';
+// With --clean (run before tsc) it empties dist/ instead, so no file of a deleted source lingers there.
+import { cpSync, existsSync, mkdirSync, readdirSync, rmSync } from 'node:fs';
+
+if (process.argv.includes('--clean')) {
+  rmSync('dist', { recursive: true, force: true });
+  process.exit(0);
+}
 
 const copies = [
   ['schemas', 'dist/schemas', (f) => f.endsWith('.json')],

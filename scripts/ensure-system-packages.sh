@@ -3,12 +3,16 @@
 #   ensure-system-packages.sh start   the demo: redis-server
 #   ensure-system-packages.sh test    the test suite: redis-server and the real peers the tests talk to
 #   ensure-system-packages.sh bench   the benchmarks: redis-server and wrk (a C load generator)
+#   ensure-system-packages.sh package the bridge's Debian package: dpkg-deb
 # As root it uses apt-get; otherwise it stops and says what to install.
 set -euo pipefail
 job=${1:-start}
 
 # command on PATH -> Debian package that provides it
 declare -A need=([redis-server]=redis-server)
+if [ "$job" = package ]; then
+  need=([dpkg-deb]=dpkg)
+fi
 if [ "$job" = test ]; then
   need+=([redis-cli]=redis-tools) # redis-cli --cluster create joins the tests' Redis Cluster
   need+=([ss]=iproute2)         # the workers test sees which processes listen on the gateway's port
@@ -18,6 +22,7 @@ if [ "$job" = test ]; then
   need+=([python3]=python3)     # the fake NOTIFY_SOCKET of the sd_notify tests
   need+=([chromium]=chromium)   # the admin page's end-to-end tests (driven by playwright-core; never a downloaded browser)
   need+=([promtool]=prometheus) # promtool check metrics on both /metrics outputs
+  need+=([dpkg-deb]=dpkg)       # the bridge's Debian package is built, installed into a scratch root and removed
 fi
 if [ "$job" = bench ]; then
   need+=([redis-cli]=redis-tools) # the scaling bench starts a Redis Cluster

@@ -40,8 +40,14 @@ export async function startTestBridge(o: TestBridgeOptions): Promise<{ bridge: B
  * The real audience-bridge process; resolves once it logs that it runs (so LOG_LEVEL must let info
  * through). If it does not within `timeoutMs`, it is killed and the promise rejects: never an orphan.
  */
-export async function spawnBridge(args: string[], env: Record<string, string> = {}, timeoutMs = 10_000): Promise<{ child: ChildProcess; output: () => string }> {
-  const child = spawn(process.execPath, [BRIDGE_BIN, ...args], { env: { PATH: process.env.PATH ?? '', LOG_LEVEL: 'info', ...env } });
+export async function spawnBridge(
+  args: string[],
+  env: Record<string, string> = {},
+  timeoutMs = 10_000,
+  command: readonly string[] = [process.execPath, BRIDGE_BIN],
+): Promise<{ child: ChildProcess; output: () => string }> {
+  const [program = '', ...before] = command;
+  const child = spawn(program, [...before, ...args], { env: { PATH: process.env.PATH ?? '', LOG_LEVEL: 'info', ...env } });
   let out = '';
   child.stdout.on('data', (d) => (out += d));
   child.stderr.on('data', (d) => (out += d));
