@@ -75,7 +75,12 @@ function plan(random: () => number): Planned[] {
     () => [ACTION_FIELD, json({ ...valid().entry, type: 'Slider', value: pick([1.5, -0.1, '0.5', null]) })],
     () => [ACTION_FIELD, json({ ...valid().entry, type: 'XYPad', value: pick([[0.5], [0.5, 2], 'xy', [0.1, 0.2, 0.3]]) })],
     () => [ACTION_FIELD, json({ ...valid().entry, type: 'Button', value: pick([1, true, 'go']) })],
-    () => [ACTION_FIELD, json({ ...valid().entry, [text(6) || 'extra']: 1 })],
+    () => {
+      // a field the entry does not have: a random name may be one it has ('v' with 1 is valid), so prefix those
+      const e = valid().entry;
+      const name = text(6) || 'extra';
+      return [ACTION_FIELD, json({ ...e, [name in e ? `x-${name}` : name]: 1 })];
+    },
     () => [ACTION_FIELD, json({ ...valid().entry, v: pick([0, 2, '1']) })],
     () => [ACTION_FIELD, json({ ...valid().entry, layoutId: 'another-layout' })],
     () => [ACTION_FIELD, json({ ...valid().entry, ts: Date.now() + 3_600_000 + int(1e12) })], // from the future
