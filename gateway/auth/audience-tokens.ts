@@ -139,12 +139,13 @@ export class AudienceTokens {
    * with jose (asynchronous) and cached.
    */
   verify(token: string): AudienceClaims | Promise<AudienceClaims> {
-    if (!isCanonicalJws(token)) throw new AppError('token_invalid');
     const signature = signatureOf(token);
     const cached = signature ? this.cache?.get(signature) : undefined;
+    // A hit is the very string that was verified (its fingerprint), so it was canonical then.
     const hit = cached !== undefined && cached.fingerprint === fnv1a(token);
     this.onCacheLookup(hit);
     if (hit) return this.recheck(signature, cached.claims);
+    if (!isCanonicalJws(token)) throw new AppError('token_invalid');
     return this.verifySignature(token).then(async (claims) => {
       await this.revocations.trackTokenKey(claims.keyId);
       this.cache?.set(flatCopy(signature), { claims, fingerprint: fnv1a(token) });
