@@ -13,6 +13,13 @@ import { connectBridgeRedis, connectWithRetry } from '../runtime/redis.js';
 import { LayoutScheduler } from './scheduler.js';
 import { SystemdNotifier } from '../runtime/systemd.js';
 
+/**
+ * The reader stops while a target has this many ticks' worth of messages queued. Two keep every
+ * tick full; more only keeps entries alive in memory longer, and under a backlog those survivors
+ * made the young-generation GC copy (and the old generation collect) for up to 16 ms at a time.
+ */
+const BACKLOG_TICKS = 2;
+
 export interface Bridge {
   readonly counters: BridgeCounters;
   /** port of /metrics, /healthz, /readyz */
@@ -65,7 +72,7 @@ export async function startBridge(config: BridgeConfig, opts: BridgeOptions): Pr
       reader,
       ops,
       scheduler,
-      { prefix: config.redisPrefix, bridgeId: config.bridgeId, blockMs, count: opts.readCount ?? 1000, maxBacklog: layout.maxMessagesPerTick * 10, reclaimIdleMs: opts.reclaimIdleMs ?? 30_000, deadLetterMaxLen: 10_000 },
+      { prefix: config.redisPrefix, bridgeId: config.bridgeId, blockMs, count: opts.readCount ?? 1000, maxBacklog: layout.maxMessagesPerTick * BACKLOG_TICKS, reclaimIdleMs: opts.reclaimIdleMs ?? 30_000, deadLetterMaxLen: 10_000 },
       counters,
       log,
       now,

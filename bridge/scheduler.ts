@@ -17,6 +17,20 @@ import { UdpTarget } from './sender.js';
 import { TargetQueue, type Delivery } from './target-queue.js';
 
 export const MAX_DATAGRAM_BYTES = 1400;
+/**
+ * A timer fires on the event loop's millisecond clock, up to about 1 ms after it was due; the last
+ * stretch before a tick is waited out in setImmediate turns (I/O keeps flowing between them), so a
+ * tick starts within a fraction of a millisecond of its schedule. Costs up to this share of every
+ * tick period in CPU.
+ */
+const SPIN_MS = 1;
+
+/** Waits until performance.now() reaches `due`: a timer for most of the way, then event-loop turns. */
+async function sleepUntil(due: number): Promise<void> {
+  const coarse = due - performance.now() - SPIN_MS;
+  if (coarse >= 1) await new Promise((r) => setTimeout(r, coarse));
+  while (performance.now() < due) await new Promise((r) => setImmediate(r));
+}
 const LOG_EVERY_MS = 5000;
 
 /** What became of an offered entry. */
@@ -59,6 +73,10 @@ export class LayoutScheduler {
   private readonly c: LayoutCounters;
   private readonly acks: AckQueue;
   private running = false;
+  /** True while the tick loop runs (the reader only waits for ticks that will come). */
+  get ticking(): boolean {
+    return this.running;
+  }
   private loop: Promise<void> | null = null;
   private lastErrorLog = 0;
   private tickFailingSince: number | null = null;
@@ -249,6 +267,15 @@ export class LayoutScheduler {
     }
   }
 
+  /** When the next tick is due (performance.now() time); the reader yields to it (see consumer.ts). */
+  nextDue = 0;
+  private tickWaiters: (() => void)[] = [];
+
+  /** Resolves once the next tick has run: a reader with work left lets the send schedule go first. */
+  afterNextTick(): Promise<void> {
+    return new Promise((r) => this.tickWaiters.push(r));
+  }
+
   start(): void {
     if (this.running) return;
     this.running = true;
@@ -258,13 +285,18 @@ export class LayoutScheduler {
     this.loop = (async () => {
       while (this.running) {
         const due = started + ++n * period;
-        const wait = due - performance.now();
-        if (wait > 0) await new Promise((r) => setTimeout(r, wait));
-        else n += Math.floor(-wait / period); // overran: skip the missed ticks instead of bursting
+        this.nextDue = due;
+        const late = performance.now() - due;
+        if (late < 0) await sleepUntil(due);
+        else n += Math.floor(late / period); // overran: skip the missed ticks instead of bursting
         if (!this.running) break;
         this.counters.recordLateness(Math.max(0, performance.now() - due));
         await this.safeTick();
+        const waiters = this.tickWaiters;
+        this.tickWaiters = [];
+        for (const w of waiters) w();
       }
+      for (const w of this.tickWaiters.splice(0)) w();
     })();
   }
 
