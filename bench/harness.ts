@@ -95,6 +95,8 @@ export interface LoadResult {
   fromScheduleMs?: Percentiles;
   total: number;
   non2xx: number;
+  /** open loop only: answers by HTTP status, so a run that went wrong says how */
+  statuses?: Record<string, number>;
   errors: number;
   /** CPU time the server under test used per request, when its pid was given */
   serverCpuUsPerRequest?: number;

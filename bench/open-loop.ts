@@ -91,6 +91,7 @@ export async function openLoop(spec: OpenLoopSpec): Promise<LoadResult> {
   const fromSchedule = new Float64Array(total).fill(NaN);
   let answered = 0;
   let non2xx = 0;
+  const statuses: Record<string, number> = {};
   let errors = 0;
   let settle = (): void => {};
   const lost = (): void => {
@@ -113,6 +114,7 @@ export async function openLoop(spec: OpenLoopSpec): Promise<LoadResult> {
       fromSchedule[i] = now - scheduled;
       answered++;
       if (status < 200 || status >= 300) non2xx++;
+      statuses[status] = (statuses[status] ?? 0) + 1;
       settle();
       dispatch(conn);
     });
@@ -134,6 +136,7 @@ export async function openLoop(spec: OpenLoopSpec): Promise<LoadResult> {
         latencyMs: answeredOnly(latencies),
         total: answered,
         non2xx,
+        statuses,
         errors: total - answered,
       });
     };

@@ -157,7 +157,7 @@ async function main(): Promise<void> {
     const fromSchedule = halfRate.fromScheduleMs;
     row(
       `POST /action at half the max rate (${half}/s, open loop)`,
-      `p50 ${ms(halfRate.latencyMs.p50)} / p99 ${ms(halfRate.latencyMs.p99)} / p99.9 ${ms(halfRate.latencyMs.p999)} / max ${ms(halfRate.latencyMs.max)} ms from the write; from the scheduled time p99 ${ms(fromSchedule?.p99 ?? NaN)} ms; non-2xx ${halfRate.non2xx}, errors ${halfRate.errors}`,
+      `p50 ${ms(halfRate.latencyMs.p50)} / p99 ${ms(halfRate.latencyMs.p99)} / p99.9 ${ms(halfRate.latencyMs.p999)} / max ${ms(halfRate.latencyMs.max)} ms from the write; from the scheduled time p99 ${ms(fromSchedule?.p99 ?? NaN)} ms; non-2xx ${halfRate.non2xx} (statuses ${JSON.stringify(halfRate.statuses)}), errors ${halfRate.errors}`,
       'gateway p99 ≤ 5 ms',
       halfRate.latencyMs.p99 <= 5,
     );
