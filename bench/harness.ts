@@ -133,7 +133,12 @@ export async function load(spec: LoadSpec): Promise<LoadResult> {
     ...(make && {
       requests: [
         {
-          setupRequest: (req) => ({ ...req, ...make() }),
+          // a copy: autocannon writes Content-Length into the headers object it is given, and a
+          // prebuilt request reused by another generator would then carry it twice (a 400 and a close)
+          setupRequest: (req) => {
+            const r = make();
+            return { ...req, ...r, headers: { ...r.headers } };
+          },
         },
       ],
     }),

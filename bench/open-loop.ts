@@ -27,7 +27,8 @@ const HEADER_END = Buffer.from('\r\n\r\n');
 
 function serialise(r: BuiltRequest, host: string): Buffer {
   const body = r.body === undefined ? null : Buffer.from(r.body);
-  const head = [`${r.method} ${r.path} HTTP/1.1`, `host: ${host}`, ...Object.entries(r.headers).map(([k, v]) => `${k}: ${v}`)];
+  const given = Object.entries(r.headers).filter(([k]) => k.toLowerCase() !== 'content-length'); // framed here, once
+  const head = [`${r.method} ${r.path} HTTP/1.1`, `host: ${host}`, ...given.map(([k, v]) => `${k}: ${v}`)];
   if (body) head.push(`content-length: ${body.length}`);
   const headBytes = Buffer.from(`${head.join('\r\n')}\r\n\r\n`);
   return body ? Buffer.concat([headBytes, body]) : headBytes;

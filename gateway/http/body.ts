@@ -14,7 +14,9 @@ export function readBody(res: HttpResponse, maxBytes: number, onBody: (body: Buf
       onTooLarge();
       return;
     }
-    chunks.push(Buffer.from(chunk.slice(0)));
+    // Copied out of uWS's buffer into Node's pooled memory (a small body gets a slice of a shared
+    // 8 KiB pool): no ArrayBuffer of its own per request for the garbage collector to sweep.
+    chunks.push(Buffer.from(new Uint8Array(chunk)));
     if (isLast) onBody(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size));
   });
 }
