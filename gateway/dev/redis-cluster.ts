@@ -77,8 +77,14 @@ export async function startRedisCluster(opts: RedisClusterOptions): Promise<Redi
       }),
     );
   };
-  try {
-    for (let i = 0; i < 3 * (1 + replicas); i++) {
+  /**
+   * One node on free ports. A port found free can be taken by another process before redis-server
+   * binds it (tests run in parallel): the node then exits at once, or another server answers on
+   * its port. So a node counts only once the server answering is this child (its pid), and a node
+   * that lost its ports is started again on others.
+   */
+  const startNode = async (): Promise<ClusterNode> => {
+    for (let attempt = 1; ; attempt++) {
       const port = await freePort();
       const busPort = await freePort();
       const data = join(opts.dir, String(port));
@@ -88,11 +94,24 @@ export async function startRedisCluster(opts: RedisClusterOptions): Promise<Redi
         ['--port', String(port), '--bind', '127.0.0.1', '--dir', data, '--cluster-enabled', 'yes', '--cluster-config-file', 'nodes.conf', '--cluster-port', String(busPort),
           '--cluster-node-timeout', String(opts.nodeTimeoutMs ?? 1000), '--appendonly', 'yes', '--save', '', '--logfile', '', '--loglevel', 'warning',
           ...(opts.password ? ['--requirepass', opts.password, '--masterauth', opts.password] : [])],
-        { stdio: ['ignore', 'ignore', 'inherit'] },
+        { stdio: ['ignore', 'ignore', 'ignore'] },
       );
-      nodes.push({ port, child });
+      const node = { port, child };
+      nodes.push(node);
+      const exited = new Promise<false>((r) => child.once('exit', () => r(false)));
+      const up = waitForRedis(port).then(
+        () => true,
+        () => false,
+      );
+      const mine = (await Promise.race([up, exited])) && (await cli(['-p', String(port), 'INFO', 'server'], opts.password).catch(() => '')).includes(`process_id:${child.pid}\r`);
+      if (mine) return node;
+      nodes.splice(nodes.indexOf(node), 1);
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+      if (attempt >= 5) throw new Error(`redis-server would not start on a free port (${attempt} attempts)`);
     }
-    await Promise.all(nodes.map((n) => waitForRedis(n.port)));
+  };
+  try {
+    await Promise.all(Array.from({ length: 3 * (1 + replicas) }, startNode));
     await cli(['--cluster', 'create', ...nodes.map((n) => `127.0.0.1:${n.port}`), '--cluster-replicas', String(replicas), '--cluster-yes'], opts.password);
     await eventuallyTrue(async () => (await Promise.all(nodes.map((n) => info(n.port, opts.password)))).every((i) => i.includes('cluster_state:ok') && i.includes(`cluster_known_nodes:${nodes.length}`)), 20_000, 'state ok on every node');
     const linksUp = async () => (await Promise.all(nodes.map((n) => cli(['-p', String(n.port), 'INFO', 'replication'], opts.password)))).filter((i) => i.includes('master_link_status:up')).length;
