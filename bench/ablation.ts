@@ -127,6 +127,13 @@ const ABLATIONS: Ablation[] = [
     edits: [{ file: REPLY, find: 'const body = JSON.stringify(reply.body);', replace: "const body = reply.status === 200 ? '{\"success\":true}' : JSON.stringify(reply.body);" }],
   },
   {
+    name: 'single-threaded-gc',
+    step: 'V8 GC helper threads (parallel scavenge, concurrent marking) against --single-threaded-gc',
+    how: 'flags',
+    edits: [],
+    nodeFlags: [...GATEWAY_NODE_FLAGS, '--single-threaded-gc'],
+  },
+  {
     name: 'gc',
     step: 'young-generation GC: semi-space 8 MB (the unit) against 64 MB',
     how: 'flags',

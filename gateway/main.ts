@@ -1,4 +1,4 @@
-#!/usr/bin/env -S node --max-semi-space-size=8 --heap-growing-percent=25
+#!/usr/bin/env -S node --max-semi-space-size=8 --heap-growing-percent=25 --single-threaded-gc
 // audience-gateway: the REST API process. Wiring only: config -> gateway (or, with GATEWAY_WORKERS
 // above 1, a supervisor of that many gateway workers on one port) -> signals.
 //   audience-gateway                 serve (settings from the environment; see the README)
