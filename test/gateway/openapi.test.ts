@@ -7,7 +7,8 @@ import { Ajv2020 } from 'ajv/dist/2020.js';
 import { decodeJwt, decodeProtectedHeader } from 'jose';
 import { describe, expect, it } from 'vitest';
 import { ERRORS } from '../../gateway/errors.js';
-import { EXAMPLE_API_KEY, EXAMPLE_TOKEN, buildOpenApiDocument } from '../../gateway/openapi/document.js';
+import { buildOpenApiDocument } from '../../gateway/openapi/document.js';
+import { EXAMPLE_API_KEY, EXAMPLE_TOKEN } from '../../gateway/openapi/examples.js';
 import { call, mintToken, useGatewayWithToken } from '../helpers/gateway.js';
 import { useRedis } from '../helpers/redis.js';
 
