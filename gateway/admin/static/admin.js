@@ -41,13 +41,13 @@ function show(signedIn) {
   $('who').hidden = !signedIn;
 }
 
-async function onExpired(e, wasSignedIn = true) {
+async function onExpired(e) {
   if (e instanceof ApiError && e.status === 401) {
     state.csrf = null;
     clearInterval(state.poll);
     document.cookie = 'ac_signed_in=; Path=/; Max-Age=0; SameSite=Strict';
     show(false);
-    say(wasSignedIn ? 'Your session has ended. Please sign in again.' : '');
+    say('Your session has ended. Please sign in again.');
     $('email').focus();
     return true;
   }
@@ -272,14 +272,17 @@ $('signout').addEventListener('click', () =>
 
 // The gateway sets the readable hint cookie ac_signed_in beside the HttpOnly session cookie, so a
 // browser that never signed in (or signed out) does not ask, and its console stays clean.
-const mayBeSignedIn = document.cookie.split('; ').includes('ac_signed_in=1');
-try {
-  if (!mayBeSignedIn) throw new ApiError(401, 'session_required', 'not signed in');
-  await enter(await api('GET', '/admin/api/session'));
-} catch (e) {
-  if (!(await onExpired(e, mayBeSignedIn))) {
-    say(`Error: ${e.message}`);
-    show(false);
-    $('email').focus();
+if (!document.cookie.split('; ').includes('ac_signed_in=1')) {
+  show(false);
+  $('email').focus();
+} else {
+  try {
+    await enter(await api('GET', '/admin/api/session'));
+  } catch (e) {
+    if (!(await onExpired(e))) {
+      say(`Error: ${e.message}`);
+      show(false);
+      $('email').focus();
+    }
   }
 }
