@@ -1,7 +1,10 @@
-// Appends accepted actions to their layout's stream. The actions accepted for one layout in one
-// event-loop turn go to Redis in a single Lua call (store/lua/appendActions-1.lua), each still its
-// own stream entry. Every caller's promise settles once Redis answered that call, so the route
-// answers 200 only for an action that is in the stream.
+// Appends accepted actions to their layout's stream, by group commit: each stream has at most one
+// Lua call (store/lua/appendActions-1.lua) in flight, and the actions accepted while it is in flight
+// wait and go to Redis together in the next call, each still its own stream entry. When Redis is
+// idle an action goes out at the end of its event-loop turn; under load the calls grow instead of
+// multiplying, so Redis and the gateway pay per call far less often than per action. Every caller's
+// promise settles once Redis answered its call, so the route answers 200 only for an action that is
+// in the stream.
 import type { RedisClient } from '../../runtime/redis.js';
 import { ACTION_FIELD, encodeActionEntry } from '../../schemas/action-entry.js';
 import type { ActionEntry } from '../../schemas/types.js';
@@ -30,8 +33,10 @@ interface Batch {
 }
 
 export class ActionLog {
-  /** the batches of this event-loop turn, by stream key */
+  /** the actions waiting for their call, by stream key */
   private readonly batches = new Map<string, Batch>();
+  /** the calls in flight, by stream key (a batch of more than MAX_BATCH actions takes several) */
+  private readonly inFlight = new Map<string, number>();
   private flushScheduled = false;
 
   constructor(
@@ -76,17 +81,22 @@ export class ActionLog {
       }
       batch.payloads.push(encodeActionEntry(entry));
       batch.waiters.push({ resolve, reject, aborted });
-      // setImmediate runs after the poll phase, so it gathers every request uWS handled in this turn.
-      if (!this.flushScheduled) {
-        this.flushScheduled = true;
-        setImmediate(this.flush);
-      }
+      if (!this.inFlight.has(key)) this.scheduleFlush(); // otherwise the call in flight sends it when answered
     });
+  }
+
+  /** setImmediate runs after the poll phase, so the flush gathers every request uWS handled in this turn. */
+  private scheduleFlush(): void {
+    if (this.flushScheduled) return;
+    this.flushScheduled = true;
+    setImmediate(this.flush);
   }
 
   private readonly flush = (): void => {
     this.flushScheduled = false;
     for (const [key, batch] of this.batches) {
+      if (this.inFlight.has(key)) continue; // waits for the call in flight
+      this.batches.delete(key);
       // A request whose client left in this turn (uWS closes a connection that pipelined requests
       // whose answers are still pending) is not applied: no action without its answer.
       let { payloads, waiters } = batch;
@@ -100,19 +110,30 @@ export class ActionLog {
         this.send(key, payloads.slice(i, i + MAX_BATCH), waiters.slice(i, i + MAX_BATCH));
       }
     }
-    this.batches.clear();
   };
 
   private send(key: string, payloads: string[], waiters: Waiter[]): void {
+    this.inFlight.set(key, (this.inFlight.get(key) ?? 0) + 1);
     const call = runScript(this.redis, 'appendActions', [key], [this.maxLen, ACTION_FIELD, ...payloads]);
+    // Every call ends (ioredis's command timeout), so a stream's queue never waits on a lost answer.
     orUnavailable(this.timed('append_actions', call)).then(
       (ids) => {
+        this.answered(key);
         const results = Array.isArray(ids) ? (ids as unknown[]) : [];
         waiters.forEach((w, i) => (typeof results[i] === 'string' ? w.resolve() : w.reject(new AppError('unavailable'))));
       },
       (e: unknown) => {
+        this.answered(key);
         for (const w of waiters) w.reject(e);
       },
     );
+  }
+
+  /** One of the stream's calls was answered: once none is left, what waited goes out (after this turn's requests join it). */
+  private answered(key: string): void {
+    const left = this.inFlight.get(key)! - 1;
+    if (left > 0) return void this.inFlight.set(key, left);
+    this.inFlight.delete(key);
+    if (this.batches.has(key)) this.scheduleFlush();
   }
 }

@@ -1,5 +1,5 @@
 // POST /action (spec 4.3), the hot path: a cached token check, an in-memory layout lookup, pure value
-// checks, then the append (batched per event-loop turn); 200 only after Redis acknowledged it.
+// checks, then the append (group commit: one call per layout in flight); 200 only after Redis acknowledged it.
 // OPTIONS answers CORS preflight.
 import { createHash, randomUUID } from 'node:crypto';
 import { describeFirstError, validateActionRequest } from '../../schemas/validators.js';

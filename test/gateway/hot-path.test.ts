@@ -1,5 +1,5 @@
 // The /action hot path's promises about Redis: one XADD per accepted action and no other command,
-// the actions of one event-loop turn appended in one call, and streams trimmed to about STREAM_MAXLEN.
+// the actions of one event-loop turn (and those gathered while a call is in flight) appended in one call, and streams trimmed to about STREAM_MAXLEN.
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ActionLog, MAX_BATCH } from '../../gateway/actions/action-log.js';
@@ -62,6 +62,31 @@ describe('ActionLog', () => {
       expect(stored.map(([, fields]) => (JSON.parse(fields[1]!) as ActionEntry).id)).toEqual(['id--1', ...Array.from({ length: count }, (_, i) => `id-${i}`)]);
     } finally {
       client.disconnect();
+    }
+  });
+
+  it('gathers the actions of later turns while a call is in flight and sends them as one call, in order', async () => {
+    const client = new Redis(redis.get().server.url);
+    const pauser = new Redis(redis.get().server.url);
+    const keys = new RedisKeys(randomPrefix());
+    try {
+      const log = new ActionLog(client, keys, 10_000);
+      await log.append(entry(-1)); // loads the script
+      const before = await commandCalls();
+      await pauser.client('PAUSE', 300, 'WRITE'); // holds the first call in flight
+      const appended = [log.append(entry(0))];
+      for (let i = 1; i <= 10; i++) {
+        await new Promise((r) => setImmediate(r)); // each in a turn of its own
+        appended.push(log.append(entry(i)));
+      }
+      await Promise.all(appended);
+      const after = await commandCalls();
+      expect((after.get('evalsha') ?? 0) - (before.get('evalsha') ?? 0)).toBe(2);
+      const stored = await client.xrange(keys.actions('show'), '-', '+');
+      expect(stored.map(([, fields]) => (JSON.parse(fields[1]!) as ActionEntry).id)).toEqual(['id--1', ...Array.from({ length: 11 }, (_, i) => `id-${i}`)]);
+    } finally {
+      client.disconnect();
+      pauser.disconnect();
     }
   });
 

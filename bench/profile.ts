@@ -1,0 +1,98 @@
+// Where the gateway's CPU and allocations go under /action load: the gateway runs with its unit's
+// flags plus V8's CPU profiler (or its sampling heap profiler) on core 0, wrk loads it for a fixed
+// time, and the profile is summarised as the functions with the most self time (or bytes
+// allocated), with their file and line. The raw profile stays in var/profile/ for Chrome DevTools.
+//   npm run bench:profile [-- --seconds 8 --heap]
+import { mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { join, relative } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { freePort } from '../gateway/dev/redis-server.js';
+import { GATEWAY_NODE_FLAGS } from '../gateway/node-flags.js';
+import { actionRequests, mintTokens, pinProcess, pinnedRedis, seedDemo, spawnPinned, stopChild, wrkLoad } from './harness.js';
+
+const { values } = parseArgs({ options: { seconds: { type: 'string', default: '8' }, heap: { type: 'boolean', default: false }, top: { type: 'string', default: '30' } } });
+const DIST = fileURLToPath(new URL('..', import.meta.url));
+const OUT = join(DIST, '..', 'var', 'profile');
+
+interface CallFrame {
+  functionName: string;
+  url: string;
+  lineNumber: number;
+}
+
+/** Self figures per function (name, file, line), summed over the profile's nodes. */
+function tally(rows: { frame: CallFrame; self: number }[]): { name: string; self: number }[] {
+  const byFn = new Map<string, number>();
+  for (const { frame, self } of rows) {
+    const file = frame.url.startsWith('file:') ? relative(DIST, fileURLToPath(frame.url)) : frame.url;
+    const name = `${frame.functionName || '(anonymous)'}${file ? ` ${file}:${frame.lineNumber + 1}` : ''}`;
+    byFn.set(name, (byFn.get(name) ?? 0) + self);
+  }
+  return [...byFn].map(([name, self]) => ({ name, self })).sort((a, b) => b.self - a.self);
+}
+
+/** A .cpuprofile's self time per function (its samples times the mean interval). */
+function cpuRows(file: string): { frame: CallFrame; self: number }[] {
+  const p = JSON.parse(readFileSync(file, 'utf8')) as { nodes: { id: number; callFrame: CallFrame }[]; samples: number[]; startTime: number; endTime: number };
+  const counts = new Map<number, number>();
+  for (const s of p.samples) counts.set(s, (counts.get(s) ?? 0) + 1);
+  const interval = (p.endTime - p.startTime) / Math.max(1, p.samples.length); // µs
+  return p.nodes.map((n) => ({ frame: n.callFrame, self: (counts.get(n.id) ?? 0) * interval }));
+}
+
+/** A .heapprofile's bytes allocated per function (sampled). */
+function heapRows(file: string): { frame: CallFrame; self: number }[] {
+  interface Node {
+    callFrame: CallFrame;
+    selfSize: number;
+    children: Node[];
+  }
+  const p = JSON.parse(readFileSync(file, 'utf8')) as { head: Node };
+  const rows: { frame: CallFrame; self: number }[] = [];
+  const walk = (n: Node) => {
+    rows.push({ frame: n.callFrame, self: n.selfSize });
+    n.children.forEach(walk);
+  };
+  walk(p.head);
+  return rows;
+}
+
+async function main(): Promise<void> {
+  rmSync(OUT, { recursive: true, force: true });
+  mkdirSync(OUT, { recursive: true });
+  await pinProcess(1);
+  const redis = await pinnedRedis(1);
+  try {
+    const key = await seedDemo(redis.url);
+    const port = await freePort();
+    const profiler = values.heap ? ['--import', fileURLToPath(new URL('./alloc-sampler.js', import.meta.url))] : ['--cpu-prof', `--cpu-prof-dir=${OUT}`];
+    const env = { REDIS_URL: redis.url, PORT: String(port), OPS_PORT: '0', LOG_LEVEL: 'info', ALLOC_PROFILE: join(OUT, 'alloc.heapprofile') };
+    const gw = await spawnPinned(0, fileURLToPath(new URL('../gateway/main.js', import.meta.url)), [], env, /audience-gateway listening/, [...GATEWAY_NODE_FLAGS, ...profiler]);
+    const url = `http://127.0.0.1:${port}`;
+    const requests = actionRequests(await mintTokens(url, key.apiKey, key.layoutId, 2000), key.layoutId);
+    await wrkLoad({ name: 'warm-up', url, connections: 100, durationSec: 2, serverPid: gw.child.pid!, requests });
+    if (values.heap) gw.child.kill('SIGUSR2'); // the allocation sampler starts now
+    const result = await wrkLoad({ name: 'profiled', url, connections: 100, durationSec: Number(values.seconds), serverPid: gw.child.pid!, requests });
+    await stopChild(gw.child); // the profile is written on exit
+    const file = readdirSync(OUT).find((f) => f.endsWith(values.heap ? '.heapprofile' : '.cpuprofile'));
+    if (!file) throw new Error(`no profile was written to ${OUT}`);
+    const rows = tally(values.heap ? heapRows(join(OUT, file)) : cpuRows(join(OUT, file)));
+    const total = rows.reduce((s, r) => s + r.self, 0);
+    const unit = values.heap ? 'sampled bytes allocated' : 'self time';
+    const perRequest = values.heap ? `; ${Math.round(total / result.total)} bytes sampled per request` : '';
+    const lines = [`${Math.round(result.requestsPerSec)} req/s over ${values.seconds} s${perRequest}; ${unit}, top ${values.top}, of ${join('var', 'profile', file)}:`, ''];
+    for (const r of rows.slice(0, Number(values.top))) {
+      const figure = values.heap ? `${(r.self / 1024).toFixed(0).padStart(8)} KiB` : `${(r.self / 1000).toFixed(0).padStart(7)} ms`;
+      lines.push(`${figure} ${((100 * r.self) / total).toFixed(1).padStart(5)} %  ${r.name}`);
+    }
+    process.stdout.write(`${lines.join('\n')}\n`);
+  } finally {
+    await redis.stop();
+  }
+}
+
+main().catch((e: unknown) => {
+  process.stderr.write(`bench:profile: ${String(e)}\n`);
+  process.exit(1);
+});
