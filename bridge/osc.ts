@@ -1,6 +1,7 @@
-// Pure OSC mapping: an action entry -> an OSC message, and messages -> bundle datagrams.
-// No sockets here; every byte is unit-tested.
-import { toBuffer, type OscArgInput, type OscMessageInput, type TimeTag } from 'osc-min';
+// Pure OSC mapping: action entries -> OSC messages in bundle datagrams, each message encoded
+// straight into its datagram's buffer (no buffer per message, none per bundle). No sockets here;
+// every byte is unit-tested against osc-min's encoder.
+import type { TimeTag } from 'osc-min';
 import type { ActionEntry } from '../schemas/types.js';
 
 export type BooleanMode = 'int' | 'TF';
@@ -17,73 +18,111 @@ export function timetag(unixMs: number | null): TimeTag {
   return [seconds + NTP_EPOCH_OFFSET_S, Math.min(fraction, 2 ** 32 - 1)];
 }
 
+/** What the OSC mapping reads of an entry. */
+export type OscEntry = Pick<ActionEntry, 'address' | 'type' | 'value'>;
+
+/** Why OSC 1.0 cannot carry this entry, or null. (The entry schema already refuses these; this is the encoder's own guard.) */
+export function oscRefusal(e: OscEntry): string | null {
+  if (typeof e.value === 'string' && e.value.includes('\0')) return 'an OSC string cannot contain U+0000';
+  if (e.address.includes('\0')) return 'an OSC address cannot contain U+0000';
+  if (e.type === 'Index' && !(Number.isInteger(e.value) && (e.value as number) >= -(2 ** 31) && (e.value as number) < 2 ** 31)) return 'an OSC int is 32-bit';
+  return null;
+}
+
+/** The type tag string of each message shape, NUL-padded to 4 bytes, made once. */
+const TAG = {
+  i: Buffer.from(',i\0\0', 'latin1'),
+  f: Buffer.from(',f\0\0', 'latin1'),
+  ff: Buffer.from(',ff\0', 'latin1'),
+  s: Buffer.from(',s\0\0', 'latin1'),
+  T: Buffer.from(',T\0\0', 'latin1'),
+  F: Buffer.from(',F\0\0', 'latin1'),
+};
+
+/** An OSC string's size: its UTF-8 bytes and a NUL, padded to a multiple of 4. */
+const stringSize = (s: string) => (Buffer.byteLength(s, 'utf8') + 4) & ~3;
+
+/** The size in bytes of an entry's OSC message. */
+export function messageSize(e: OscEntry, booleans: BooleanMode): number {
+  const head = stringSize(e.address) + 4; // every type tag here fits in 4 bytes
+  switch (e.type) {
+    case 'String':
+      return head + stringSize(e.value as string);
+    case 'XYPad':
+      return head + 8;
+    case 'Toggle':
+      return booleans === 'TF' ? head : head + 4;
+    default:
+      return head + 4;
+  }
+}
+
+/** Writes an OSC string (UTF-8, NUL-terminated, padded to 4 bytes) at `at`; returns the offset after it. */
+function writeString(buf: Buffer, at: number, s: string): number {
+  const n = buf.write(s, at, 'utf8');
+  const end = at + ((n + 4) & ~3);
+  buf.fill(0, at + n, end);
+  return end;
+}
+
 /** -0 is sent as 0 (some receivers print or compare it differently). */
-function float(v: number): OscArgInput {
-  return { type: 'float', value: Object.is(v, -0) ? 0 : v };
+function writeFloat(buf: Buffer, at: number, v: number): number {
+  buf.writeFloatBE(v === 0 ? 0 : v, at);
+  return at + 4;
 }
 
-function int(v: number): OscArgInput {
-  return { type: 'integer', value: v };
-}
-
-/** The OSC message for an action, to the control's address. */
-export function toOscMessage(e: Pick<ActionEntry, 'address' | 'type' | 'value'>, booleans: BooleanMode): OscMessageInput & { address: string } {
-  const args: OscArgInput[] = [];
+/**
+ * Writes the OSC message for an action, to the control's address, at `at` of `buf` (a datagram
+ * being filled); returns the offset after it. Button: int 1. Slider: float. Toggle: int 1/0, or T/F.
+ * Index: int. String: string. XYPad: two floats.
+ */
+export function writeMessage(buf: Buffer, at: number, e: OscEntry, booleans: BooleanMode): number {
+  at = writeString(buf, at, e.address);
   switch (e.type) {
     case 'Button':
-      args.push(int(1));
-      break;
+      TAG.i.copy(buf, at);
+      buf.writeInt32BE(1, at + 4);
+      return at + 8;
     case 'Slider':
-      args.push(float(e.value as number));
-      break;
+      TAG.f.copy(buf, at);
+      return writeFloat(buf, at + 4, e.value as number);
     case 'Toggle':
-      if (booleans === 'TF') args.push(e.value === true ? { type: 'true' } : { type: 'false' });
-      else args.push(int(e.value === true ? 1 : 0));
-      break;
+      if (booleans === 'TF') {
+        (e.value === true ? TAG.T : TAG.F).copy(buf, at);
+        return at + 4;
+      }
+      TAG.i.copy(buf, at);
+      buf.writeInt32BE(e.value === true ? 1 : 0, at + 4);
+      return at + 8;
     case 'Index':
-      args.push(int(e.value as number));
-      break;
+      TAG.i.copy(buf, at);
+      buf.writeInt32BE(e.value as number, at + 4);
+      return at + 8;
     case 'String':
-      args.push({ type: 'string', value: e.value as string });
-      break;
+      TAG.s.copy(buf, at);
+      return writeString(buf, at + 4, e.value as string);
     case 'XYPad': {
       const [x, y] = e.value as [number, number];
-      args.push(float(x), float(y));
-      break;
+      TAG.ff.copy(buf, at);
+      return writeFloat(buf, writeFloat(buf, at + 4, x), y);
     }
   }
-  return { address: e.address, args };
 }
 
-/** Encoded OSC message bytes. */
-export function encodeMessage(m: OscMessageInput): Buffer {
-  const view = toBuffer(m);
-  return Buffer.from(view.buffer, view.byteOffset, view.byteLength);
-}
-
-/** A group of encoded messages sharing one timetag. */
+/** Entries sharing one timetag, in order. */
 export interface TimedGroup {
   timetag: TimeTag;
-  messages: Buffer[];
+  entries: OscEntry[];
 }
 
 const BUNDLE_HEADER = Buffer.from('#bundle\0', 'latin1');
 
-/** An OSC bundle of already-encoded elements, written into one buffer (no per-element allocation). */
-export function bundle([seconds, fraction]: TimeTag, elements: readonly Buffer[]): Buffer {
-  let size = BUNDLE_HEADER.length + 8;
-  for (const e of elements) size += 4 + e.length;
-  const out = Buffer.allocUnsafe(size);
-  BUNDLE_HEADER.copy(out, 0);
-  out.writeUInt32BE(seconds >>> 0, 8);
-  out.writeUInt32BE(fraction >>> 0, 12);
-  let at = 16;
-  for (const e of elements) {
-    out.writeInt32BE(e.length, at);
-    e.copy(out, at + 4);
-    at += 4 + e.length;
-  }
-  return out;
+/** Writes "#bundle\0" and the timetag at `at`; returns the offset after them. */
+function writeBundleHead(buf: Buffer, at: number, [seconds, fraction]: TimeTag): number {
+  BUNDLE_HEADER.copy(buf, at);
+  buf.writeUInt32BE(seconds >>> 0, at + 8);
+  buf.writeUInt32BE(fraction >>> 0, at + 12);
+  return at + 16;
 }
 
 /** "#bundle\0" and the timetag. */
@@ -99,36 +138,69 @@ export interface Packed {
   bundles: number;
 }
 
+/** A group as packed into one datagram: its entries and their message sizes. */
+interface Planned {
+  timetag: TimeTag;
+  entries: OscEntry[];
+  sizes: number[];
+}
+
+/** The group's messages, each with its size prefix, written at `at`; returns the offset after them. */
+function writeElements(buf: Buffer, at: number, g: Planned, booleans: BooleanMode): number {
+  for (let i = 0; i < g.entries.length; i++) {
+    buf.writeInt32BE(g.sizes[i]!, at);
+    at = writeMessage(buf, at + 4, g.entries[i]!, booleans);
+  }
+  return at;
+}
+
+/** The bytes a group's elements take: each message and its size prefix. */
+const elementsSize = (g: Planned) => g.sizes.reduce((n, s) => n + 4 + s, 0);
+
 /**
- * Packs timed groups (in order) into datagrams of at most `maxBytes`. A datagram holding one
- * timetag is a flat bundle with it; one holding several is an "immediately" bundle of
- * per-timetag bundles. A single message larger than `maxBytes` travels alone.
+ * Packs timed groups of entries (in order) into datagrams of at most `maxBytes`, each message
+ * encoded straight into its datagram's one buffer. A datagram holding one timetag is a flat bundle
+ * with it; one holding several is an "immediately" bundle of per-timetag bundles. A single message
+ * larger than `maxBytes` travels alone.
  */
-export function packDatagrams(groups: TimedGroup[], maxBytes: number): Packed {
+export function packDatagrams(groups: readonly TimedGroup[], booleans: BooleanMode, maxBytes: number): Packed {
   const out: Buffer[] = [];
   let bundles = 0;
-  let current: TimedGroup[] = [];
+  let current: Planned[] = [];
   let nestedSize = BUNDLE_HEAD; // the size of `current` sent as a bundle of inner bundles
   const sizeOf = (groupCount: number, nested: number) => (groupCount === 1 ? nested - INNER_BUNDLE : nested);
   const flush = () => {
-    if (current.length === 1) out.push(bundle(current[0]!.timetag, current[0]!.messages));
-    else if (current.length > 1) out.push(bundle(IMMEDIATE, current.map((g) => bundle(g.timetag, g.messages))));
-    bundles += current.length > 1 ? 1 + current.length : current.length;
+    if (current.length === 0) return;
+    const buf = Buffer.allocUnsafe(sizeOf(current.length, nestedSize));
+    if (current.length === 1) {
+      writeElements(buf, writeBundleHead(buf, 0, current[0]!.timetag), current[0]!, booleans);
+    } else {
+      let at = writeBundleHead(buf, 0, IMMEDIATE);
+      for (const g of current) {
+        buf.writeInt32BE(BUNDLE_HEAD + elementsSize(g), at);
+        at = writeElements(buf, writeBundleHead(buf, at + 4, g.timetag), g, booleans);
+      }
+    }
+    out.push(buf);
+    bundles += current.length > 1 ? 1 + current.length : 1;
     current = [];
     nestedSize = BUNDLE_HEAD;
   };
   for (const g of groups) {
-    for (const msg of g.messages) {
+    for (const e of g.entries) {
+      const size = messageSize(e, booleans);
       const tail = current[current.length - 1];
       const joinsTail = tail !== undefined && sameTag(tail.timetag, g.timetag);
-      const grown = nestedSize + 4 + msg.length + (joinsTail ? 0 : INNER_BUNDLE);
+      const grown = nestedSize + 4 + size + (joinsTail ? 0 : INNER_BUNDLE);
       if (current.length > 0 && sizeOf(current.length + (joinsTail ? 0 : 1), grown) > maxBytes) {
         flush();
-        current.push({ timetag: g.timetag, messages: [msg] });
-        nestedSize = BUNDLE_HEAD + INNER_BUNDLE + 4 + msg.length;
+        current.push({ timetag: g.timetag, entries: [e], sizes: [size] });
+        nestedSize = BUNDLE_HEAD + INNER_BUNDLE + 4 + size;
       } else {
-        if (joinsTail) tail.messages.push(msg);
-        else current.push({ timetag: g.timetag, messages: [msg] });
+        if (joinsTail) {
+          tail.entries.push(e);
+          tail.sizes.push(size);
+        } else current.push({ timetag: g.timetag, entries: [e], sizes: [size] });
         nestedSize = grown;
       }
     }

@@ -4,15 +4,16 @@
 // time plus playoutDelayMs (or "immediately"). A sent batch is confirmed on the next tick unless
 // the display refused it meanwhile (then it is sent again after a backoff). An entry is acked
 // once every target has confirmed it, coalesced it away, or dropped it as stale; its outcome is
-// counted once: sent if any target sent it, else coalesced, else stale. Entries are encoded when
-// offered, so one the OSC encoding refuses never reaches a tick. Acks go through an AckQueue
+// counted once: sent if any target sent it, else coalesced, else stale. Entries are checked for
+// what OSC can carry when offered, so one it refuses never reaches a tick; each tick encodes its
+// messages straight into the datagrams it sends. Acks go through an AckQueue
 // (bounded retries). No error leaves the tick loop.
 import { LRUCache } from 'lru-cache';
 import type { ActionEntry } from '../schemas/types.js';
 import { AckQueue } from './ack-queue.js';
 import type { BridgeCounters, LayoutCounters } from './counters.js';
 import type { Logger } from '../runtime/log.js';
-import { encodeMessage, packDatagrams, timetag, toOscMessage, type BooleanMode, type TimedGroup } from './osc.js';
+import { oscRefusal, packDatagrams, timetag, type BooleanMode, type TimedGroup } from './osc.js';
 import { UdpTarget } from './sender.js';
 import { TargetQueue, type Delivery } from './target-queue.js';
 
@@ -64,7 +65,6 @@ interface TargetLane {
 
 export class LayoutScheduler {
   private readonly lanes: TargetLane[];
-  private readonly modes: BooleanMode[];
   /** deliveries not yet finished, by action id */
   private readonly queued = new Map<string, Delivery>();
   /** the stream ids those deliveries carry (their own and their duplicates') */
@@ -92,7 +92,6 @@ export class LayoutScheduler {
     private readonly now: () => number = Date.now,
   ) {
     this.lanes = settings.targets.map((t) => ({ udp: new UdpTarget(t, now), booleans: t.booleans, queue: new TargetQueue(), unconfirmed: null }));
-    this.modes = [...new Set(this.lanes.map((l) => l.booleans))];
     this.c = counters.layout(settings.layoutId);
     this.acks = new AckQueue(ack, this.c, log, settings.layoutId, now);
   }
@@ -139,12 +138,9 @@ export class LayoutScheduler {
       this.acks.add(streamId);
       return { kind: 'duplicate' };
     }
-    const d: Delivery = { streamId, entry, remaining: this.lanes.length, alsoAck: [], encoded: {} };
-    try {
-      for (const mode of this.modes) d.encoded![mode] = encodeMessage(toOscMessage(entry, mode));
-    } catch (e) {
-      return { kind: 'unencodable', reason: `the OSC encoding refused it: ${(e as Error).message}` };
-    }
+    const refusal = oscRefusal(entry);
+    if (refusal) return { kind: 'unencodable', reason: `the OSC encoding refused it: ${refusal}` };
+    const d: Delivery = { streamId, entry, remaining: this.lanes.length, alsoAck: [] };
     this.queued.set(entry.id, d);
     this.heldIds.add(streamId);
     for (const lane of this.lanes) lane.queue.push(d); // a value it supersedes comes out of take() as coalesced
@@ -164,19 +160,15 @@ export class LayoutScheduler {
     for (const id of d.alsoAck) this.acks.add(id);
   }
 
-  private encoded(d: Delivery, mode: BooleanMode): Buffer {
-    return d.encoded![mode]!; // made in offer() for every mode a lane uses
-  }
-
   /** Consecutive deliveries with the same play-out time (null: immediately) form one group. */
-  private groups(ds: Delivery[], mode: BooleanMode): TimedGroup[] {
+  private groups(ds: Delivery[]): TimedGroup[] {
     const groups: TimedGroup[] = [];
     let lastAt: number | null | undefined;
     for (const d of ds) {
       const at = this.settings.playoutDelayMs > 0 ? d.entry.ts + this.settings.playoutDelayMs : null;
       const last = groups[groups.length - 1];
-      if (last && at === lastAt) last.messages.push(this.encoded(d, mode));
-      else groups.push({ timetag: timetag(at), messages: [this.encoded(d, mode)] });
+      if (last && at === lastAt) last.entries.push(d.entry);
+      else groups.push({ timetag: timetag(at), entries: [d.entry] });
       lastAt = at;
     }
     return groups;
@@ -219,8 +211,7 @@ export class LayoutScheduler {
       lane.queue.requeue(fresh);
       return;
     }
-    const groups = this.groups(fresh, lane.booleans);
-    const { datagrams, bundles } = packDatagrams(groups, MAX_DATAGRAM_BYTES);
+    const { datagrams, bundles } = packDatagrams(this.groups(fresh), lane.booleans, MAX_DATAGRAM_BYTES);
     const c = this.counters.target(lane.udp.name);
     const refusals = lane.udp.refusals;
     try {

@@ -14,8 +14,6 @@ export interface Delivery {
   remaining: number;
   /** further stream ids carrying the same action id, acked with this one */
   alsoAck: string[];
-  /** encoded OSC message per boolean mode, made once */
-  encoded?: { int?: Buffer; TF?: Buffer };
   /** the best outcome among the targets done with it so far: sent, else coalesced, else stale */
   outcome?: 'sent' | 'coalesced' | 'stale';
 }
