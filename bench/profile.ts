@@ -1,7 +1,8 @@
 // Where the gateway's CPU and allocations go under /action load: the gateway runs with its unit's
-// flags plus V8's CPU profiler (or its sampling heap profiler) on core 0, wrk loads it for a fixed
-// time, and the profile is summarised as the functions with the most self time (or bytes
-// allocated), with their file and line. The raw profile stays in var/profile/ for Chrome DevTools.
+// flags on core 0, warmed up by wrk, then profiled (bench/profiler-preload.ts: V8's CPU profiler,
+// or with --heap its sampling heap profiler) while wrk loads it for a fixed time. The profile is
+// summarised as the functions with the most self time (or bytes allocated), with their file and
+// line. The raw profile stays in var/profile/ for Chrome DevTools.
 //   npm run bench:profile [-- --seconds 8 --heap]
 import { mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { join, relative } from 'node:path';
@@ -66,17 +67,17 @@ async function main(): Promise<void> {
   try {
     const key = await seedDemo(redis.url);
     const port = await freePort();
-    const profiler = values.heap ? ['--import', fileURLToPath(new URL('./alloc-sampler.js', import.meta.url))] : ['--cpu-prof', `--cpu-prof-dir=${OUT}`];
-    const env = { REDIS_URL: redis.url, PORT: String(port), OPS_PORT: '0', LOG_LEVEL: 'info', ALLOC_PROFILE: join(OUT, 'alloc.heapprofile') };
+    const profiler = ['--import', fileURLToPath(new URL('./profiler-preload.js', import.meta.url))];
+    const file = values.heap ? 'allocations.heapprofile' : 'cpu.cpuprofile';
+    const env = { REDIS_URL: redis.url, PORT: String(port), OPS_PORT: '0', LOG_LEVEL: 'info', PROFILE_KIND: values.heap ? 'heap' : 'cpu', PROFILE_OUT: join(OUT, file) };
     const gw = await spawnPinned(0, fileURLToPath(new URL('../gateway/main.js', import.meta.url)), [], env, /audience-gateway listening/, [...GATEWAY_NODE_FLAGS, ...profiler]);
     const url = `http://127.0.0.1:${port}`;
     const requests = actionRequests(await mintTokens(url, key.apiKey, key.layoutId, 2000), key.layoutId);
     await wrkLoad({ name: 'warm-up', url, connections: 100, durationSec: 2, serverPid: gw.child.pid!, requests });
-    if (values.heap) gw.child.kill('SIGUSR2'); // the allocation sampler starts now
+    gw.child.kill('SIGUSR2'); // the profiler starts now
     const result = await wrkLoad({ name: 'profiled', url, connections: 100, durationSec: Number(values.seconds), serverPid: gw.child.pid!, requests });
     await stopChild(gw.child); // the profile is written on exit
-    const file = readdirSync(OUT).find((f) => f.endsWith(values.heap ? '.heapprofile' : '.cpuprofile'));
-    if (!file) throw new Error(`no profile was written to ${OUT}`);
+    if (!readdirSync(OUT).includes(file)) throw new Error(`no profile was written to ${OUT}`);
     const rows = tally(values.heap ? heapRows(join(OUT, file)) : cpuRows(join(OUT, file)));
     const total = rows.reduce((s, r) => s + r.self, 0);
     const unit = values.heap ? 'sampled bytes allocated' : 'self time';

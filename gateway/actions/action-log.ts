@@ -33,9 +33,9 @@ interface Batch {
 }
 
 export class ActionLog {
-  /** the actions waiting for their call, by stream key */
+  /** the actions waiting for their call, by layout id (the stream key is made once per call) */
   private readonly batches = new Map<string, Batch>();
-  /** the calls in flight, by stream key (a batch of more than MAX_BATCH actions takes several) */
+  /** the calls in flight, by layout id (a batch of more than MAX_BATCH actions takes several) */
   private readonly inFlight = new Map<string, number>();
   private flushScheduled = false;
 
@@ -73,15 +73,14 @@ export class ActionLog {
   /** Resolves once Redis has stored the entry; rejects with `unavailable` if it could not. */
   append(entry: ActionEntry, aborted: () => boolean = NEVER): Promise<void> {
     return new Promise((resolve, reject) => {
-      const key = this.keys.actions(entry.layoutId);
-      let batch = this.batches.get(key);
+      let batch = this.batches.get(entry.layoutId);
       if (!batch) {
         batch = { payloads: [], waiters: [] };
-        this.batches.set(key, batch);
+        this.batches.set(entry.layoutId, batch);
       }
       batch.payloads.push(encodeActionEntry(entry));
       batch.waiters.push({ resolve, reject, aborted });
-      if (!this.inFlight.has(key)) this.scheduleFlush(); // otherwise the call in flight sends it when answered
+      if (!this.inFlight.has(entry.layoutId)) this.scheduleFlush(); // otherwise the call in flight sends it when answered
     });
   }
 
@@ -94,9 +93,9 @@ export class ActionLog {
 
   private readonly flush = (): void => {
     this.flushScheduled = false;
-    for (const [key, batch] of this.batches) {
-      if (this.inFlight.has(key)) continue; // waits for the call in flight
-      this.batches.delete(key);
+    for (const [layoutId, batch] of this.batches) {
+      if (this.inFlight.has(layoutId)) continue; // waits for the call in flight
+      this.batches.delete(layoutId);
       // A request whose client left in this turn (uWS closes a connection that pipelined requests
       // whose answers are still pending) is not applied: no action without its answer.
       let { payloads, waiters } = batch;
@@ -107,33 +106,33 @@ export class ActionLog {
         waiters = waiters.filter((_, i) => keep[i]);
       }
       for (let i = 0; i < payloads.length; i += MAX_BATCH) {
-        this.send(key, payloads.slice(i, i + MAX_BATCH), waiters.slice(i, i + MAX_BATCH));
+        this.send(layoutId, payloads.slice(i, i + MAX_BATCH), waiters.slice(i, i + MAX_BATCH));
       }
     }
   };
 
-  private send(key: string, payloads: string[], waiters: Waiter[]): void {
-    this.inFlight.set(key, (this.inFlight.get(key) ?? 0) + 1);
-    const call = runScript(this.redis, 'appendActions', [key], [this.maxLen, ACTION_FIELD, ...payloads]);
+  private send(layoutId: string, payloads: string[], waiters: Waiter[]): void {
+    this.inFlight.set(layoutId, (this.inFlight.get(layoutId) ?? 0) + 1);
+    const call = runScript(this.redis, 'appendActions', [this.keys.actions(layoutId)], [this.maxLen, ACTION_FIELD, ...payloads]);
     // Every call ends (ioredis's command timeout), so a stream's queue never waits on a lost answer.
     orUnavailable(this.timed('append_actions', call)).then(
       (ids) => {
-        this.answered(key);
+        this.answered(layoutId);
         const results = Array.isArray(ids) ? (ids as unknown[]) : [];
         waiters.forEach((w, i) => (typeof results[i] === 'string' ? w.resolve() : w.reject(new AppError('unavailable'))));
       },
       (e: unknown) => {
-        this.answered(key);
+        this.answered(layoutId);
         for (const w of waiters) w.reject(e);
       },
     );
   }
 
   /** One of the stream's calls was answered: once none is left, what waited goes out (after this turn's requests join it). */
-  private answered(key: string): void {
-    const left = this.inFlight.get(key)! - 1;
-    if (left > 0) return void this.inFlight.set(key, left);
-    this.inFlight.delete(key);
-    if (this.batches.has(key)) this.scheduleFlush();
+  private answered(layoutId: string): void {
+    const left = this.inFlight.get(layoutId)! - 1;
+    if (left > 0) return void this.inFlight.set(layoutId, left);
+    this.inFlight.delete(layoutId);
+    if (this.batches.has(layoutId)) this.scheduleFlush();
   }
 }

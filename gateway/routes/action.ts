@@ -1,10 +1,11 @@
 // POST /action (spec 4.3), the hot path: a cached token check, an in-memory layout lookup, pure value
 // checks, then the append (group commit: one call per layout in flight); 200 only after Redis acknowledged it.
 // OPTIONS answers CORS preflight.
-import { createHash, randomUUID } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import { describeFirstError, validateActionRequest } from '../../schemas/validators.js';
 import type { ActionEntry, ActionRequest } from '../../schemas/types.js';
 import { checkAction } from '../actions/check-action.js';
+import { entryId } from '../actions/entry-id.js';
 import type { AudienceClaims } from '../auth/audience-tokens.js';
 import { AppError } from '../errors.js';
 import { ok } from '../http/reply.js';
@@ -92,7 +93,7 @@ export function actionRoutes(d: RouteDeps): Route[] {
     const once = head.headers['idempotency-key'];
     const entry: ActionEntry = {
       v: 1,
-      id: randomUUID(),
+      id: entryId(),
       layoutId: layout.layoutId,
       lid: control.lid,
       address: control.address,

@@ -1,0 +1,20 @@
+// Preloaded into the gateway by `npm run bench:profile`: V8's CPU profiler, or its sampling heap
+// profiler counting objects the garbage collector already took too (what a request allocates, not
+// what is still alive). It starts on SIGUSR2, after the warm-up (minting and first verifications
+// stay out of the figures), and writes $PROFILE_OUT on exit.
+import { writeFileSync } from 'node:fs';
+import { Session } from 'node:inspector';
+
+const heap = process.env.PROFILE_KIND === 'heap';
+const session = new Session();
+session.connect();
+process.on('SIGUSR2', () => {
+  if (heap) session.post('HeapProfiler.startSampling', { samplingInterval: 1024, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true });
+  else session.post('Profiler.enable', () => session.post('Profiler.start'));
+});
+process.on('exit', () => {
+  // inspector calls on the same thread answer synchronously, so this runs before the process ends
+  session.post(heap ? 'HeapProfiler.stopSampling' : 'Profiler.stop', (err, result) => {
+    if (!err) writeFileSync(process.env.PROFILE_OUT!, JSON.stringify((result as { profile: unknown }).profile));
+  });
+});
