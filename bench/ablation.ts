@@ -47,9 +47,9 @@ const LOG = 'gateway/actions/action-log.js';
 const ABLATIONS: Ablation[] = [
   {
     name: 'framing-check',
-    step: 'duplicate Content-Length check (req.forEach over the headers)',
+    step: 'duplicate Content-Length check: one req.forEach pass over every header (which also captures the route\'s), against a getHeader per captured header',
     how: 'removed',
-    edits: [{ file: SERVER, find: 'if (severalContentLengths(req))', replace: 'if (false)' }],
+    edits: [{ file: SERVER, find: 'const contentLengths = this.readHeaders(req, route, headers);', replace: 'for (const h of this.headersOf(route)) headers[h] = req.getHeader(h); const contentLengths = 0;' }],
   },
   {
     name: 'request-id',
@@ -89,9 +89,9 @@ const ABLATIONS: Ablation[] = [
   },
   {
     name: 'uuid',
-    step: "entry id (crypto.randomUUID)",
+    step: 'entry id (entryId: a v4 UUID from a random pool)',
     how: 'removed',
-    edits: [{ file: ACTION, find: 'id: randomUUID(),', replace: "id: '00000000-0000-4000-8000-000000000000'," }],
+    edits: [{ file: ACTION, find: 'id: entryId(),', replace: "id: '00000000-0000-4000-8000-000000000000'," }],
   },
   {
     name: 'encode',
@@ -103,7 +103,7 @@ const ABLATIONS: Ablation[] = [
     name: 'redis',
     step: "batching and the Lua call's share (Redis's answer, ioredis, the socket)",
     how: 'removed',
-    edits: [{ file: LOG, find: 'this.send(key, payloads.slice(i, i + MAX_BATCH), waiters.slice(i, i + MAX_BATCH));', replace: 'for (const w of waiters.slice(i, i + MAX_BATCH)) w.resolve();' }],
+    edits: [{ file: LOG, find: 'this.send(layoutId, payloads.slice(i, i + MAX_BATCH), waiters.slice(i, i + MAX_BATCH));', replace: 'for (const w of waiters.slice(i, i + MAX_BATCH)) w.resolve();' }],
   },
   {
     name: 'metrics',

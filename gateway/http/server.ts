@@ -122,7 +122,9 @@ export class HttpServer {
       if (!state.done) this.inFlight--;
       state.aborted = true;
     });
-    const head = this.capture(req, route, route.remoteAddress === true ? res : null, () => state.aborted);
+    const headers = { ...NO_CAPTURED_HEADERS };
+    const contentLengths = this.readHeaders(req, route, headers);
+    const head = this.capture(req, route, headers, route.remoteAddress === true ? res : null, () => state.aborted);
     const extra = route.replyHeaders ? route.replyHeaders(head) : NO_HEADERS;
     const finish = (reply: Reply, close = false): void => {
       if (state.aborted || state.done) return;
@@ -149,7 +151,7 @@ export class HttpServer {
     // RFC 9112 6.3: several Content-Length headers frame the body ambiguously (a proxy in front may
     // read another one): refuse and close. (uWS itself answers 400 to Transfer-Encoding with
     // Content-Length before any route sees it.)
-    if (severalContentLengths(req)) return finish(errorReply(new AppError('invalid_request')), true);
+    if (contentLengths > 1) return finish(errorReply(new AppError('invalid_request')), true);
     // An early reply leaves the body unread, so the connection is closed after it.
     if (!isJsonContentType(head.headers['content-type'])) return finish(errorReply(new AppError('unsupported_media_type')), true);
     const limit = route.maxBodyBytes ?? this.opts.maxBodyBytes;
@@ -158,9 +160,32 @@ export class HttpServer {
     readBody(res, limit, run, tooLarge);
   }
 
-  private capture(req: HttpRequest, route: Route, res: HttpResponse | null, aborted: () => boolean): RequestHead {
-    const headers = { ...NO_CAPTURED_HEADERS };
-    for (const h of this.headersOf(route)) headers[h] = req.getHeader(h);
+  /**
+   * Reads the route's headers into `into` (the first of repeated ones, as getHeader does) and
+   * returns how many Content-Length headers came. A route with a body needs every header looked at
+   * for the framing check, so its headers are taken in that same one pass (uWS makes a string of
+   * each header either way); any other route reads just its own with getHeader.
+   */
+  private readHeaders(req: HttpRequest, route: Route, into: Record<CapturedHeader, string>): number {
+    const wanted = this.headersOf(route);
+    if (!route.body) {
+      for (const h of wanted) into[h] = req.getHeader(h);
+      return 0;
+    }
+    let lengths = 0;
+    let taken = 0; // bit i: wanted[i] was read
+    req.forEach((name, value) => {
+      if (name === 'content-length') lengths++;
+      const i = wanted.indexOf(name as CapturedHeader);
+      if (i >= 0 && (taken & (1 << i)) === 0) {
+        taken |= 1 << i;
+        into[name as CapturedHeader] = value;
+      }
+    });
+    return lengths;
+  }
+
+  private capture(req: HttpRequest, route: Route, headers: Record<CapturedHeader, string>, res: HttpResponse | null, aborted: () => boolean): RequestHead {
     const params: string[] = [];
     for (let i = 0; i < (route.params ?? 0); i++) params.push(decodeURIComponentSafe(req.getParameter(i) ?? ''));
     const given = headers['x-request-id'];
@@ -199,15 +224,6 @@ export class HttpServer {
     const until = Date.now() + drainMs;
     while (this.inFlight > 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 10));
   }
-}
-
-/** More than one Content-Length header. Reads the headers synchronously (uWS rule); uWS has no way to count one header. */
-function severalContentLengths(req: HttpRequest): boolean {
-  let lengths = 0;
-  req.forEach((name) => {
-    if (name === 'content-length') lengths++;
-  });
-  return lengths > 1;
 }
 
 function decodeURIComponentSafe(s: string): string {

@@ -81,6 +81,19 @@ describe('findings 3, 4 and 5: framing, pipelining, and what the HTTP parser dro
     expect(await inStream(b)).toBe(0);
   });
 
+  it('reads the first of a repeated header on a body route, as uWS getHeader does (Authorization given twice)', async () => {
+    const b = body();
+    const twice = (first: string, second: string) =>
+      `POST /action HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nAuthorization: ${first}\r\nAuthorization: ${second}\r\nContent-Length: ${b.length}\r\n\r\n${b}`;
+    const good = await raw(g.t.gw.port, [twice(`Bearer ${g.token}`, 'Bearer not.a.token')]);
+    expect(good.text).toMatch(/^HTTP\/1.1 200/);
+    expect(await inStream(b)).toBe(1);
+    const bad = await raw(g.t.gw.port, [twice('Bearer not.a.token', `Bearer ${g.token}`)]);
+    expect(bad.text).toMatch(/^HTTP\/1.1 401/);
+    expect(bad.text).toContain('"token_invalid"');
+    expect(await inStream(b)).toBe(1);
+  });
+
   it('refuses Transfer-Encoding with Content-Length without applying anything (uWS closes the connection)', async () => {
     const b = body();
     const r = await raw(g.t.gw.port, [post(`${b.length.toString(16)}\r\n${b}\r\n0\r\n\r\n`, `Transfer-Encoding: chunked\r\nContent-Length: ${b.length}\r\n`)]);
