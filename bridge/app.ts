@@ -40,7 +40,11 @@ export interface BridgeOptions {
   blockMs?: number;
   /** reclaim pending entries idle longer than this */
   reclaimIdleMs?: number;
-  /** entries per stream read */
+  /**
+   * entries per stream read, at most (default 256): a reply is parsed in one go, so a larger read
+   * holds a tick back longer (bench:bridge at 100 Hz: lateness p99 4.5 to 4.9 ms with 256, 5.4 to
+   * 6.3 with 1,000, at the same throughput)
+   */
   readCount?: number;
 }
 
@@ -72,7 +76,7 @@ export async function startBridge(config: BridgeConfig, opts: BridgeOptions): Pr
       reader,
       ops,
       scheduler,
-      { prefix: config.redisPrefix, bridgeId: config.bridgeId, blockMs, count: opts.readCount ?? 1000, maxBacklog: layout.maxMessagesPerTick * BACKLOG_TICKS, reclaimIdleMs: opts.reclaimIdleMs ?? 30_000, deadLetterMaxLen: 10_000 },
+      { prefix: config.redisPrefix, bridgeId: config.bridgeId, blockMs, count: opts.readCount ?? 256, maxBacklog: layout.maxMessagesPerTick * BACKLOG_TICKS, reclaimIdleMs: opts.reclaimIdleMs ?? 30_000, deadLetterMaxLen: 10_000 },
       counters,
       log,
       now,

@@ -27,7 +27,7 @@ export interface ConsumerSettings {
   bridgeId: string;
   /** BLOCK of each read: also the longest the loop goes without showing progress */
   blockMs: number;
-  /** entries per read */
+  /** entries per read, at most (a read asks only for what fits in the backlog) */
   count: number;
   /** stop reading while the scheduler holds this many unsent messages for a target */
   maxBacklog: number;
@@ -180,7 +180,10 @@ export class LayoutConsumer {
   }
 
   private async read(from: string, block: boolean): Promise<RawEntry[]> {
-    const args: (string | number)[] = ['GROUP', this.group, this.s.bridgeId, 'COUNT', this.s.count];
+    // No more than fits in the backlog: ioredis parses a reply in one go, so an oversized read holds
+    // the event loop (and the next tick) for as long as it takes to parse what cannot be queued yet.
+    const count = Math.max(1, Math.min(this.s.count, this.s.maxBacklog - this.scheduler.backlog()));
+    const args: (string | number)[] = ['GROUP', this.group, this.s.bridgeId, 'COUNT', count];
     if (block) args.push('BLOCK', this.s.blockMs);
     args.push('STREAMS', this.stream, from);
     const reply = (await this.reader.call('XREADGROUP', ...args)) as StreamReply;
