@@ -146,9 +146,10 @@ describe('npm start', () => {
 
   it('stops quietly on Ctrl-C (SIGINT to the whole process group, the embedded Redis included)', async () => {
     const { child, out } = await start(await demoEnv());
-    const exited = new Promise<number | null>((r) => child.once('exit', r));
+    const exited = new Promise<{ code: number | null; signal: string | null }>((r) => child.once('exit', (code, signal) => r({ code, signal })));
     process.kill(-child.pid!, 'SIGINT');
-    expect(await exited).toBe(0);
+    const { code, signal } = await exited;
+    expect({ code, signal }, `npm start's output:\n${out()}`).toEqual({ code: 0, signal: null });
     expect(out()).not.toMatch(/connection lost|WARN|"level":[456]0/);
   });
 });
