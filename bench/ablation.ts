@@ -10,9 +10,8 @@ import { cpSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { freePort } from '../gateway/dev/redis-server.js';
 import { GATEWAY_NODE_FLAGS } from '../gateway/node-flags.js';
-import { actionRequests, mintTokens, pinProcess, pinnedRedis, seedDemo, spawnPinned, stealMeter, stopChild, wrkLoad, type BuiltRequest, type LoadResult } from './harness.js';
+import { actionRequests, mintTokens, pinProcess, pinnedRedis, seedDemo, spawnPinned, stealMeter, stopChild, wrkLoad, type BuiltRequest, type LoadResult, spawnPinnedGateway } from './harness.js';
 
 const { values } = parseArgs({ options: { seconds: { type: 'string', default: '6' }, pairs: { type: 'string', default: '2' }, only: { type: 'string', default: '' }, base: { type: 'string', default: '' }, with: { type: 'string', default: '' }, tokens: { type: 'string', default: '2000' } } });
 const SECONDS = Number(values.seconds);
@@ -183,12 +182,10 @@ async function main(): Promise<void> {
   const bareBody: LoadResult[] = [];
   try {
     const key = await seedDemo(redis.url);
-    const env = (port: number) => ({ REDIS_URL: redis.url, PORT: String(port), OPS_PORT: '0', LOG_LEVEL: 'info' });
     const runGateway = async (main: string, name: string, flags = GATEWAY_NODE_FLAGS): Promise<LoadResult> => {
-      const port = await freePort();
-      const gw = await spawnPinned(0, main, [], env(port), /audience-gateway listening/, [...flags]);
+      const gw = await spawnPinnedGateway(redis.url, { main, nodeArgs: flags });
       try {
-        const url = `http://127.0.0.1:${port}`;
+        const url = gw.url;
         if (requests.length === 0) requests = actionRequests(await mintTokens(url, key.apiKey, key.layoutId, Number(values.tokens)), key.layoutId);
         await wrkLoad({ name: 'warm-up', url, connections: CONNECTIONS, durationSec: 2, serverPid: gw.child.pid!, requests });
         return await wrkLoad({ name, url, connections: CONNECTIONS, durationSec: SECONDS, serverPid: gw.child.pid!, requests });

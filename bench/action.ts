@@ -4,9 +4,8 @@
 import { parseArgs } from 'node:util';
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
-import { freePort } from '../gateway/dev/redis-server.js';
 import { GATEWAY_NODE_FLAGS } from '../gateway/node-flags.js';
-import { actionRequests, load, pinProcess, mintTokens, pinnedRedis, seedDemo, spawnPinned, stopChild, wrkLoad, type BuiltRequest, type LoadResult } from './harness.js';
+import { actionRequests, load, pinProcess, mintTokens, pinnedRedis, seedDemo, spawnPinned, stopChild, wrkLoad, type BuiltRequest, type LoadResult, spawnPinnedGateway } from './harness.js';
 
 const { values } = parseArgs({ options: { seconds: { type: 'string', default: '10' }, connections: { type: 'string', default: '100' }, tokens: { type: 'string', default: '2000' }, generator: { type: 'string', default: 'wrk' } } });
 const seconds = Number(values.seconds);
@@ -17,7 +16,6 @@ const generator = values.generator;
 
 /** GATEWAY_PROFILE=DIR writes a V8 CPU profile of the gateway there (see bench/README.md). */
 const nodeArgs = process.env.GATEWAY_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.GATEWAY_PROFILE}`] : [];
-const GATEWAY = fileURLToPath(new URL('../gateway/main.js', import.meta.url));
 const BARE = fileURLToPath(new URL('./bare-uws.js', import.meta.url));
 
 function progress(what: string): void {
@@ -45,9 +43,8 @@ async function main(): Promise<void> {
 
     const admin = new Redis(redis.url);
     const key = await seedDemo(redis.url);
-    const port = await freePort();
-    const gw = await spawnPinned(0, GATEWAY, [], { REDIS_URL: redis.url, PORT: String(port), OPS_PORT: '0', LOG_LEVEL: 'info' }, /audience-gateway listening/, [...GATEWAY_NODE_FLAGS, ...nodeArgs]);
-    const url = `http://127.0.0.1:${port}`;
+    const gw = await spawnPinnedGateway(redis.url, { nodeArgs: [...GATEWAY_NODE_FLAGS, ...nodeArgs] });
+    const url = gw.url;
 
     progress(`minting ${tokenCount} tokens`);
     const tokens = await mintTokens(url, key.apiKey, key.layoutId, tokenCount);

@@ -8,9 +8,8 @@
 // A third phase sends the same open loop to the bare uWS reply: the floor the generator and the VM set.
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { freePort } from '../gateway/dev/redis-server.js';
 import { GATEWAY_NODE_FLAGS } from '../gateway/node-flags.js';
-import { actionRequests, mintTokens, pinProcess, pinnedRedis, seedDemo, spawnPinned, stopChild, wrkLoad, type LoadResult } from './harness.js';
+import { actionRequests, mintTokens, pinProcess, pinnedRedis, seedDemo, spawnPinned, stopChild, wrkLoad, type LoadResult, spawnPinnedGateway } from './harness.js';
 import { openLoop } from './open-loop.js';
 
 const sum = (xs: number[]) => xs.reduce((s, x) => s + x, 0);
@@ -50,11 +49,10 @@ async function main(): Promise<void> {
   const redis = await pinnedRedis(1);
   try {
     const key = await seedDemo(redis.url);
-    const port = await freePort();
-    const gw = await spawnPinned(0, fileURLToPath(new URL('../gateway/main.js', import.meta.url)), [], { REDIS_URL: redis.url, PORT: String(port), OPS_PORT: '0', LOG_LEVEL: 'info' }, /audience-gateway listening/, [...flags, '--trace-gc-nvp']);
+    const gw = await spawnPinnedGateway(redis.url, { nodeArgs: [...flags, '--trace-gc-nvp'] });
     let trace = '';
     gw.child.stdout!.on('data', (d: Buffer) => (trace += d.toString()));
-    const url = `http://127.0.0.1:${port}`;
+    const url = gw.url;
     const requests = actionRequests(await mintTokens(url, key.apiKey, key.layoutId, 2000), key.layoutId);
     await wrkLoad({ name: 'warm-up', url, connections: 100, durationSec: 2, serverPid: gw.child.pid!, requests });
     const phases: { name: string; result: LoadResult; pauses: Pauses }[] = [];

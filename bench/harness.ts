@@ -6,7 +6,8 @@ import { join } from 'node:path';
 import autocannon from 'autocannon';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { startRedisServer, type RedisServer } from '../gateway/dev/redis-server.js';
+import { freePort, startRedisServer, type RedisServer } from '../gateway/dev/redis-server.js';
+import { GATEWAY_NODE_FLAGS } from '../gateway/node-flags.js';
 import { createRedisClient, type RedisTarget } from '../runtime/redis.js';
 
 /** Spawns `node [nodeArgs] file args` on the given CPU core (taskset), resolving once it prints `marker`. */
@@ -23,6 +24,18 @@ export async function spawnPinned(core: number | string, file: string, args: str
     child.once('exit', (code) => reject(new Error(`${file} exited with ${code}: ${out}`)));
   });
   return { child, match };
+}
+
+/** The built gateway (dist/gateway/main.js unless `main` says another build's) on a free port, pinned to core 0. */
+export async function spawnPinnedGateway(
+  redisUrl: string,
+  o: { nodeArgs?: readonly string[]; env?: Record<string, string>; main?: string; node?: string } = {},
+): Promise<{ child: ChildProcess; url: string }> {
+  const port = await freePort();
+  const main = o.main ?? fileURLToPath(new URL('../gateway/main.js', import.meta.url));
+  const env = { REDIS_URL: redisUrl, PORT: String(port), OPS_PORT: '0', LOG_LEVEL: 'info', ...o.env };
+  const { child } = await spawnPinned(0, main, [], env, /audience-gateway listening/, [...(o.nodeArgs ?? GATEWAY_NODE_FLAGS)], o.node);
+  return { child, url: `http://127.0.0.1:${port}` };
 }
 
 export async function stopChild(child: ChildProcess): Promise<void> {

@@ -6,13 +6,10 @@ import { execFileSync } from 'node:child_process';
 import { cpus } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { freePort } from '../gateway/dev/redis-server.js';
-import { GATEWAY_NODE_FLAGS } from '../gateway/node-flags.js';
-import { actionRequests, mintTokens, pinProcess, pinnedRedis, seedDemo, spawnPinned, stopChild, wrkLoad, type LoadResult } from './harness.js';
+import { actionRequests, mintTokens, pinProcess, pinnedRedis, seedDemo, spawnPinned, stopChild, wrkLoad, type LoadResult, spawnPinnedGateway } from './harness.js';
 
 const { values } = parseArgs({ options: { seconds: { type: 'string', default: '10' } } });
 const SECONDS = Number(values.seconds);
-const GATEWAY = fileURLToPath(new URL('../gateway/main.js', import.meta.url));
 const BARE = fileURLToPath(new URL('./bare-uws.js', import.meta.url));
 const NODE_SH = fileURLToPath(new URL('../../scripts/node.sh', import.meta.url));
 
@@ -30,9 +27,8 @@ async function main(): Promise<void> {
       const bare = await spawnPinned(0, BARE, ['0'], {}, /listening (\d+)/, [], node);
       const bareResult = await wrkLoad({ name: 'bare', url: `http://127.0.0.1:${bare.match[1]}`, connections: 100, durationSec: SECONDS, serverPid: bare.child.pid! });
       await stopChild(bare.child);
-      const port = await freePort();
-      const gw = await spawnPinned(0, GATEWAY, [], { REDIS_URL: redis.url, PORT: String(port), OPS_PORT: '0', LOG_LEVEL: 'info' }, /audience-gateway listening/, [...GATEWAY_NODE_FLAGS], node);
-      const url = `http://127.0.0.1:${port}`;
+      const gw = await spawnPinnedGateway(redis.url, { node });
+      const url = gw.url;
       const tokens = await mintTokens(url, seed.apiKey, seed.layoutId, 2000);
       process.stderr.write(`bench: ${name}: POST /action, ${SECONDS} s\n`);
       const action = await wrkLoad({ name: 'action', url, connections: 100, durationSec: SECONDS, serverPid: gw.child.pid!, requests: actionRequests(tokens, seed.layoutId) });

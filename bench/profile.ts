@@ -8,9 +8,8 @@ import { mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { freePort } from '../gateway/dev/redis-server.js';
 import { GATEWAY_NODE_FLAGS } from '../gateway/node-flags.js';
-import { actionRequests, mintTokens, pinProcess, pinnedRedis, seedDemo, spawnPinned, stopChild, wrkLoad } from './harness.js';
+import { actionRequests, mintTokens, pinProcess, pinnedRedis, seedDemo, stopChild, wrkLoad, spawnPinnedGateway } from './harness.js';
 
 const { values } = parseArgs({ options: { seconds: { type: 'string', default: '8' }, heap: { type: 'boolean', default: false }, top: { type: 'string', default: '30' } } });
 const DIST = fileURLToPath(new URL('..', import.meta.url));
@@ -66,12 +65,11 @@ async function main(): Promise<void> {
   const redis = await pinnedRedis(1);
   try {
     const key = await seedDemo(redis.url);
-    const port = await freePort();
     const profiler = ['--import', fileURLToPath(new URL('./profiler-preload.js', import.meta.url))];
     const file = values.heap ? 'allocations.heapprofile' : 'cpu.cpuprofile';
-    const env = { REDIS_URL: redis.url, PORT: String(port), OPS_PORT: '0', LOG_LEVEL: 'info', PROFILE_KIND: values.heap ? 'heap' : 'cpu', PROFILE_OUT: join(OUT, file) };
-    const gw = await spawnPinned(0, fileURLToPath(new URL('../gateway/main.js', import.meta.url)), [], env, /audience-gateway listening/, [...GATEWAY_NODE_FLAGS, ...profiler]);
-    const url = `http://127.0.0.1:${port}`;
+    const env = { PROFILE_KIND: values.heap ? 'heap' : 'cpu', PROFILE_OUT: join(OUT, file) };
+    const gw = await spawnPinnedGateway(redis.url, { nodeArgs: [...GATEWAY_NODE_FLAGS, ...profiler], env });
+    const url = gw.url;
     const requests = actionRequests(await mintTokens(url, key.apiKey, key.layoutId, 2000), key.layoutId);
     await wrkLoad({ name: 'warm-up', url, connections: 100, durationSec: 2, serverPid: gw.child.pid!, requests });
     gw.child.kill('SIGUSR2'); // the profiler starts now

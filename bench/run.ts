@@ -8,12 +8,9 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { fromBuffer, timetagToDate } from 'osc-min';
-import { freePort } from '../gateway/dev/redis-server.js';
-import { GATEWAY_NODE_FLAGS } from '../gateway/node-flags.js';
-import { actionRequests, cpuSeconds, load, mintTokens, percentiles, pinProcess, pinnedRedis, rssMiB, seedDemo, spawnPinned, stealMeter, stopChild, wrkLoad, type LoadResult, type Percentiles } from './harness.js';
+import { actionRequests, cpuSeconds, load, mintTokens, percentiles, pinProcess, pinnedRedis, rssMiB, seedDemo, spawnPinned, stealMeter, stopChild, wrkLoad, type LoadResult, type Percentiles, spawnPinnedGateway } from './harness.js';
 import { openLoop } from './open-loop.js';
 
-const GATEWAY = fileURLToPath(new URL('../gateway/main.js', import.meta.url));
 const BRIDGE = fileURLToPath(new URL('../bridge/main.js', import.meta.url));
 const BARE = fileURLToPath(new URL('./bare-uws.js', import.meta.url));
 const BRIDGE_BENCH = fileURLToPath(new URL('./bridge.js', import.meta.url));
@@ -120,9 +117,8 @@ async function main(): Promise<void> {
     if ((ceilingAc.serverCpuShare ?? 1) < 0.9) row('autocannon as generator', `the bare server used only ${ceilingAc.serverCpuShare?.toFixed(2)} of its core under autocannon (one process, sharing core 1 with Redis): autocannon is the bottleneck there, so the target is measured with wrk`, 'note', null);
 
     const seed = await seedDemo(redis.url);
-    const port = await freePort();
-    const gw = await spawnPinned(0, GATEWAY, [], { REDIS_URL: redis.url, PORT: String(port), OPS_PORT: '0', LOG_LEVEL: 'info' }, /audience-gateway listening/, [...GATEWAY_NODE_FLAGS]);
-    const url = `http://127.0.0.1:${port}`;
+    const gw = await spawnPinnedGateway(redis.url);
+    const url = gw.url;
     progress('minting 5,000 tokens');
     const tokens = await mintTokens(url, seed.apiKey, seed.layoutId, 5000);
 
