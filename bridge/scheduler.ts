@@ -267,6 +267,10 @@ export class LayoutScheduler {
     return new Promise((r) => this.tickWaiters.push(r));
   }
 
+  private releaseTickWaiters(): void {
+    for (const w of this.tickWaiters.splice(0)) w();
+  }
+
   start(): void {
     if (this.running) return;
     this.running = true;
@@ -283,11 +287,9 @@ export class LayoutScheduler {
         if (!this.running) break;
         this.counters.recordLateness(Math.max(0, performance.now() - due));
         await this.safeTick();
-        const waiters = this.tickWaiters;
-        this.tickWaiters = [];
-        for (const w of waiters) w();
+        this.releaseTickWaiters();
       }
-      for (const w of this.tickWaiters.splice(0)) w();
+      this.releaseTickWaiters(); // no tick will come: a waiting reader goes on
     })();
   }
 
