@@ -47,45 +47,46 @@ describe('the /action hot path', () => {
 describe('ActionLog', () => {
   const entry = (i: number): ActionEntry => ({ v: 1, id: `id-${i}`, layoutId: 'show', lid: 1, address: '/001', type: 'Button', value: null, ts: 1_700_000_000_000 + i });
 
-  it('appends the actions of one turn in one call, each its own entry, in order', async () => {
+  /** A log on a fresh prefix with its script loaded (entry -1 stored), for `run`; then the calls it made and the ids in its stream. */
+  async function withLog(run: (log: ActionLog) => Promise<void>): Promise<{ calls: number; ids: string[] }> {
     const client = new Redis(redis.get().server.url);
     const keys = new RedisKeys(randomPrefix());
     try {
       const log = new ActionLog(client, keys, 10_000);
       await log.append(entry(-1)); // loads the script
       const before = await commandCalls();
-      const count = MAX_BATCH + 44; // more than one call's worth
-      await Promise.all(Array.from({ length: count }, (_, i) => log.append(entry(i))));
+      await run(log);
       const after = await commandCalls();
-      expect((after.get('evalsha') ?? 0) - (before.get('evalsha') ?? 0)).toBe(2);
       const stored = await client.xrange(keys.actions('show'), '-', '+');
-      expect(stored.map(([, fields]) => (JSON.parse(fields[1]!) as ActionEntry).id)).toEqual(['id--1', ...Array.from({ length: count }, (_, i) => `id-${i}`)]);
+      return { calls: (after.get('evalsha') ?? 0) - (before.get('evalsha') ?? 0), ids: stored.map(([, fields]) => (JSON.parse(fields[1]!) as ActionEntry).id) };
     } finally {
       client.disconnect();
     }
+  }
+  const ids = (count: number) => ['id--1', ...Array.from({ length: count }, (_, i) => `id-${i}`)];
+
+  it('appends the actions of one turn in one call, each its own entry, in order', async () => {
+    const count = MAX_BATCH + 44; // more than one call's worth
+    const r = await withLog(async (log) => {
+      await Promise.all(Array.from({ length: count }, (_, i) => log.append(entry(i))));
+    });
+    expect(r).toEqual({ calls: 2, ids: ids(count) });
   });
 
   it('gathers the actions of later turns while a call is in flight and sends them as one call, in order', async () => {
-    const client = new Redis(redis.get().server.url);
     const pauser = new Redis(redis.get().server.url);
-    const keys = new RedisKeys(randomPrefix());
     try {
-      const log = new ActionLog(client, keys, 10_000);
-      await log.append(entry(-1)); // loads the script
-      const before = await commandCalls();
-      await pauser.client('PAUSE', 300, 'WRITE'); // holds the first call in flight
-      const appended = [log.append(entry(0))];
-      for (let i = 1; i <= 10; i++) {
-        await new Promise((r) => setImmediate(r)); // each in a turn of its own
-        appended.push(log.append(entry(i)));
-      }
-      await Promise.all(appended);
-      const after = await commandCalls();
-      expect((after.get('evalsha') ?? 0) - (before.get('evalsha') ?? 0)).toBe(2);
-      const stored = await client.xrange(keys.actions('show'), '-', '+');
-      expect(stored.map(([, fields]) => (JSON.parse(fields[1]!) as ActionEntry).id)).toEqual(['id--1', ...Array.from({ length: 11 }, (_, i) => `id-${i}`)]);
+      const r = await withLog(async (log) => {
+        await pauser.client('PAUSE', 300, 'WRITE'); // holds the first call in flight
+        const appended = [log.append(entry(0))];
+        for (let i = 1; i <= 10; i++) {
+          await new Promise((r) => setImmediate(r)); // each in a turn of its own
+          appended.push(log.append(entry(i)));
+        }
+        await Promise.all(appended);
+      });
+      expect(r).toEqual({ calls: 2, ids: ids(11) });
     } finally {
-      client.disconnect();
       pauser.disconnect();
     }
   });
