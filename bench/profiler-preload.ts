@@ -15,6 +15,7 @@ process.on('SIGUSR2', () => {
 process.on('exit', () => {
   // inspector calls on the same thread answer synchronously, so this runs before the process ends
   session.post(heap ? 'HeapProfiler.stopSampling' : 'Profiler.stop', (err, result) => {
-    if (!err) writeFileSync(process.env.PROFILE_OUT!, JSON.stringify((result as { profile: unknown }).profile));
+    if (err) process.stderr.write(`profiler-preload: the profiler did not stop: ${err.message}\n`);
+    else writeFileSync(process.env.PROFILE_OUT!, JSON.stringify((result as { profile: unknown }).profile));
   });
 });
