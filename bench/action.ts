@@ -31,6 +31,14 @@ function run(spec: { name: string; url: string; serverPid: number; requests?: Bu
   return load({ ...common, ...(list && { request: () => list[n++ % list.length]! }) });
 }
 
+/** Script calls Redis has run since it started (EVALSHA and EVAL): the group commit's calls. */
+async function scriptCalls(admin: Redis): Promise<number> {
+  const stats = String(await admin.info('commandstats'));
+  let calls = 0;
+  for (const m of stats.matchAll(/^cmdstat_(?:evalsha|eval):calls=(\d+)/gm)) calls += Number(m[1]);
+  return calls;
+}
+
 async function main(): Promise<void> {
   await pinProcess(1); // autocannon runs in this process
   const redis = await pinnedRedis(1);
@@ -48,12 +56,14 @@ async function main(): Promise<void> {
 
     progress(`minting ${tokenCount} tokens`);
     const tokens = await mintTokens(url, key.apiKey, key.layoutId, tokenCount);
+    await admin.config('RESETSTAT'); // the Lua calls counted below are the run's alone
     progress(`POST /action, ${seconds} s`);
     const prebuilt = actionRequests(tokens, key.layoutId);
     results.push(await run({ name: `POST /action (${tokenCount} tokens, control mix)`, url, serverPid: gw.child.pid!, requests: prebuilt }));
     // XLEN is capped by MAXLEN trimming; entries-added counts every append ever made.
     const info = (await admin.call('XINFO', 'STREAM', 'ac:layout:{demo-show}:actions')) as (string | number)[];
     const entriesAdded = Number(info[info.indexOf('entries-added') + 1]);
+    const luaCalls = await scriptCalls(admin);
     if (generator === 'wrk') {
       progress(`POST /action with a fresh Idempotency-Key each, ${seconds} s`);
       results.push(await wrkLoad({ name: `POST /action with Idempotency-Key (${tokenCount} tokens, control mix)`, url, connections, durationSec: seconds, serverPid: gw.child.pid!, requests: prebuilt, idempotency: true }));
@@ -75,6 +85,7 @@ async function main(): Promise<void> {
     const inFlight = entriesAdded - okCount;
     const verdict = inFlight >= 0 && inFlight <= connections ? `consistent: the ${inFlight} extra were in flight when the generator stopped` : 'MISMATCH';
     process.stdout.write(`\n/action answered 200 ${okCount} times; the stream received ${entriesAdded} entries (${verdict})\n`);
+    process.stdout.write(`group commit: ${luaCalls} Lua calls carried them, ${(entriesAdded / luaCalls).toFixed(1)} actions a call\n`);
   } finally {
     await redis.stop();
   }
