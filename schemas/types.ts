@@ -1,5 +1,6 @@
 // TypeScript shapes of the JSON Schemas in this folder. The schemas are the contract;
 // these types only describe what a value has once its validator accepted it.
+import type { Aggregate } from './aggregate.js';
 
 export const CONTROL_TYPES = ['Button', 'Slider', 'Toggle', 'Index', 'String', 'XYPad'] as const;
 export type ControlType = (typeof CONTROL_TYPES)[number];
@@ -16,6 +17,8 @@ export interface Control {
   type: ControlType;
   props: { label: string; [prop: string]: unknown };
   options?: ControlOption[];
+  /** crowd aggregation (aggregate.ts) */
+  aggregate?: Aggregate;
 }
 
 export interface Page {

@@ -1,6 +1,7 @@
 // The admin JSON API (used by the page and by scripts): sign-in, keys, layouts. Every reply is
 // Cache-Control: no-store; an administrator sees and touches only their own team, and another
 // team's keyId or layoutId answers 404 as if it did not exist.
+import { describeAggregate } from '../../schemas/aggregate.js';
 import { describeFirstError, validateAdminActivate, validateAdminCreateKey, validateAdminLogin } from '../../schemas/validators.js';
 import { AppError, orUnavailable } from '../errors.js';
 import type { Reply } from '../http/reply.js';
@@ -140,7 +141,7 @@ export function adminApiRoutes(d: AdminDeps): Route[] {
               pages: l.pages.map((p) => ({
                 pageId: p.pageId,
                 name: p.name,
-                controls: p.controls.map((c) => ({ lid: c.lid, label: c.props.label, type: c.type, address: c.address, ...(c.options && { options: c.options }) })),
+                controls: p.controls.map((c) => ({ lid: c.lid, label: c.props.label, type: c.type, address: c.address, ...(c.options && { options: c.options }), ...(c.aggregate && { aggregate: c.aggregate, crowd: describeAggregate(c.aggregate) }) })),
               })),
               destinationCount: await d.destinations.count(l.layoutId),
             })),

@@ -7,6 +7,7 @@ import type { RedisClient } from '../../runtime/redis.js';
 import { loadConfig, redisTarget } from '../config.js';
 import { generatePassword } from '../admin/passwords.js';
 import { AppError } from '../errors.js';
+import { describeAggregate } from '../../schemas/aggregate.js';
 import { connectToolRedis } from '../store/redis.js';
 import { migrateLegacyKeys } from '../store/migrate.js';
 import { createStores, type Stores } from '../store/stores.js';
@@ -108,7 +109,7 @@ leaf(layout, 'show', 'show a layout with all its pages')
       const lines = [`${l.layoutId} (${l.name}), team ${l.teamId}, active page ${l.activePageId}`];
       for (const p of l.pages) {
         lines.push(`page ${p.pageId}${p.pageId === l.activePageId ? ' (active)' : ''}: ${p.name}`);
-        for (const c of p.controls) lines.push(`  lid ${c.lid}  ${c.address}  ${c.type}  ${c.props.label}`);
+        for (const c of p.controls) lines.push(`  lid ${c.lid}  ${c.address}  ${c.type}  ${c.props.label}${c.aggregate ? `  (crowd: ${describeAggregate(c.aggregate)})` : ''}`);
       }
       out.result(object, lines.join('\n'));
     }),

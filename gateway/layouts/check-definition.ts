@@ -1,4 +1,5 @@
 // Checks a layout definition beyond its JSON Schema: what the schema cannot say.
+import { aggregateProblem } from '../../schemas/aggregate.js';
 import { describeFirstError, validateLayoutDefinition } from '../../schemas/validators.js';
 import type { LayoutDefinition } from '../../schemas/types.js';
 import { AppError } from '../errors.js';
@@ -24,6 +25,24 @@ function deeperThan(root: unknown, max: number): string | null {
   return null;
 }
 
+/** The first control whose `aggregate` does not fit, named with its page, lid and type (before the schema check, so the message can say what is allowed). */
+function aggregateRefusal(input: unknown): string | null {
+  const pages = (input as { pages?: unknown } | null)?.pages;
+  if (!Array.isArray(pages)) return null;
+  for (const [p, page] of pages.entries()) {
+    const controls = (page as { controls?: unknown } | null)?.controls;
+    if (!Array.isArray(controls)) continue;
+    for (const [i, c] of controls.entries()) {
+      if (typeof c !== 'object' || c === null || !('aggregate' in c)) continue;
+      const { type, lid, aggregate } = c as { type?: unknown; lid?: unknown; aggregate: unknown };
+      const problem = aggregateProblem(type, aggregate);
+      const pageId = (page as { pageId?: unknown }).pageId;
+      if (problem) return `layout.pages[${p}].controls[${i}] (page ${JSON.stringify(pageId)} lid ${JSON.stringify(lid)}, ${String(type)}): ${problem}`;
+    }
+  }
+  return null;
+}
+
 /**
  * Returns the definition if it is valid, else throws invalid_layout naming the first problem:
  * nesting deeper than MAX_DEPTH or JSON longer than MAX_CHARS (checked first), schema errors, activePageId not among the pages, duplicate pageIds, lids or addresses within
@@ -34,6 +53,8 @@ export function checkLayoutDefinition(input: unknown): LayoutDefinition {
   if (tooDeep !== null) throw new AppError('invalid_layout', `layout${tooDeep} is nested deeper than ${MAX_DEPTH} levels`);
   const size = JSON.stringify(input)?.length ?? 0;
   if (size > MAX_CHARS) throw new AppError('invalid_layout', `the definition is ${size} characters of JSON; at most ${MAX_CHARS}`);
+  const aggregate = aggregateRefusal(input);
+  if (aggregate !== null) throw new AppError('invalid_layout', aggregate);
   if (!validateLayoutDefinition(input)) throw new AppError('invalid_layout', describeFirstError(validateLayoutDefinition.errors, 'layout'));
   const def = input;
   const pageIds = new Set<string>();

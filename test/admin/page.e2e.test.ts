@@ -4,7 +4,7 @@ import { mkdirSync } from 'node:fs';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { presenceKey } from '../../schemas/redis-keys.js';
-import { eventually, getLayout, startTestGateway, type TestGateway } from '../helpers/gateway.js';
+import { DEMO_LAYOUT, eventually, getLayout, startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { useRedis } from '../helpers/redis.js';
 
 const ARTIFACTS = 'test-artifacts/admin';
@@ -44,6 +44,13 @@ beforeAll(async () => {
   mkdirSync(ARTIFACTS, { recursive: true });
   t = await startTestGateway({ redisUrl: redis.get().server.url });
   await t.admin.admins.create(t.teamId, 'stage@team.example', PASSWORD);
+  const crowd = structuredClone(DEMO_LAYOUT) as unknown as { layoutId: string; name: string; pages: { name: string; controls: Record<string, unknown>[] }[] };
+  crowd.layoutId = 'crowd-page';
+  crowd.name = 'Crowd show';
+  for (const p of crowd.pages) p.name = `Crowd ${p.name}`;
+  const modes = [{ mode: 'rate' }, { mode: 'trimmed-mean', windowMs: 500 }, { mode: 'fraction' }, { mode: 'votes', windowMs: 10_000 }, null, { mode: 'centroid' }];
+  crowd.pages[0]!.controls.forEach((c, i) => modes[i] && (c.aggregate = modes[i]));
+  await t.admin.layouts.import(t.teamId, crowd);
   browser = await chromium.launch({
     executablePath: '/usr/bin/chromium',
     args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
@@ -172,12 +179,23 @@ describe('team management page', () => {
     type Cells = { querySelectorAll(selector: 'td'): ArrayLike<{ textContent: string | null }> };
     const rows = await main.locator('tbody tr').evaluateAll((trs: Cells[]) => trs.map((tr) => Array.from(tr.querySelectorAll('td'), (td) => td.textContent?.trim() ?? '')));
     expect(rows).toEqual([
-      ['Fireworks', 'Button', '/001', ''],
-      ['Brightness', 'Slider', '/002', ''],
-      ['Strobe', 'Toggle', '/003', ''],
-      ['Colour', 'Index', '/004', '0 Red, 1 Green, 2 Blue'],
-      ['Shout-out', 'String', '/005', ''],
-      ['Spotlight', 'XYPad', '/006', ''],
+      ['Fireworks', 'Button', '/001', '', ''],
+      ['Brightness', 'Slider', '/002', '', ''],
+      ['Strobe', 'Toggle', '/003', '', ''],
+      ['Colour', 'Index', '/004', '0 Red, 1 Green, 2 Blue', ''],
+      ['Shout-out', 'String', '/005', '', ''],
+      ['Spotlight', 'XYPad', '/006', '', ''],
+    ]);
+    // A layout that declares crowd aggregation says so in the Crowd column, control by control.
+    const crowd = page.locator('[data-layout-id="crowd-page"] [data-page="main"]');
+    const crowdRows = await crowd.locator('tbody tr').evaluateAll((trs: Cells[]) => trs.map((tr) => Array.from(tr.querySelectorAll('td'), (td) => td.textContent?.trim() ?? '')[4]));
+    expect(crowdRows).toEqual([
+      'presses per second over 1 s',
+      "trimmed mean (10 % off each end) of each participant's latest value over 500 ms",
+      "share switched on of each participant's latest value over 1 s",
+      "votes per option of each participant's latest value over 10 s",
+      '',
+      "centroid of each participant's latest value over 1 s",
     ]);
     expect(await encore.locator('tbody tr').count()).toBe(3);
     expect(await encore.getByText('Mirror ball').isVisible()).toBe(true);

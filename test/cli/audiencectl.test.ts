@@ -108,6 +108,12 @@ describe('layout definition rules', () => {
     ['a control without props.label', (d) => (d.pages[0]!.controls[0]!.props = {}), /label/],
     ['an unknown top-level field', (d) => Object.assign(d, { colour: 'red' }), /unknown field "colour"/],
     ['a layoutId with a brace', (d) => (d.layoutId = 'a{b}'), /layoutId/],
+    ['an aggregate mode that does not fit the type', (d) => (d.pages[0]!.controls[1]!.aggregate = { mode: 'votes' }), /controls\[1\] \(page "main" lid 2, Slider\): aggregate mode "votes" does not fit a Slider control; allowed: mean, median, trimmed-mean/],
+    ['an aggregate on a String control', (d) => (d.pages[0]!.controls[4]!.aggregate = { mode: 'mean' }), /lid 5, String\): a String control takes no aggregate/],
+    ['an aggregate window under 100 ms', (d) => (d.pages[0]!.controls[2]!.aggregate = { mode: 'fraction', windowMs: 99 }), /lid 3, Toggle\): aggregate windowMs must be an integer from 100 to 600000 \(100 ms to 10 minutes\); got 99/],
+    ['an aggregate window over 10 minutes', (d) => (d.pages[1]!.controls[0]!.aggregate = { mode: 'rate', windowMs: 600_001 }), /page "encore" lid 7, Button\): aggregate windowMs .* got 600001/],
+    ['an aggregate with an unknown mode', (d) => (d.pages[0]!.controls[5]!.aggregate = { mode: 'loudest' }), /aggregate mode "loudest" does not fit a XYPad control; allowed: centroid/],
+    ['an aggregate with an unknown field', (d) => (d.pages[0]!.controls[3]!.aggregate = { mode: 'votes', every: 5 }), /aggregate has an unknown field "every"/],
   ];
   it.each(cases)('refuses %s, naming it', async (_what, mutate, message) => {
     const d = base();
@@ -117,6 +123,22 @@ describe('layout definition rules', () => {
     expect(r.code).not.toBe(0);
     expect(r.json.error.code).toBe('invalid_layout');
     expect(r.json.error.message).toMatch(message);
+  });
+
+  it('imports every mode on the type it fits, with and without windowMs, and discovery shows each', async () => {
+    const d = base();
+    d.layoutId = 'crowd-rules';
+    const modes: Record<number, object> = { 1: { mode: 'rate' }, 2: { mode: 'median', windowMs: 100 }, 3: { mode: 'fraction', windowMs: 600_000 }, 4: { mode: 'votes' }, 6: { mode: 'centroid', windowMs: 2000 } };
+    for (const c of d.pages[0]!.controls) if (modes[c.lid as number]) c.aggregate = modes[c.lid as number];
+    const r = await ctl('layout', 'import', '--team', team, file('crowd.json', d), '--json');
+    expect(r.code).toBe(0);
+    const shown = await ctl('layout', 'show', 'crowd-rules', '--json');
+    const controls = shown.json.pages[0].controls as { lid: number; aggregate?: object }[];
+    expect(Object.fromEntries(controls.filter((c) => c.aggregate).map((c) => [c.lid, c.aggregate]))).toEqual(modes);
+    const text = await ctl('layout', 'show', 'crowd-rules');
+    expect(text.stdout).toMatch(/lid 2 .* \(crowd: median of each participant's latest value over 100 ms\)/);
+    expect(text.stdout).toMatch(/lid 1 .* \(crowd: presses per second over 1 s\)/);
+    expect(text.stdout).not.toMatch(/lid 5 .*crowd/);
   });
 
   it('refuses a file that is not JSON or cannot be read', async () => {

@@ -183,13 +183,13 @@ function renderPage(layout, page) {
     }),
   );
   const cell = (label, text) => el('td', { 'data-label': label, text });
-  const rows = page.controls.map((c) => el('tr', { 'data-lid': String(c.lid) }, cell('Label', c.label), cell('Type', c.type), cell('Address', c.address), cell('Options', optionsText(c))));
+  const rows = page.controls.map((c) => el('tr', { 'data-lid': String(c.lid) }, cell('Label', c.label), cell('Type', c.type), cell('Address', c.address), cell('Options', optionsText(c)), cell('Crowd', c.crowd ?? '')));
   const table = el(
     'table',
     { class: 'controls' },
     el('caption', { class: 'visually-hidden', text: `Controls of ${page.name}` }),
-    el('thead', {}, el('tr', {}, ...['Label', 'Type', 'Address', 'Options'].map((h) => el('th', { scope: 'col', text: h })))),
-    el('tbody', {}, ...(rows.length ? rows : [el('tr', {}, el('td', { colspan: '4', text: 'No controls on this page.' }))])),
+    el('thead', {}, el('tr', {}, ...['Label', 'Type', 'Address', 'Options', 'Crowd'].map((h) => el('th', { scope: 'col', text: h })))),
+    el('tbody', {}, ...(rows.length ? rows : [el('tr', {}, el('td', { colspan: '5', text: 'No controls on this page.' }))])),
   );
   return el('section', { class: live ? 'page live' : 'page', 'data-page': page.pageId, 'aria-label': `Page ${page.name}${live ? ', live now' : ''}` }, head, el('div', { class: 'table-wrap' }, table));
 }

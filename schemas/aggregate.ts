@@ -1,0 +1,68 @@
+// Crowd aggregation as a layout declares it: which modes fit which control type, and the limits of
+// a window. The layout importer refuses what does not fit; the gateway folds and the bridge merges
+// by the same table.
+import type { ControlType } from './types.js';
+
+export const AGGREGATE_MODES = ['mean', 'median', 'trimmed-mean', 'fraction', 'votes', 'centroid', 'rate'] as const;
+export type AggregateMode = (typeof AGGREGATE_MODES)[number];
+
+/** The modes each control type takes (String takes none). */
+export const MODES_BY_TYPE: Readonly<Record<ControlType, readonly AggregateMode[]>> = {
+  Slider: ['mean', 'median', 'trimmed-mean'],
+  Toggle: ['fraction'],
+  Index: ['votes'],
+  XYPad: ['centroid'],
+  Button: ['rate'],
+  String: [],
+};
+
+export const WINDOW_MS_MIN = 100;
+export const WINDOW_MS_MAX = 600_000;
+export const WINDOW_MS_DEFAULT = 1000;
+
+/** `aggregate` of a control (control.schema.json). */
+export interface Aggregate {
+  mode: AggregateMode;
+  /** how long a participant's latest value counts (default 1,000 ms) */
+  windowMs?: number;
+}
+
+export function windowMsOf(a: Aggregate): number {
+  return a.windowMs ?? WINDOW_MS_DEFAULT;
+}
+
+/**
+ * Why a control's `aggregate` is refused (a sentence naming what is allowed), or null. Takes any
+ * input: the importer asks before the schema check so the message can name the control's type.
+ */
+export function aggregateProblem(type: unknown, aggregate: unknown): string | null {
+  if (typeof aggregate !== 'object' || aggregate === null || Array.isArray(aggregate)) return 'aggregate must be an object {"mode": ..., "windowMs": ...}';
+  const { mode, windowMs, ...rest } = aggregate as Record<string, unknown>;
+  const unknown = Object.keys(rest)[0];
+  if (unknown !== undefined) return `aggregate has an unknown field "${unknown}" (allowed: mode, windowMs)`;
+  const allowed = typeof type === 'string' && type in MODES_BY_TYPE ? MODES_BY_TYPE[type as ControlType] : null;
+  if (allowed && allowed.length === 0) return `a ${String(type)} control takes no aggregate`;
+  if (allowed && !allowed.includes(mode as AggregateMode)) {
+    return `aggregate mode ${JSON.stringify(mode)} does not fit a ${String(type)} control; allowed: ${allowed.join(', ')}`;
+  }
+  if (windowMs !== undefined && (typeof windowMs !== 'number' || !Number.isInteger(windowMs) || windowMs < WINDOW_MS_MIN || windowMs > WINDOW_MS_MAX)) {
+    return `aggregate windowMs must be an integer from ${WINDOW_MS_MIN} to ${WINDOW_MS_MAX} (100 ms to 10 minutes); got ${JSON.stringify(windowMs)}`;
+  }
+  return null;
+}
+
+/** "median of each participant's latest value over 1,000 ms", for people. */
+export function describeAggregate(a: Aggregate): string {
+  const w = windowMsOf(a);
+  const over = w % 1000 === 0 ? `${w / 1000} s` : `${w} ms`;
+  const what: Record<AggregateMode, string> = {
+    mean: 'mean',
+    median: 'median',
+    'trimmed-mean': 'trimmed mean (10 % off each end)',
+    fraction: 'share switched on',
+    votes: 'votes per option',
+    centroid: 'centroid',
+    rate: 'presses per second',
+  };
+  return a.mode === 'rate' ? `${what.rate} over ${over}` : `${what[a.mode]} of each participant's latest value over ${over}`;
+}
