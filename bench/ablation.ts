@@ -96,7 +96,7 @@ const ABLATIONS: Ablation[] = [
     name: 'encode',
     step: 'entry encoding (JSON.stringify of the entry)',
     how: 'doubled',
-    edits: [{ file: LOG, find: 'batch.payloads.push(encodeActionEntry(entry));', replace: 'encodeActionEntry(entry); batch.payloads.push(encodeActionEntry(entry));' }],
+    edits: [{ file: LOG, find: 'return this.appendPayload(entry.layoutId, encodeActionEntry(entry), aborted);', replace: 'encodeActionEntry(entry); return this.appendPayload(entry.layoutId, encodeActionEntry(entry), aborted);' }],
   },
   {
     name: 'redis',

@@ -10,7 +10,7 @@
 // `lastProgress` moves only on a successful read or a healthy wait, so the watchdog tells the truth.
 import type { RedisClient } from '../runtime/redis.js';
 import { LRUCache } from 'lru-cache';
-import { decodeActionEntry } from '../schemas/action-entry.js';
+import { decodeStreamEntry } from '../schemas/action-entry.js';
 import { actionStreamKey, deadLetterKey } from '../schemas/redis-keys.js';
 import type { BridgeCounters, LayoutCounters } from './counters.js';
 import type { Logger } from '../runtime/log.js';
@@ -269,8 +269,16 @@ export class LayoutConsumer {
   /** What to do with one entry (synchronous: it only decides, and offers a good entry to the scheduler). */
   private settle(id: string, fields: readonly string[], now: number): Verdict {
     const { maxAgeMs } = this.scheduler.settings;
-    const decoded = decodeActionEntry(fields);
+    const decoded = decodeStreamEntry(fields);
     if (!decoded.ok) return { kind: 'dead', reason: decoded.reason };
+    if ('summary' in decoded) {
+      const s = decoded.summary;
+      if (s.layoutId !== this.layoutId) return { kind: 'dead', reason: `summary is for layout "${s.layoutId}"` };
+      if (s.ts - now > maxAgeMs) return { kind: 'dead', reason: `ts is ${s.ts - now} ms in the future (more than maxAgeMs ${maxAgeMs}; are the clocks in step?)` };
+      if (s.ts + s.windowMs <= now) return { kind: 'stale' }; // everything in it has left its window
+      this.scheduler.offerSummary(id, s);
+      return { kind: 'offered', ts: s.ts };
+    }
     const { entry } = decoded;
     if (entry.layoutId !== this.layoutId) return { kind: 'dead', reason: `entry is for layout "${entry.layoutId}"` };
     if (entry.ts - now > maxAgeMs) return { kind: 'dead', reason: `ts is ${entry.ts - now} ms in the future (more than maxAgeMs ${maxAgeMs}; are the clocks in step?)` };

@@ -1,6 +1,6 @@
 // The bridge's live counters: STATUS= for systemd, the log, and Prometheus (metrics.ts).
 // Per layout, every entry read ends in exactly one outcome, so the counters add up:
-//   read = sent + coalesced + duplicates + deadLettered + droppedStale + lostTrimmed + pending
+//   read = sent + coalesced + duplicates + deadLettered + droppedStale + lostTrimmed + summaries + pending
 // where pending is what the layout's scheduler still holds (LayoutScheduler.pending()).
 export interface TargetCounters {
   messages: number;
@@ -27,6 +27,8 @@ export interface LayoutCounters {
   droppedStale: number;
   /** pending entries whose data was trimmed or deleted before they were sent */
   lostTrimmed: number;
+  /** crowd summaries merged into a crowd value (crowd.ts) */
+  summaries: number;
   /** stream ids acknowledged */
   acked: number;
   /** failed XACK calls (their ids are retried on later ticks) */
@@ -42,7 +44,7 @@ export interface LayoutCounters {
 }
 
 export const LAYOUT_COUNTERS: readonly (keyof LayoutCounters)[] = [
-  'read', 'sent', 'coalesced', 'duplicates', 'deadLettered', 'deadLetterFailures', 'droppedStale', 'lostTrimmed',
+  'read', 'sent', 'coalesced', 'duplicates', 'deadLettered', 'deadLetterFailures', 'droppedStale', 'lostTrimmed', 'summaries',
   'acked', 'ackFailures', 'acksAbandoned', 'readErrors', 'groupsRecreated', 'tickErrors',
 ];
 

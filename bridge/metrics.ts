@@ -15,7 +15,7 @@ const PER_TARGET: [keyof TargetCounters, string, string][] = [
   ['sendErrors', 'audience_bridge_send_errors_total', 'Failed or refused sends, by target (retried with backoff).'],
 ];
 
-/** Per-layout counters; read = sent + coalesced + duplicates + dead_lettered + dropped_stale + lost + pending. */
+/** Per-layout counters; read = sent + coalesced + duplicates + dead_lettered + dropped_stale + lost + crowd_summaries + pending. */
 const PER_LAYOUT: [Exclude<keyof LayoutCounters, 'lostTrimmed'>, string, string][] = [
   ['read', 'audience_bridge_entries_read_total', 'Stream entries read, by layout.'],
   ['sent', 'audience_bridge_entries_sent_total', 'Stream entries whose action went out to at least one target, by layout.'],
@@ -24,6 +24,7 @@ const PER_LAYOUT: [Exclude<keyof LayoutCounters, 'lostTrimmed'>, string, string]
   ['deadLettered', 'audience_bridge_dead_lettered_total', 'Unusable entries copied to the dead-letter stream, by layout.'],
   ['deadLetterFailures', 'audience_bridge_dead_letter_failures_total', 'Unusable entries whose copy to the dead-letter stream Redis refused (acked anyway, logged), by layout.'],
   ['droppedStale', 'audience_bridge_dropped_stale_total', 'Actions dropped for being older than maxAgeMs, by layout.'],
+  ['summaries', 'audience_bridge_crowd_summaries_total', 'Crowd summaries (one per gateway process, aggregated control and fold tick) merged into crowd values, by layout.'],
   ['acked', 'audience_bridge_entries_acked_total', 'Stream entries acknowledged, by layout.'],
   ['ackFailures', 'audience_bridge_ack_failures_total', 'Failed XACK calls, by layout (their ids are retried on later ticks).'],
   ['acksAbandoned', 'audience_bridge_acks_abandoned_total', 'Entry ids whose XACK failed 5 times and was given up (they stay pending; a re-read is deduplicated), by layout.'],

@@ -10,7 +10,10 @@
 // (bounded retries). No error leaves the tick loop.
 import { LRUCache } from 'lru-cache';
 import type { ActionEntry } from '../schemas/types.js';
+import { toBuffer } from 'osc-min';
+import type { CrowdSummary } from '../schemas/aggregate.js';
 import { AckQueue } from './ack-queue.js';
+import { CrowdTable, crowdMessages, type CrowdValue } from './crowd.js';
 import type { BridgeCounters, LayoutCounters } from './counters.js';
 import type { Logger } from '../runtime/log.js';
 import { oscRefusal, packDatagrams, timetag, type BooleanMode, type TimedGroup } from './osc.js';
@@ -61,6 +64,8 @@ interface TargetLane {
   queue: TargetQueue;
   /** the last batch sent, awaiting the next tick to learn whether the display refused it */
   unconfirmed: { ds: Delivery[]; refusals: number } | null;
+  /** crowd values changed and not yet sent to this target (it was backing off), by lid */
+  crowd: Map<number, CrowdValue>;
 }
 
 export class LayoutScheduler {
@@ -72,6 +77,8 @@ export class LayoutScheduler {
   private readonly done = new LRUCache<string, true>({ max: 100_000 });
   private readonly c: LayoutCounters;
   private readonly acks: AckQueue;
+  /** crowd aggregation: the newest summary of each gateway process, per aggregated control */
+  private readonly crowd = new CrowdTable();
   private running = false;
   /** True while the tick loop runs (the reader only waits for ticks that will come). */
   get ticking(): boolean {
@@ -91,7 +98,7 @@ export class LayoutScheduler {
     private readonly log: Logger,
     private readonly now: () => number = Date.now,
   ) {
-    this.lanes = settings.targets.map((t) => ({ udp: new UdpTarget(t, now), booleans: t.booleans, queue: new TargetQueue(), unconfirmed: null }));
+    this.lanes = settings.targets.map((t) => ({ udp: new UdpTarget(t, now), booleans: t.booleans, queue: new TargetQueue(), unconfirmed: null, crowd: new Map() }));
     this.c = counters.layout(settings.layoutId);
     this.acks = new AckQueue(ack, this.c, log, settings.layoutId, now);
   }
@@ -145,6 +152,40 @@ export class LayoutScheduler {
     this.heldIds.add(streamId);
     for (const lane of this.lanes) lane.queue.push(d); // a value it supersedes comes out of take() as coalesced
     return { kind: 'queued' };
+  }
+
+  /** Takes a crowd summary (acked with the next tick: it is state, not a message to deliver). */
+  offerSummary(streamId: string, summary: CrowdSummary): void {
+    this.crowd.offer(summary);
+    this.c.summaries++;
+    this.acks.add(streamId);
+  }
+
+  /** Sends the crowd values changed for this target, in one bundle (one per control if they do not fit a datagram). */
+  private async sendCrowd(lane: TargetLane): Promise<void> {
+    if (lane.crowd.size === 0 || !lane.udp.ready()) return;
+    const values = [...lane.crowd.values()];
+    lane.crowd.clear();
+    const { playoutDelayMs } = this.settings;
+    const tag = timetag(playoutDelayMs > 0 ? this.now() + playoutDelayMs : null);
+    const bundle = (vs: CrowdValue[]) => {
+      const view = toBuffer({ timetag: tag, elements: vs.flatMap(crowdMessages) });
+      return Buffer.from(view.buffer, view.byteOffset, view.byteLength);
+    };
+    const whole = bundle(values);
+    const datagrams = whole.length <= MAX_DATAGRAM_BYTES ? [whole] : values.map((v) => bundle([v]));
+    const c = this.counters.target(lane.udp.name);
+    try {
+      await lane.udp.send(datagrams);
+      c.messages += values.reduce((n, v) => n + crowdMessages(v).length, 0);
+      c.bundles += datagrams.length;
+      c.datagrams += datagrams.length;
+      c.bytes += datagrams.reduce((n, d) => n + d.length, 0);
+    } catch (e) {
+      c.sendErrors++;
+      for (const v of values) if (!lane.crowd.has(v.lid)) lane.crowd.set(v.lid, v); // sent again when the target is back
+      this.logSendError(lane, (e as Error).message);
+    }
   }
 
   /** One target is done with a delivery; the last one counts its outcome and queues its ack. */
@@ -230,7 +271,8 @@ export class LayoutScheduler {
 
   /** One tick: every target's due messages, then one XACK for everything finished. */
   async tick(): Promise<void> {
-    await Promise.all(this.lanes.map((l) => this.sendLane(l)));
+    if (this.crowd.size > 0) for (const v of this.crowd.changed(this.now())) for (const l of this.lanes) l.crowd.set(v.lid, v);
+    await Promise.all(this.lanes.map((l) => Promise.all([this.sendLane(l), this.sendCrowd(l)])));
     await this.acks.flush();
     this.lastProgress = this.now();
   }

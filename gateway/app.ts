@@ -2,6 +2,8 @@
 // main.ts calls it for the real process; tests call it in-process with port 0.
 import type { RedisClient } from '../runtime/redis.js';
 import { ActionLog } from './actions/action-log.js';
+import { CrowdFold } from './actions/crowd-fold.js';
+import { entryId } from './actions/entry-id.js';
 import { adminApiRoutes } from './admin/api.js';
 import { AdminGuard } from './admin/guard.js';
 import { LoginLimiter } from './admin/login-limiter.js';
@@ -105,6 +107,7 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
   watchConnection(redis, log, 'redis', () => closing, recheckAll);
   watchConnection(subscriber, log, 'redis subscriber', () => closing);
 
+  const actions = new ActionLog(redis, stores.keys, config.streamMaxLen, timed);
   const deps: RouteDeps = {
     apiKeys,
     tokens: new AudienceTokens(
@@ -116,7 +119,8 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
     ),
     layouts,
     destinations: new DestinationCounts(redis, stores.keys, now),
-    actions: new ActionLog(redis, stores.keys, config.streamMaxLen, timed),
+    actions,
+    crowd: new CrowdFold(actions, `gw-${entryId()}`, config.crowdFoldMs, now),
     cors: new CorsPolicy(config.corsOrigins),
     metrics,
     keys: stores.keys,
@@ -161,6 +165,7 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
     async close(drainMs = 5000) {
       closing = true; // at once: Redis going away from now on is part of stopping, not news
       await server.close(drainMs);
+      deps.crowd.stop();
       await ops.close();
       listener.stop();
       redis.disconnect();

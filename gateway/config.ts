@@ -22,6 +22,7 @@ export interface GatewayConfig {
   readonly cacheRecheckMs: number;
   readonly idempotencyTtlSeconds: number;
   readonly corsOrigins: string;
+  readonly crowdFoldMs: number;
   readonly streamMaxLen: number;
   readonly maxBodyBytes: number;
   readonly adminSessionIdleSeconds: number;

@@ -1,7 +1,9 @@
-// Codec of action stream entries: one field `action` holding the entry as JSON.
+// Codec of action stream entries: one field `action` holding the entry as JSON, either an action
+// (v 1, action-entry.schema.json) or a crowd summary (v 2, crowd-summary.schema.json).
 // The gateway encodes; the bridge decodes and validates against action-entry.schema.json.
+import type { CrowdSummary } from './aggregate.js';
 import type { ActionEntry } from './types.js';
-import { describeFirstError, validateActionEntry } from './validators.js';
+import { describeFirstError, validateActionEntry, validateCrowdSummary } from './validators.js';
 
 /** The stream field that holds an entry. */
 export const ACTION_FIELD = 'action';
@@ -10,25 +12,48 @@ export function encodeActionEntry(entry: ActionEntry): string {
   return JSON.stringify(entry);
 }
 
-export type DecodeResult = { ok: true; entry: ActionEntry } | { ok: false; reason: string };
+export function encodeCrowdSummary(summary: CrowdSummary): string {
+  return JSON.stringify(summary);
+}
 
-/**
- * Decodes the flat field list XREAD returns ([name, value, name, value, ...]). Never throws: any
- * input, however malformed, comes back as a reason. (A pending entry whose data was trimmed comes
- * back from XREADGROUP with nil fields; the reader counts those as lost before it gets here.)
- */
-export function decodeActionEntry(fields: readonly unknown[] | null | undefined): DecodeResult {
+export type DecodeResult = { ok: true; entry: ActionEntry } | { ok: false; reason: string };
+export type StreamEntryResult = DecodeResult | { ok: true; summary: CrowdSummary };
+
+/** The parsed JSON of an entry's `action` field, or why there is none. */
+function parseFields(fields: readonly unknown[] | null | undefined): { ok: true; parsed: unknown } | { ok: false; reason: string } {
   if (!Array.isArray(fields)) return { ok: false, reason: 'no fields' };
   let raw: unknown;
   for (let i = 0; i + 1 < fields.length; i += 2) if (fields[i] === ACTION_FIELD) raw = fields[i + 1];
   if (raw === undefined) return { ok: false, reason: `no "${ACTION_FIELD}" field` };
   if (typeof raw !== 'string') return { ok: false, reason: `"${ACTION_FIELD}" is not text` };
-  let parsed: unknown;
   try {
-    parsed = JSON.parse(raw);
+    return { ok: true, parsed: JSON.parse(raw) };
   } catch {
     return { ok: false, reason: 'not JSON' };
   }
-  if (!validateActionEntry(parsed)) return { ok: false, reason: describeFirstError(validateActionEntry.errors, 'entry') };
-  return { ok: true, entry: parsed };
+}
+
+/**
+ * Decodes an action entry from the flat field list XREAD returns ([name, value, name, value, ...]).
+ * Never throws: any input, however malformed, comes back as a reason. (A pending entry whose data
+ * was trimmed comes back from XREADGROUP with nil fields; the reader counts those as lost before it
+ * gets here.)
+ */
+export function decodeActionEntry(fields: readonly unknown[] | null | undefined): DecodeResult {
+  const p = parseFields(fields);
+  if (!p.ok) return p;
+  if (!validateActionEntry(p.parsed)) return { ok: false, reason: describeFirstError(validateActionEntry.errors, 'entry') };
+  return { ok: true, entry: p.parsed };
+}
+
+/** Decodes any entry of a layout's stream: an action (v 1) or a crowd summary (v 2). Never throws. */
+export function decodeStreamEntry(fields: readonly unknown[] | null | undefined): StreamEntryResult {
+  const p = parseFields(fields);
+  if (!p.ok) return p;
+  if (typeof p.parsed === 'object' && p.parsed !== null && (p.parsed as { v?: unknown }).v === 2) {
+    if (!validateCrowdSummary(p.parsed)) return { ok: false, reason: describeFirstError(validateCrowdSummary.errors, 'summary') };
+    return { ok: true, summary: p.parsed };
+  }
+  if (!validateActionEntry(p.parsed)) return { ok: false, reason: describeFirstError(validateActionEntry.errors, 'entry') };
+  return { ok: true, entry: p.parsed };
 }

@@ -66,3 +66,33 @@ export function describeAggregate(a: Aggregate): string {
   };
   return a.mode === 'rate' ? `${what.rate} over ${over}` : `${what[a.mode]} of each participant's latest value over ${over}`;
 }
+
+/** The 0.01 bins of a Slider median or trimmed mean: bin b holds the values that round to b / 100. */
+export const HIST_BINS = 101;
+/** A trimmed mean drops this share of the participants at each end. */
+export const TRIM_SHARE = 0.1;
+
+/** One gateway process's fold of one aggregated control (crowd-summary.schema.json). */
+export interface CrowdSummary {
+  v: 2;
+  kind: 'summary';
+  id: string;
+  layoutId: string;
+  lid: number;
+  address: string;
+  type: Exclude<ControlType, 'String'>;
+  mode: AggregateMode;
+  windowMs: number;
+  /** the gateway process that folded it */
+  source: string;
+  seq: number;
+  ts: number;
+  n: number;
+  sum?: number;
+  sumSq?: number;
+  hist?: number[];
+  histSum?: number[];
+  votes?: number[];
+  sumX?: number;
+  sumY?: number;
+}

@@ -4,6 +4,7 @@ import { readFileSync, readdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
+import type { CrowdSummary } from './aggregate.js';
 import { CONTROL_TYPES, type ActionEntry, type ActionRequest, type ControlType, type LayoutDefinition, type TokenRequest } from './types.js';
 
 /** The folder holding the *.schema.json files (copied next to the compiled module by the build). */
@@ -45,6 +46,7 @@ export const validateActionRequest = compile<ActionRequest>(ajv, 'action-request
 export const validateTokenRequest = compile<TokenRequest>(ajv, 'token-request.schema.json');
 export const validateLayoutDefinition = compile<LayoutDefinition>(ajv, 'layout-definition.schema.json');
 export const validateActionEntry = compile<ActionEntry>(ajv, 'action-entry.schema.json');
+export const validateCrowdSummary = compile<CrowdSummary>(ajv, 'crowd-summary.schema.json');
 
 export const validateAdminLogin = compile<{ email: string; password: string }>(ajv, 'admin-requests.schema.json#/$defs/login');
 export const validateAdminCreateKey = compile<{ name?: string; layouts?: string[] }>(ajv, 'admin-requests.schema.json#/$defs/createKey');

@@ -72,15 +72,20 @@ export class ActionLog {
 
   /** Resolves once Redis has stored the entry; rejects with `unavailable` if it could not. */
   append(entry: ActionEntry, aborted: () => boolean = NEVER): Promise<void> {
+    return this.appendPayload(entry.layoutId, encodeActionEntry(entry), aborted);
+  }
+
+  /** Appends an encoded entry (an action or a crowd summary) to the layout's stream, in the same group commit. */
+  appendPayload(layoutId: string, payload: string, aborted: () => boolean = NEVER): Promise<void> {
     return new Promise((resolve, reject) => {
-      let batch = this.batches.get(entry.layoutId);
+      let batch = this.batches.get(layoutId);
       if (!batch) {
         batch = { payloads: [], waiters: [] };
-        this.batches.set(entry.layoutId, batch);
+        this.batches.set(layoutId, batch);
       }
-      batch.payloads.push(encodeActionEntry(entry));
+      batch.payloads.push(payload);
       batch.waiters.push({ resolve, reject, aborted });
-      if (!this.inFlight.has(entry.layoutId)) this.scheduleFlush(); // otherwise the call in flight sends it when answered
+      if (!this.inFlight.has(layoutId)) this.scheduleFlush(); // otherwise the call in flight sends it when answered
     });
   }
 

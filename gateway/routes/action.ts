@@ -5,6 +5,7 @@ import { createHash } from 'node:crypto';
 import { describeFirstError, validateActionRequest } from '../../schemas/validators.js';
 import { CONTROL_TYPES, type ActionEntry, type ActionRequest } from '../../schemas/types.js';
 import { checkAction } from '../actions/check-action.js';
+import type { AggregatedControl } from '../actions/crowd-fold.js';
 import { entryId } from '../actions/entry-id.js';
 import type { AudienceClaims } from '../auth/audience-tokens.js';
 import { AppError } from '../errors.js';
@@ -103,6 +104,12 @@ export function actionRoutes(d: RouteDeps): Route[] {
     if (!layout || layout.teamId !== claims.team) throw new AppError('layout_not_found', undefined, 400);
     const { control, value } = checkAction(layout, body);
     const once = head.headers['idempotency-key'];
+    if (control.aggregate) {
+      // Folded into the crowd's summary: a repeat of a latest value changes nothing, so an
+      // Idempotency-Key is only checked for its form (a repeated press does count for `rate`).
+      if (once !== '' && !IDEMPOTENCY_KEY.test(once)) throw new AppError('idempotency_key_invalid');
+      return d.crowd.add(layout.layoutId, control as AggregatedControl, claims.sub, value, head.receivedAt);
+    }
     const entry: ActionEntry = {
       v: 1,
       id: entryId(),

@@ -1,5 +1,6 @@
 // What the route handlers need, built once by app.ts.
 import type { ActionLog } from '../actions/action-log.js';
+import type { CrowdFold } from '../actions/crowd-fold.js';
 import type { ApiKeyAuth } from '../auth/api-keys.js';
 import type { AudienceTokens } from '../auth/audience-tokens.js';
 import type { CorsPolicy } from '../http/cors.js';
@@ -14,6 +15,8 @@ export interface RouteDeps {
   layouts: LayoutCache;
   destinations: DestinationCounts;
   actions: ActionLog;
+  /** crowd aggregation: the fold of aggregated controls */
+  crowd: CrowdFold;
   cors: CorsPolicy;
   metrics: GatewayMetrics;
   /** Redis key names (the Idempotency-Key records) */

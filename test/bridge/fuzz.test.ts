@@ -1,13 +1,15 @@
 // Seeded fuzz of the bridge's input: 10,000 entries written straight into a layout's stream
 // (random field names and types, binary bytes, NULs, huge strings, missing fields, values OSC
-// cannot carry, with valid entries interleaved) while the real audience-bridge process sends to a
-// real UDP socket. It must never exit; every valid entry arrives exactly once; every invalid one is
+// cannot carry, crowd summaries valid and broken, with valid entries interleaved) while the real
+// audience-bridge process sends to a real UDP socket. It must never exit; every valid entry arrives
+// exactly once (a summary as its crowd value, /n and, for sliders, /sd); every invalid one is
 // in the dead-letter stream with a reason; the counters add up. Rerun a failure with FUZZ_SEED=<seed>.
 import type { ChildProcess } from 'node:child_process';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ACTION_FIELD } from '../../schemas/action-entry.js';
 import { actionStreamKey, deadLetterKey } from '../../schemas/redis-keys.js';
 import { CONTROL_TYPES, type ActionEntry } from '../../schemas/types.js';
+import type { AggregateMode, CrowdSummary } from '../../schemas/aggregate.js';
 import { configFile, spawnBridge, stopProcess } from '../helpers/bridge.js';
 import { eventually } from '../helpers/gateway.js';
 import { bridgeOutcomes, scrape } from '../helpers/metrics.js';
@@ -19,6 +21,10 @@ const redis = useRedis();
 const ENTRIES = 10_000;
 const LAYOUT = 'fuzz';
 const seed = fuzzSeed();
+/** Every control type with each mode it takes. */
+const SUMMARY_SHAPES: [CrowdSummary['type'], AggregateMode][] = [
+  ['Slider', 'mean'], ['Slider', 'median'], ['Slider', 'trimmed-mean'], ['Toggle', 'fraction'], ['Index', 'votes'], ['XYPad', 'centroid'], ['Button', 'rate'],
+];
 
 const children: ChildProcess[] = [];
 const sink = new UdpSink();
@@ -32,6 +38,8 @@ interface Planned {
   fields: Fields;
   /** the address it must arrive at, once; null: it must be dead-lettered */
   address: string | null;
+  /** a crowd summary: the addresses its crowd value arrives at, once each */
+  crowd?: string[];
 }
 
 function plan(random: () => number): Planned[] {
@@ -56,6 +64,42 @@ function plan(random: () => number): Planned[] {
     return { entry: { v: 1, id: `fz-${seed}-${n}`, layoutId: LAYOUT, lid: n, address, type, value, ts: Date.now() }, address };
   };
   const json = (o: unknown) => JSON.stringify(o);
+  /** A valid crowd summary of its own control (so it is sent once), and where its messages arrive. */
+  const summary = (): { entry: CrowdSummary; addresses: string[] } => {
+    const n = ++seq;
+    const address = `/${n}`;
+    const [type, mode] = pick(SUMMARY_SHAPES);
+    const count = int(10_000);
+    const base = { v: 2 as const, kind: 'summary' as const, id: `fs-${seed}-${n}`, layoutId: LAYOUT, lid: n, address, type, mode, windowMs: 600_000, source: `gw-${int(4)}`, seq: int(1000), ts: Date.now(), n: count };
+    const bins = (f: () => number) => Array.from({ length: 101 }, f);
+    const figures: Record<string, object> = {
+      mean: { sum: random() * count, sumSq: random() * count },
+      median: { sum: random() * count, sumSq: random() * count, hist: bins(() => int(100)) },
+      'trimmed-mean': { sum: random() * count, sumSq: random() * count, hist: bins(() => int(100)), histSum: bins(() => random() * 50) },
+      fraction: { sum: int(count + 1) },
+      votes: { votes: Array.from({ length: 1 + int(8) }, () => int(count + 1)) },
+      centroid: { sumX: random() * count, sumY: random() * count },
+      rate: { sum: int(100_000) },
+    };
+    const slider = type === 'Slider';
+    return { entry: { ...base, ...figures[mode] }, addresses: [address, `${address}/n`, ...(slider ? [`${address}/sd`] : [])] };
+  };
+  const brokenSummary: (() => unknown)[] = [
+    () => ({ ...summary().entry, mode: 'votes', type: 'Slider' }), // a mode that does not fit the type
+    () => ({ ...summary().entry, n: pick([-1, 1.5, '3', null]) }),
+    () => ({ ...summary().entry, kind: pick(['action', '', 5]) }),
+    () => ({ ...summary().entry, windowMs: pick([99, 600_001, 1.5]) }),
+    () => ({ ...summary().entry, type: 'Slider', mode: 'median', sum: 1, sumSq: 1, hist: Array.from({ length: pick([0, 100, 102]) }, () => 1) }),
+    () => ({ ...summary().entry, type: 'Index', mode: 'votes', votes: pick([[], [-1], [1.5], Array.from({ length: 1001 }, () => 1)]) }),
+    () => ({ ...summary().entry, type: 'String', mode: 'mean', sum: 1, sumSq: 1 }),
+    () => {
+      const e = summary().entry as unknown as Record<string, unknown>;
+      delete e[pick(['id', 'lid', 'address', 'mode', 'windowMs', 'source', 'seq', 'ts', 'n'])];
+      return e;
+    },
+    () => ({ ...summary().entry, layoutId: 'another-layout' }),
+    () => ({ ...summary().entry, extra: 1 }),
+  ];
   const broken: (() => Fields)[] = [
     () => [text(10) || 'f', text(20)], // no action field
     () => [ACTION_FIELD, bytes(1 + int(200))], // binary bytes
@@ -89,8 +133,14 @@ function plan(random: () => number): Planned[] {
     () => [ACTION_FIELD, json({ ...valid().entry, type: pick(['Knob', '', 'button']) })],
     () => [ACTION_FIELD, json({ ...valid().entry, id: pick(['', 'x'.repeat(65), 5]) })],
     () => [ACTION_FIELD, '\u0000' + json(valid().entry)],
+    () => [ACTION_FIELD, json(pick(brokenSummary)())],
+    () => [ACTION_FIELD, json(pick(brokenSummary)())],
   ];
   return Array.from({ length: ENTRIES }, () => {
+    if (random() < 0.05) {
+      const { entry, addresses } = summary();
+      return { fields: [ACTION_FIELD, json(entry)], address: null, crowd: addresses };
+    }
     if (random() < 0.35) {
       const { entry, address } = valid();
       return { fields: [ACTION_FIELD, json(entry)], address };
@@ -122,31 +172,33 @@ describe(`bridge fuzz (seed ${seed})`, () => {
         }
       }
       const validCount = planned.filter((e) => e.address !== null).length;
+      const summaryCount = planned.filter((e) => e.crowd).length;
+      const crowdMessages = planned.reduce((n, e) => n + (e.crowd?.length ?? 0), 0);
       console.info(`fuzz: ${ENTRIES} entries written (${validCount} valid), seed ${seed}`);
 
       await eventually(async () => {
         const o = bridgeOutcomes(await scrape(opsPort), LAYOUT);
         return o.read === ENTRIES && o.pending === 0;
       }, 60_000);
-      await eventually(() => sink.messages.length >= validCount, 10_000);
+      await eventually(() => sink.messages.length >= validCount + crowdMessages, 10_000);
       await new Promise((r) => setTimeout(r, 200)); // nothing more may arrive
 
       expect(child.exitCode).toBeNull();
       expect(child.signalCode).toBeNull();
       const arrivals = new Map<string, number>();
       for (const m of sink.messages) arrivals.set(m.address, (arrivals.get(m.address) ?? 0) + 1);
-      const expected = new Map(planned.filter((e) => e.address !== null).map((e) => [e.address!, 1]));
+      const expected = new Map([...planned.filter((e) => e.address !== null).map((e) => [e.address!, 1] as const), ...planned.flatMap((e) => (e.crowd ?? []).map((a) => [a, 1] as const))]);
       expect(arrivals).toEqual(expected);
 
       const dead = await c.xrange(deadLetterKey(prefix, LAYOUT), '-', '+');
       const deadIds = new Set(dead.map(([, f]) => f[f.indexOf('streamId') + 1]));
-      const invalidIds = streamIds.filter((_, i) => planned[i]!.address === null);
+      const invalidIds = streamIds.filter((_, i) => planned[i]!.address === null && !planned[i]!.crowd);
       expect(deadIds.size).toBe(invalidIds.length);
       expect(invalidIds.every((id) => deadIds.has(id))).toBe(true);
       expect(dead.every(([, f]) => (f[f.indexOf('reason') + 1] ?? '').length > 0)).toBe(true);
 
       const o = bridgeOutcomes(await scrape(opsPort), LAYOUT);
-      expect(o).toMatchObject({ read: ENTRIES, sent: validCount, deadLettered: invalidIds.length, pending: 0, sum: ENTRIES });
+      expect(o).toMatchObject({ read: ENTRIES, sent: validCount, deadLettered: invalidIds.length, summaries: summaryCount, pending: 0, sum: ENTRIES });
       await eventually(async () => ((await c.xpending(key, 'bridge:fuzz')) as [number])[0] === 0, 3000);
     } catch (e) {
       throw new Error(`bridge fuzz failed with seed ${seed} (rerun: FUZZ_SEED=${seed} npx vitest run test/bridge/fuzz.test.ts): ${(e as Error).message}`, { cause: e });

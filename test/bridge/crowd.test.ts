@@ -1,0 +1,123 @@
+// Crowd aggregation end to end: seeded random crowds send actions through three real gateway
+// processes; the bridge merges their summaries; liblo's oscdump (an independent OSC decoder) reads
+// the wire; every crowd value and its n equal what is computed offline from the same actions.
+// Rerun a failure with FUZZ_SEED=<seed>.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Bridge } from '../../bridge/app.js';
+import { freePort } from '../../gateway/dev/redis-server.js';
+import { createStores } from '../../gateway/store/stores.js';
+import { actionStreamKey } from '../../schemas/redis-keys.js';
+import { startTestBridge } from '../helpers/bridge.js';
+import { eventually, mintToken, postAction } from '../helpers/gateway.js';
+import { spawnGateway, type GatewayProcess } from '../helpers/gateway-process.js';
+import { randomPrefix, useRedis } from '../helpers/redis.js';
+import { fuzzSeed, seededRandom } from '../helpers/seeded-random.js';
+import { CROWD_LAYOUT, CROWD_MODES, CROWD_WINDOW_MS as WINDOW, LAYOUT, agg, offlineCrowd, participantRounds, type CrowdAction, type OfflineFigure } from '../helpers/crowd.js';
+
+const redis = useRedis();
+const seed = fuzzSeed();
+let prefix: string;
+let apiKey: string;
+const gateways: GatewayProcess[] = [];
+let bridge: Bridge;
+let oscdump: ChildProcess;
+let out = '';
+
+beforeAll(async () => {
+  prefix = randomPrefix();
+  const admin = new Redis(redis.get().server.url);
+  const stores = createStores(admin, prefix);
+  const team = await stores.teams.create('Crowd team');
+  await stores.layouts.import(team.teamId, CROWD_LAYOUT);
+  apiKey = (await stores.apiKeys.create(team.teamId, { name: 'crowd' })).apiKey;
+  admin.disconnect();
+  for (let g = 0; g < 3; g++) gateways.push(await spawnGateway({ REDIS_URL: redis.get().server.url, REDIS_PREFIX: prefix }));
+  const port = await freePort();
+  oscdump = spawn('oscdump', ['-L', String(port)]);
+  oscdump.stdout!.on('data', (d) => (out += d));
+  await new Promise((r) => setTimeout(r, 300));
+  ({ bridge } = await startTestBridge({ redisUrl: redis.get().server.url, prefix, layouts: [{ layoutId: LAYOUT, tickHz: 100, targets: [{ host: '127.0.0.1', port, booleans: 'int' }] }] }));
+}, 60_000);
+afterAll(async () => {
+  await bridge?.stop();
+  oscdump?.kill();
+  for (const g of gateways) g.child.kill('SIGTERM');
+});
+
+/** The last line oscdump printed for an address: its type tags and values. */
+function lastOnWire(address: string): { tags: string; values: number[] } | null {
+  const lines = out.split('\n').map((l) => l.replace(/^[0-9a-f]{8}\.[0-9a-f]{8} /, '').trim().split(' '));
+  const last = lines.filter((l) => l[0] === address).pop();
+  return last ? { tags: last[1]!, values: last.slice(2).map(Number) } : null;
+}
+
+describe(`crowd aggregation on the wire (seed ${seed})`, () => {
+  it('sends mean, median, trimmed mean, fraction, votes, centroid and rate with n (and sd for sliders), equal to the offline figures', async () => {
+    const random = seededRandom(seed);
+    const participants = 1 + Math.floor(random() * 120);
+    const tokens: { token: string; gateway: GatewayProcess }[] = [];
+    for (let p = 0; p < participants; p++) {
+      const gateway = gateways[p % gateways.length]!;
+      tokens.push({ token: await mintToken(gateway, LAYOUT, apiKey), gateway });
+    }
+    const actions: CrowdAction[] = [];
+    for (const [p, { token, gateway }] of tokens.entries()) {
+      for (const round of participantRounds(random, p)) {
+        actions.push(...round);
+        const answers = await Promise.all(round.map((a) => postAction(gateway, token, { layoutId: LAYOUT, lid: a.lid, type: a.type, ...(a.value !== null && { value: a.value }) })));
+        expect(answers.map((r) => r.status)).toEqual(round.map(() => 200)); // a round at a time: the last one is the latest value
+      }
+    }
+    const expected = offlineCrowd(actions, CROWD_MODES, WINDOW, { 4: 3 });
+    const close = (address: string, e: OfflineFigure) => {
+      const wire = lastOnWire(address);
+      const tolerance = e.mode === 'median' || e.mode === 'trimmed-mean' ? 0.01 : 1e-5;
+      return lastOnWire(`${address}/n`)?.values[0] === e.n && wire !== null && e.value.every((v, k) => Math.abs(wire.values[k]! - v) <= tolerance);
+    };
+    await eventually(() => Object.entries(expected).every(([address, e]) => close(address, e)), 10_000).catch(() => {}); // the assertions below say what differs
+    for (const [address, e] of Object.entries(expected)) {
+      const wire = lastOnWire(address)!;
+      const tolerance = e.mode === 'median' || e.mode === 'trimmed-mean' ? 0.01 : 1e-5;
+      expect(wire.tags, `${address} ${e.mode}`).toBe(e.mode === 'votes' ? 'iii' : e.mode === 'centroid' ? 'ff' : 'f');
+      expect(wire.values.length).toBe(e.value.length);
+      e.value.forEach((v, k) => expect(Math.abs(wire.values[k]! - v), `${address} ${e.mode} [${k}]: wire ${wire.values[k]}, offline ${v}`).toBeLessThanOrEqual(tolerance));
+      expect(lastOnWire(`${address}/n`)!.tags).toBe('i');
+      if (e.sd !== undefined) expect(Math.abs(lastOnWire(`${address}/sd`)!.values[0]! - e.sd), `${address} sd`).toBeLessThanOrEqual(1e-5);
+      else expect(lastOnWire(`${address}/sd`)).toBeNull();
+    }
+  }, 60_000);
+
+  it('appends summaries, never one entry per action, and answers 200 only once the summary is stored', async () => {
+    const stream = actionStreamKey(prefix, LAYOUT);
+    const client = new Redis(redis.get().server.url);
+    try {
+      const tokens = await Promise.all(Array.from({ length: 50 }, () => mintToken(gateways[0]!, LAYOUT, apiKey)));
+      const token = tokens[0]!;
+      const before = await client.xlen(stream);
+      const answers = await Promise.all(tokens.map((tk, k) => postAction(gateways[0]!, tk, { layoutId: LAYOUT, lid: 13, type: 'Slider', value: k / 50 })));
+      expect(answers.map((a) => a.status)).toEqual(new Array(50).fill(200));
+      const added = (await client.xrange(stream, '-', '+')).slice(before).map(([, f]) => JSON.parse(f[1]!) as { v: number; kind?: string; lid: number; n: number; sum: number });
+      // every answer came after a summary holding its action was stored: the newest already counts all 50
+      expect(added.every((e) => e.v === 2 && e.kind === 'summary' && e.lid === 13)).toBe(true);
+      expect(added.length).toBeLessThan(50);
+      expect(added[added.length - 1]!.n).toBe(50);
+      expect(added[added.length - 1]!.sum).toBeCloseTo(49 / 2, 10);
+      // a plain control on the same layout still appends one action entry per request
+      expect((await postAction(gateways[0]!, token, { layoutId: LAYOUT, lid: 12, type: 'Slider', value: 0.5 })).status).toBe(200);
+      const last = await client.xrevrange(stream, '+', '-', 'COUNT', 1);
+      expect(JSON.parse(last[0]![1][1]!)).toMatchObject({ v: 1, lid: 12, value: 0.5 });
+    } finally {
+      client.disconnect();
+    }
+  });
+
+  it('discovery carries each control’s aggregate, so an app can say "your vote counts"', async () => {
+    const r = await fetch(`${gateways[1]!.url}/layout/${LAYOUT}`, { headers: { 'x-api-key': apiKey } });
+    const body = (await r.json()) as { controls: { lid: number; aggregate?: object }[] };
+    expect(Object.fromEntries(body.controls.map((c) => [c.lid, c.aggregate ?? null]))).toEqual({
+      1: agg('rate'), 2: agg('mean'), 3: agg('fraction'), 4: agg('votes'), 6: agg('centroid'), 10: agg('median'), 11: agg('trimmed-mean'), 12: null, 13: agg('mean'),
+    });
+  });
+});

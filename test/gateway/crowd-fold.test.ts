@@ -1,0 +1,108 @@
+// The gateway's crowd fold against a real Redis, at crowd sizes the HTTP test cannot afford: several
+// folds (one per gateway process) each take their share of a seeded random crowd of 1 to 10,000
+// participants; the bridge's merge of what they stored equals the figures computed offline. The
+// stream holds summaries only, bounded by fold ticks x processes. Rerun with FUZZ_SEED=<seed>.
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { mergeSummaries } from '../../bridge/crowd.js';
+import { ActionLog } from '../../gateway/actions/action-log.js';
+import { CrowdFold, type AggregatedControl } from '../../gateway/actions/crowd-fold.js';
+import { RedisKeys } from '../../gateway/store/keys.js';
+import type { CrowdSummary } from '../../schemas/aggregate.js';
+import { decodeStreamEntry } from '../../schemas/action-entry.js';
+import { CROWD_LAYOUT, CROWD_MODES, CROWD_WINDOW_MS, offlineCrowd, participantRounds, type CrowdAction } from '../helpers/crowd.js';
+import { randomPrefix, useRedis } from '../helpers/redis.js';
+import { fuzzSeed, seededRandom } from '../helpers/seeded-random.js';
+
+const redis = useRedis();
+const seed = fuzzSeed();
+const FOLD_MS = 10;
+const controls = new Map(CROWD_LAYOUT.pages[0]!.controls.map((c) => [c.lid, c as AggregatedControl]));
+let client: Redis;
+beforeAll(() => {
+  client = new Redis(redis.get().server.url);
+});
+afterAll(() => client.disconnect());
+
+/** The summaries in a stream, decoded (and checked against the schema). */
+async function summariesIn(keys: RedisKeys, layoutId: string): Promise<CrowdSummary[]> {
+  return (await client.xrange(keys.actions(layoutId), '-', '+')).map(([id, fields]) => {
+    const d = decodeStreamEntry(fields);
+    if (!d.ok || !('summary' in d)) throw new Error(`entry ${id} is not a valid summary: ${JSON.stringify(d)}`);
+    return d.summary;
+  });
+}
+
+/** What a bridge would hold: the newest summary of each source, by lid. */
+function newestBySource(summaries: CrowdSummary[]): Map<number, CrowdSummary[]> {
+  const newest = new Map<string, CrowdSummary>();
+  for (const s of summaries) {
+    const key = `${s.lid} ${s.source}`;
+    if ((newest.get(key)?.seq ?? -1) < s.seq) newest.set(key, s);
+  }
+  const out = new Map<number, CrowdSummary[]>();
+  for (const s of newest.values()) out.set(s.lid, [...(out.get(s.lid) ?? []), s]);
+  return out;
+}
+
+describe(`crowd fold (seed ${seed})`, () => {
+  const random = seededRandom(seed);
+  const sizes = [1, 10_000, 2 + Math.floor(random() * 500), 2 + Math.floor(random() * 9_998)];
+
+  it.each(sizes)('folds a crowd of %i over several gateway processes into summaries whose merge equals the offline figures', async (participants) => {
+    const keys = new RedisKeys(randomPrefix());
+    const layoutId = CROWD_LAYOUT.layoutId;
+    const processes = 2 + Math.floor(random() * 3);
+    const folds = Array.from({ length: processes }, (_, g) => new CrowdFold(new ActionLog(client, keys, 1_000_000), `gw-${g}`, FOLD_MS));
+    try {
+      const actions: CrowdAction[] = [];
+      const started = performance.now();
+      const pending: Promise<void>[] = [];
+      for (let p = 0; p < participants; p++) {
+        const fold = folds[p % processes]!; // one participant, one gateway process: counted once
+        for (const round of participantRounds(random, p)) {
+          actions.push(...round);
+          for (const a of round) pending.push(fold.add(layoutId, controls.get(a.lid)!, `sub-${p}`, a.value as never, Date.now()));
+        }
+      }
+      await Promise.all(pending);
+      const ticks = Math.ceil((performance.now() - started) / FOLD_MS) + 1;
+      const summaries = await summariesIn(keys, layoutId);
+      // bounded load: at most one summary per control, fold tick and process, however many actions
+      expect(summaries.length).toBeLessThanOrEqual(ticks * processes * Object.keys(CROWD_MODES).length);
+      expect(summaries.length).toBeLessThan(Math.max(actions.length, Object.keys(CROWD_MODES).length * processes + 1));
+      const expected = offlineCrowd(actions, CROWD_MODES, CROWD_WINDOW_MS, { 4: 3 });
+      const merged = newestBySource(summaries);
+      for (const [address, e] of Object.entries(expected)) {
+        const lid = Number(address.slice(1));
+        const v = mergeSummaries(merged.get(lid)!);
+        const tolerance = e.mode === 'median' || e.mode === 'trimmed-mean' ? 0.01 : 1e-9;
+        expect(v.n, `${address} ${e.mode} n`).toBe(e.n);
+        e.value.forEach((x, k) => expect(Math.abs(v.value[k]! - x), `${address} ${e.mode}[${k}]: merged ${v.value[k]}, offline ${x}`).toBeLessThanOrEqual(tolerance));
+        if (e.sd !== undefined) expect(Math.abs(v.sd! - e.sd), `${address} sd`).toBeLessThanOrEqual(1e-9);
+      }
+    } finally {
+      for (const f of folds) f.stop();
+    }
+  }, 60_000);
+
+  it('lets a value go when its window ends: the next summary counts nobody, and then the fold falls silent', async () => {
+    const keys = new RedisKeys(randomPrefix());
+    const short = { ...controls.get(2)!, aggregate: { mode: 'mean' as const, windowMs: 100 } };
+    const fold = new CrowdFold(new ActionLog(client, keys, 1000), 'gw-short', FOLD_MS);
+    try {
+      const at = Date.now();
+      await fold.add('show', short, 'sub-1', 0.25, at);
+      await new Promise((r) => setTimeout(r, 300));
+      const summaries = await summariesIn(keys, 'show');
+      expect(summaries.map((s) => [s.n, s.sum])).toEqual([
+        [1, 0.25],
+        [0, 0],
+      ]);
+      expect(summaries[1]!.ts - at).toBeGreaterThanOrEqual(100);
+      expect(summaries[1]!.ts - at).toBeLessThan(100 + 5 * FOLD_MS + 100); // one tick after the window, give or take a busy machine
+    } finally {
+      fold.stop();
+    }
+  });
+});
