@@ -230,8 +230,8 @@ export function rssMiB(pid: number): number {
   return m ? Number(m[1]) / 1024 : NaN;
 }
 
-/** A team, the demo layout and an API key, written straight to Redis (a URL, or a cluster's seeds). */
-export async function seedDemo(redis: string | RedisTarget, prefix = 'ac:'): Promise<{ apiKey: string; layoutId: string }> {
+/** A team, the demo layout (and `moreLayouts`) and an API key, written straight to Redis (a URL, or a cluster's seeds). */
+export async function seedDemo(redis: string | RedisTarget, prefix = 'ac:', moreLayouts: readonly object[] = []): Promise<{ apiKey: string; layoutId: string }> {
   const { createStores } = await import('../gateway/store/stores.js');
   const { DEMO_LAYOUT_FILE } = await import('../gateway/demo/seed.js');
   const admin = createRedisClient(typeof redis === 'string' ? { url: redis } : redis, { name: 'bench-seed', commandTimeoutMs: 5000, reconnectStepMs: 100, maxReconnectDelayMs: 100 });
@@ -240,6 +240,7 @@ export async function seedDemo(redis: string | RedisTarget, prefix = 'ac:'): Pro
     const stores = createStores(admin, prefix);
     const team = await stores.teams.create('bench');
     await stores.layouts.import(team.teamId, JSON.parse(readFileSync(DEMO_LAYOUT_FILE, 'utf8')));
+    for (const layout of moreLayouts) await stores.layouts.import(team.teamId, layout);
     const key = await stores.apiKeys.create(team.teamId, { name: 'bench' });
     return { apiKey: key.apiKey, layoutId: 'demo-show' };
   } finally {

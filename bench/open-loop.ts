@@ -21,6 +21,8 @@ export interface OpenLoopSpec {
   connections: number;
   /** sent in rotation */
   requests: readonly BuiltRequest[];
+  /** when given (length ≥ rate × durationSec), each request's write time, ms since the epoch, at its index */
+  writtenAt?: Float64Array;
 }
 
 const HEADER_END = Buffer.from('\r\n\r\n');
@@ -109,6 +111,7 @@ export async function openLoop(spec: OpenLoopSpec): Promise<LoadResult> {
     if (i === undefined) return;
     const scheduled = start + (i * 1000) / spec.rate;
     const written = performance.now();
+    if (spec.writtenAt) spec.writtenAt[i] = performance.timeOrigin + written;
     conn.send(wire[i % wire.length]!, (status) => {
       const now = performance.now();
       latencies[i] = now - written;

@@ -15,6 +15,7 @@ const BRIDGE = fileURLToPath(new URL('../bridge/main.js', import.meta.url));
 const BARE = fileURLToPath(new URL('./bare-uws.js', import.meta.url));
 const BRIDGE_BENCH = fileURLToPath(new URL('./bridge.js', import.meta.url));
 const SCALE_BENCH = fileURLToPath(new URL('./scale.js', import.meta.url));
+const CROWD_BENCH = fileURLToPath(new URL('./crowd.js', import.meta.url));
 const CONNECTIONS = 100;
 
 interface Row {
@@ -190,6 +191,26 @@ async function main(): Promise<void> {
       row(`bridge drain, ${tickHz} Hz, ≤ ${perTick}/tick`, `${rate} messages/s, tick lateness p50 ${p50} / p99 ${p99} / max ${max} ms`, '≥ 50k messages/s with lateness p99 ≤ 1 ms', rate >= 50_000 && p99 <= 1);
     }
   }
+
+  progress('crowd aggregation, with and without (bench/crowd.ts)');
+  const { stdout: crowd } = await promisify(execFile)(process.execPath, [CROWD_BENCH], { maxBuffer: 1 << 20, timeout: 300_000 });
+  raw.crowd = crowd;
+  const maxRow = (layout: string) => new RegExp(`^\\| ${layout} \\([a-z]+\\) \\| (\\d+) \\| (\\d+) \\| ([\\d.]+) \\|`, 'm').exec(crowd);
+  const [plainMax, crowdMax] = [maxRow('demo-show'), maxRow('crowd-show')];
+  if (plainMax && crowdMax) {
+    row('crowd aggregation: the most wrk generates into one layout (bench:crowd)', `aggregated (median): ${crowdMax[1]} actions/s in, ${crowdMax[2]} entries/s into Redis, bridge ${crowdMax[3]} of a core; plain: ${plainMax[1]} actions/s, ${plainMax[2]} entries/s, bridge ${plainMax[3]}`, '≤ 100 entries/s (1000 / 10 ms fold ticks × 1 process)', Number(crowdMax[2]) <= 100);
+  }
+  const doubling = [...crowd.matchAll(/^\| crowd-show \| (idle, 3 s|\d+\/s) \| [^|]+ \| (\d+) \| [^|]+ \| ([\d.]+) \|$/gm)];
+  if (doubling.length === 3) {
+    const [idle, once, twice] = doubling.map((m) => Number(m[3]));
+    row('crowd aggregation: bridge CPU as the action rate doubles (bench:crowd)', `idle ${idle}, ${doubling[1]![1]} ${once}, ${doubling[2]![1]} ${twice} of a core; entries/s ${doubling[1]![2]} and ${doubling[2]![2]}`, 'flat', twice! <= once! * 1.2 && twice! <= idle! * 1.5);
+  }
+  for (const m of crowd.matchAll(/aggregated p99 − plain p99 \| \| (-?[\d.]+)/g)) {
+    const hz = m.index < crowd.indexOf('| 1000 Hz |') ? 100 : 1000;
+    row(`crowd aggregation: end to end at 2,000 presses/s, bridge ${hz} Hz (bench:crowd)`, `aggregated p99 − plain p99 = ${m[1]} ms`, '≤ 10 ms (one fold tick)', Number(m[1]) <= 10);
+  }
+  const twice = /merged n = (\d+) for (\d+) participants: ([\d.]+) % counted twice/.exec(crowd);
+  if (twice) row('crowd aggregation: counted twice with GATEWAY_WORKERS=2 (bench:crowd)', `${twice[3]} % of ${twice[2]} participants whose 3 actions each went over shared connections (n = ${twice[1]})`, 'report', null);
 
   // Scaling: 1 and 2 gateway workers, and a Redis Cluster (bench/scale.ts). Not pinned: two workers
   // need both cores, so this process is moved back to both first (its children inherit that).

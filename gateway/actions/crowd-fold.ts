@@ -7,7 +7,7 @@
 // fold ticks x gateway processes, whatever the crowd's size.
 import { HIST_BINS, windowMsOf, type Aggregate, type AggregateMode, type CrowdSummary } from '../../schemas/aggregate.js';
 import { encodeCrowdSummary } from '../../schemas/action-entry.js';
-import type { ActionValue, Control } from '../../schemas/types.js';
+import type { ActionValue, Control, ControlType } from '../../schemas/types.js';
 import { AppError } from '../errors.js';
 import type { ActionLog } from './action-log.js';
 import { entryId } from './entry-id.js';
@@ -20,10 +20,69 @@ interface Waiter {
   reject: (e: unknown) => void;
 }
 
+/**
+ * What is in a window, kept up to date as values come and go (O(1) an action, O(bins) a summary).
+ * A float sum keeps a rounding error of about 1e-16 per add or remove (a million changes move a
+ * mean by about 1e-10); it starts again from exactly 0 whenever the window empties.
+ */
+class Figures {
+  n = 0;
+  sum = 0;
+  sumSq = 0;
+  sumX = 0;
+  sumY = 0;
+  readonly hist = new Array<number>(HIST_BINS).fill(0);
+  readonly histSum = new Array<number>(HIST_BINS).fill(0);
+  readonly votes: number[];
+
+  constructor(
+    private readonly type: ControlType,
+    options: number,
+  ) {
+    this.votes = new Array<number>(options).fill(0);
+  }
+
+  /** Counts a value in (sign 1) or out (sign -1). */
+  apply(value: ActionValue, sign: 1 | -1): void {
+    this.n += sign;
+    switch (this.type) {
+      case 'Toggle':
+        if (value === true) this.sum += sign;
+        return;
+      case 'Index':
+        this.votes[value as number]! += sign; // an option index: checked against the layout before it gets here
+        return;
+      case 'XYPad':
+        this.sumX += sign * (value as [number, number])[0];
+        this.sumY += sign * (value as [number, number])[1];
+        return;
+      case 'Slider': {
+        const v = value as number;
+        this.sum += sign * v;
+        this.sumSq += sign * v * v;
+        const b = Math.round(v * (HIST_BINS - 1));
+        this.hist[b]! += sign;
+        this.histSum[b]! += sign * v;
+        return;
+      }
+      default:
+        return; // Button presses are counted by the window itself
+    }
+  }
+
+  reset(): void {
+    this.n = this.sum = this.sumSq = this.sumX = this.sumY = 0;
+    this.hist.fill(0);
+    this.histSum.fill(0);
+    this.votes.fill(0);
+  }
+}
+
 /** One control's window in this process. */
 class ControlWindow {
   /** each participant's latest value and when it came, oldest first (an update moves it to the end) */
   private readonly latest = new Map<string, { value: ActionValue; at: number }>();
+  private readonly figures: Figures;
   /** Button: press times within the window, oldest first, and each presser's last press */
   private readonly presses: number[] = [];
   private pressHead = 0;
@@ -36,7 +95,9 @@ class ControlWindow {
     readonly layoutId: string,
     readonly control: AggregatedControl,
     readonly windowMs: number,
-  ) {}
+  ) {
+    this.figures = new Figures(control.type, control.options?.length ?? 0);
+  }
 
   /** Nobody in the window (and the summary saying so is out, unless dirty). */
   summaryIsEmpty(): boolean {
@@ -53,8 +114,13 @@ class ControlWindow {
       this.pressers.delete(sub);
       this.pressers.set(sub, at);
     } else {
-      this.latest.delete(sub);
+      const prev = this.latest.get(sub);
+      if (prev) {
+        this.latest.delete(sub);
+        this.figures.apply(prev.value, -1);
+      }
       this.latest.set(sub, { value, at });
+      this.figures.apply(value, 1);
     }
     this.dirty = true;
   }
@@ -65,8 +131,10 @@ class ControlWindow {
     for (const [sub, v] of this.latest) {
       if (v.at > from) break;
       this.latest.delete(sub);
+      this.figures.apply(v.value, -1);
       this.dirty = true;
     }
+    if (this.latest.size === 0 && this.figures.n === 0) this.figures.reset(); // empty: exactly zero again
     for (const [sub, at] of this.pressers) {
       if (at > from) break;
       this.pressers.delete(sub);
@@ -82,6 +150,7 @@ class ControlWindow {
   /** The mergeable figures of what is in the window now. */
   summary(source: string, now: number): CrowdSummary {
     const c = this.control;
+    const f = this.figures;
     const head = {
       v: 2 as const,
       kind: 'summary' as const,
@@ -96,44 +165,21 @@ class ControlWindow {
       seq: ++this.seq,
       ts: now,
     };
-    const values = [...this.latest.values()].map((v) => v.value);
     switch (this.mode) {
       case 'rate':
         return { ...head, n: this.pressers.size, sum: this.presses.length - this.pressHead };
       case 'fraction':
-        return { ...head, n: values.length, sum: values.filter((v) => v === true).length };
-      case 'votes': {
-        const votes = new Array<number>(c.options?.length ?? 0).fill(0);
-        for (const v of values) votes[v as number]!++;
-        return { ...head, n: values.length, votes };
-      }
-      case 'centroid': {
-        let sumX = 0;
-        let sumY = 0;
-        for (const v of values) {
-          sumX += (v as [number, number])[0];
-          sumY += (v as [number, number])[1];
-        }
-        return { ...head, n: values.length, sumX, sumY };
-      }
-      default: {
-        let sum = 0;
-        let sumSq = 0;
-        for (const v of values) {
-          sum += v as number;
-          sumSq += (v as number) * (v as number);
-        }
-        const s: CrowdSummary = { ...head, n: values.length, sum, sumSq };
-        if (this.mode === 'mean') return s;
-        const hist = new Array<number>(HIST_BINS).fill(0);
-        const histSum = new Array<number>(HIST_BINS).fill(0);
-        for (const v of values) {
-          const b = Math.round((v as number) * (HIST_BINS - 1));
-          hist[b]!++;
-          histSum[b]! += v as number;
-        }
-        return this.mode === 'median' ? { ...s, hist } : { ...s, hist, histSum };
-      }
+        return { ...head, n: f.n, sum: f.sum };
+      case 'votes':
+        return { ...head, n: f.n, votes: [...f.votes] };
+      case 'centroid':
+        return { ...head, n: f.n, sumX: f.sumX, sumY: f.sumY };
+      case 'mean':
+        return { ...head, n: f.n, sum: f.sum, sumSq: Math.max(0, f.sumSq) };
+      case 'median':
+        return { ...head, n: f.n, sum: f.sum, sumSq: Math.max(0, f.sumSq), hist: [...f.hist] };
+      default:
+        return { ...head, n: f.n, sum: f.sum, sumSq: Math.max(0, f.sumSq), hist: [...f.hist], histSum: [...f.histSum] };
     }
   }
 }
