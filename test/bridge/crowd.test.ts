@@ -1,12 +1,15 @@
 // Crowd aggregation end to end: seeded random crowds send actions through three real gateway
-// processes; the bridge merges their summaries; liblo's oscdump (an independent OSC decoder) reads
-// the wire; every crowd value and its n equal what is computed offline from the same actions.
-// Rerun a failure with FUZZ_SEED=<seed>.
+// processes (and, for crowds of up to 10,000, straight into three gateway folds); the bridge merges
+// their summaries; liblo's oscdump (an independent OSC decoder) reads the wire; every crowd value
+// and its n equal what is computed offline from the same actions. Rerun a failure with FUZZ_SEED=<seed>.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Bridge } from '../../bridge/app.js';
 import { freePort } from '../../gateway/dev/redis-server.js';
+import { ActionLog } from '../../gateway/actions/action-log.js';
+import { CrowdFold, type AggregatedControl } from '../../gateway/actions/crowd-fold.js';
+import { RedisKeys } from '../../gateway/store/keys.js';
 import { createStores } from '../../gateway/store/stores.js';
 import { actionStreamKey } from '../../schemas/redis-keys.js';
 import { startTestBridge } from '../helpers/bridge.js';
@@ -22,8 +25,17 @@ let prefix: string;
 let apiKey: string;
 const gateways: GatewayProcess[] = [];
 let bridge: Bridge;
-let oscdump: ChildProcess;
-let out = '';
+/** Layouts whose streams only the in-process folds write: one per crowd size, each with its own oscdump. */
+const BIG = ['crowd-big-0', 'crowd-big-1', 'crowd-big-2'];
+const dumps: { layoutId: string; child: ChildProcess; out: string; port: number }[] = [];
+
+async function startOscdump(layoutId: string): Promise<(typeof dumps)[number]> {
+  const port = await freePort();
+  const d = { layoutId, child: spawn('oscdump', ['-L', String(port)]), out: '', port };
+  d.child.stdout.on('data', (chunk) => (d.out += chunk));
+  dumps.push(d);
+  return d;
+}
 
 beforeAll(async () => {
   prefix = randomPrefix();
@@ -34,23 +46,42 @@ beforeAll(async () => {
   apiKey = (await stores.apiKeys.create(team.teamId, { name: 'crowd' })).apiKey;
   admin.disconnect();
   for (let g = 0; g < 3; g++) gateways.push(await spawnGateway({ REDIS_URL: redis.get().server.url, REDIS_PREFIX: prefix }));
-  const port = await freePort();
-  oscdump = spawn('oscdump', ['-L', String(port)]);
-  oscdump.stdout!.on('data', (d) => (out += d));
+  for (const layoutId of [LAYOUT, ...BIG]) await startOscdump(layoutId);
   await new Promise((r) => setTimeout(r, 300));
-  ({ bridge } = await startTestBridge({ redisUrl: redis.get().server.url, prefix, layouts: [{ layoutId: LAYOUT, tickHz: 100, targets: [{ host: '127.0.0.1', port, booleans: 'int' }] }] }));
+  ({ bridge } = await startTestBridge({ redisUrl: redis.get().server.url, prefix, layouts: dumps.map((d) => ({ layoutId: d.layoutId, tickHz: 100, targets: [{ host: '127.0.0.1', port: d.port, booleans: 'int' }] })) }));
 }, 60_000);
 afterAll(async () => {
   await bridge?.stop();
-  oscdump?.kill();
+  for (const d of dumps) d.child.kill();
   for (const g of gateways) g.child.kill('SIGTERM');
 });
 
-/** The last line oscdump printed for an address: its type tags and values. */
-function lastOnWire(address: string): { tags: string; values: number[] } | null {
+/** The last line a layout's oscdump printed for an address: its type tags and values. */
+function lastOnWire(address: string, layoutId = LAYOUT): { tags: string; values: number[] } | null {
+  const out = dumps.find((d) => d.layoutId === layoutId)!.out;
   const lines = out.split('\n').map((l) => l.replace(/^[0-9a-f]{8}\.[0-9a-f]{8} /, '').trim().split(' '));
   const last = lines.filter((l) => l[0] === address).pop();
   return last ? { tags: last[1]!, values: last.slice(2).map(Number) } : null;
+}
+
+/** Waits until the wire shows the offline figures (or 10 s pass), then asserts each, saying what differs. */
+async function expectOnWire(expected: Record<string, OfflineFigure>, layoutId = LAYOUT): Promise<void> {
+  const tolerance = (e: OfflineFigure) => (e.mode === 'median' || e.mode === 'trimmed-mean' ? 0.01 : 1e-5);
+  const close = (address: string, e: OfflineFigure) => {
+    const wire = lastOnWire(address, layoutId);
+    return lastOnWire(`${address}/n`, layoutId)?.values[0] === e.n && wire !== null && e.value.every((v, k) => Math.abs(wire.values[k]! - v) <= tolerance(e));
+  };
+  await eventually(() => Object.entries(expected).every(([address, e]) => close(address, e)), 10_000).catch(() => {}); // the assertions below say what differs
+  for (const [address, e] of Object.entries(expected)) {
+    const wire = lastOnWire(address, layoutId);
+    expect(wire, `${address} ${e.mode} on the wire`).not.toBeNull();
+    expect(wire!.tags, `${address} ${e.mode}`).toBe(e.mode === 'votes' ? 'iii' : e.mode === 'centroid' ? 'ff' : 'f');
+    expect(wire!.values.length).toBe(e.value.length);
+    e.value.forEach((v, k) => expect(Math.abs(wire!.values[k]! - v), `${address} ${e.mode} [${k}]: wire ${wire!.values[k]}, offline ${v}`).toBeLessThanOrEqual(tolerance(e)));
+    expect(lastOnWire(`${address}/n`, layoutId), `${address}/n`).toEqual({ tags: 'i', values: [e.n] });
+    if (e.sd !== undefined) expect(Math.abs(lastOnWire(`${address}/sd`, layoutId)!.values[0]! - e.sd), `${address} sd`).toBeLessThanOrEqual(1e-5);
+    else expect(lastOnWire(`${address}/sd`, layoutId)).toBeNull();
+  }
 }
 
 describe(`crowd aggregation on the wire (seed ${seed})`, () => {
@@ -70,24 +101,35 @@ describe(`crowd aggregation on the wire (seed ${seed})`, () => {
         expect(answers.map((r) => r.status)).toEqual(round.map(() => 200)); // a round at a time: the last one is the latest value
       }
     }
-    const expected = offlineCrowd(actions, CROWD_MODES, WINDOW, { 4: 3 });
-    const close = (address: string, e: OfflineFigure) => {
-      const wire = lastOnWire(address);
-      const tolerance = e.mode === 'median' || e.mode === 'trimmed-mean' ? 0.01 : 1e-5;
-      return lastOnWire(`${address}/n`)?.values[0] === e.n && wire !== null && e.value.every((v, k) => Math.abs(wire.values[k]! - v) <= tolerance);
-    };
-    await eventually(() => Object.entries(expected).every(([address, e]) => close(address, e)), 10_000).catch(() => {}); // the assertions below say what differs
-    for (const [address, e] of Object.entries(expected)) {
-      const wire = lastOnWire(address)!;
-      const tolerance = e.mode === 'median' || e.mode === 'trimmed-mean' ? 0.01 : 1e-5;
-      expect(wire.tags, `${address} ${e.mode}`).toBe(e.mode === 'votes' ? 'iii' : e.mode === 'centroid' ? 'ff' : 'f');
-      expect(wire.values.length).toBe(e.value.length);
-      e.value.forEach((v, k) => expect(Math.abs(wire.values[k]! - v), `${address} ${e.mode} [${k}]: wire ${wire.values[k]}, offline ${v}`).toBeLessThanOrEqual(tolerance));
-      expect(lastOnWire(`${address}/n`)!.tags).toBe('i');
-      if (e.sd !== undefined) expect(Math.abs(lastOnWire(`${address}/sd`)!.values[0]! - e.sd), `${address} sd`).toBeLessThanOrEqual(1e-5);
-      else expect(lastOnWire(`${address}/sd`)).toBeNull();
-    }
+    await expectOnWire(offlineCrowd(actions, CROWD_MODES, WINDOW, { 4: 3 }));
   }, 60_000);
+
+  const random = seededRandom(seed + 1);
+  it.each([1, 10_000, 2 + Math.floor(random() * 5_000)].map((size, i) => [size, BIG[i]!] as const))(
+    'sends the figures of a crowd of %i folded by three gateway folds, as the wire shows them',
+    async (participants, layoutId) => {
+      const keys = new RedisKeys(prefix);
+      const client = new Redis(redis.get().server.url);
+      const folds = [0, 1, 2].map((g) => new CrowdFold(new ActionLog(client, keys, 1_000_000), `gw-${layoutId}-${g}`, 10));
+      const controls = new Map(CROWD_LAYOUT.pages[0]!.controls.map((c) => [c.lid, c as AggregatedControl]));
+      try {
+        const actions: CrowdAction[] = [];
+        const pending: Promise<void>[] = [];
+        for (let p = 0; p < participants; p++) {
+          for (const round of participantRounds(random, p)) {
+            actions.push(...round);
+            for (const a of round) pending.push(folds[p % 3]!.add(layoutId, controls.get(a.lid)!, `sub-${p}`, a.value as never, Date.now()));
+          }
+        }
+        await Promise.all(pending);
+        await expectOnWire(offlineCrowd(actions, CROWD_MODES, WINDOW, { 4: 3 }), layoutId);
+      } finally {
+        for (const f of folds) f.stop();
+        client.disconnect();
+      }
+    },
+    60_000,
+  );
 
   it('appends summaries, never one entry per action, and answers 200 only once the summary is stored', async () => {
     const stream = actionStreamKey(prefix, LAYOUT);
