@@ -257,6 +257,15 @@ describe('keys and layouts of the team', () => {
     expect(put.body).toEqual({ layoutId: 'new-show', replaced: false });
     expect((await a.req('PUT', '/admin/api/layouts/new-show', { ...DEMO_LAYOUT, layoutId: 'other' })).body.error.code).toBe('invalid_layout');
     expect((await a.req('PUT', '/admin/api/layouts/new-show', { ...DEMO_LAYOUT, layoutId: 'new-show', activePageId: 'ghost' })).body.error.code).toBe('invalid_layout');
+    // crowd aggregation that does not fit: 400 naming the control and what is allowed; the stored layout is unchanged
+    const crowd = structuredClone(DEMO_LAYOUT) as unknown as { layoutId: string; pages: { controls: Record<string, unknown>[] }[] };
+    crowd.layoutId = 'new-show';
+    crowd.pages[0]!.controls[2]!.aggregate = { mode: 'mean' };
+    const refused = await a.req('PUT', '/admin/api/layouts/new-show', crowd);
+    expect([refused.status, refused.body.error.code]).toEqual([400, 'invalid_layout']);
+    expect(refused.body.error.message).toBe('layout.pages[0].controls[2] (page "main" lid 3, Toggle): aggregate mode "mean" does not fit a Toggle control; allowed: fraction');
+    crowd.pages[0]!.controls[2]!.aggregate = { mode: 'fraction', windowMs: 5000 };
+    expect((await a.req('PUT', '/admin/api/layouts/new-show', crowd)).body).toEqual({ layoutId: 'new-show', replaced: true });
   });
 
   it.each([
