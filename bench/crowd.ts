@@ -9,16 +9,18 @@
 // 3. End to end at 2,000/s (bridge at 100 and 1,000 Hz): when does the wire first count a press?
 //    For both layouts the k-th press (in write order) counts as delivered once the wire has shown
 //    k presses: the k-th /001 message for demo-show, a crowd rate of k presses for crowd-show.
-// 4. Counted twice: with GATEWAY_WORKERS=2 and each participant's requests spread over 50
-//    connections (the worst case: a phone that reconnects for every request), how many
-//    participants the merged summaries count against how many there were.
+// 4. Counted twice: with GATEWAY_WORKERS=2, how many participants the merged summaries count
+//    against how many there were: each participant's requests spread over 50 shared connections
+//    (the worst case: a phone that reconnects for every request), and each participant on one
+//    keep-alive connection of its own (as a phone's app does).
 import { createSocket } from 'node:dgram';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { Redis } from 'ioredis';
 import { fromBuffer, type OscPacketOutput } from 'osc-min';
-import { mergeSummaries } from '../bridge/crowd.js';
+import { Agent as HttpAgent, request as httpRequest } from 'node:http';
+import { mergeSummaries, type CrowdValue } from '../bridge/crowd.js';
 import { DEMO_LAYOUT_FILE } from '../gateway/demo/seed.js';
 import { decodeStreamEntry } from '../schemas/action-entry.js';
 import type { CrowdSummary } from '../schemas/aggregate.js';
@@ -204,15 +206,25 @@ async function main(): Promise<void> {
     const requests = actionRequests(fresh, CROWD, participants * 3, (i) => ({ lid: 2, type: 'Slider', value: (i % 101) / 100 }));
     await openLoop({ name: 'workers', url: workers.url, rate: 3000, durationSec: (participants * 3) / 3000, connections: 50, requests });
     await new Promise((res) => setTimeout(res, 300));
-    const summaries = (await admin.xrange(key, `(${from}`, '+'))
-      .map(([, f]) => decodeStreamEntry(f))
-      .flatMap((d) => (d.ok && 'summary' in d ? [d.summary] : []))
-      .filter((s) => s.lid === 2);
-    const newest = new Map<string, CrowdSummary>();
-    for (const s of summaries) if ((newest.get(s.source)?.seq ?? -1) < s.seq) newest.set(s.source, s);
-    const merged = mergeSummaries([...newest.values()]);
+    const merged = newestMerged(await admin.xrange(key, `(${from}`, '+'), 2);
+    say(`${participants} participants, 3 actions each over 50 shared connections (a participant's actions can reach either worker): merged n = ${merged.n} for ${participants} participants: ${(100 * (merged.n / participants - 1)).toFixed(1)} % counted twice.`);
+    // As phones do: each participant keeps one keep-alive connection for its actions (on lid 1, a fresh count).
+    progress('counted twice, one connection per participant');
+    const phones = await mintTokens(workers.url, seed.apiKey, CROWD, participants);
+    const mark = (await admin.xrevrange(key, '+', '-', 'COUNT', 1))[0]?.[0] ?? '0-0';
+    for (let i = 0; i < participants; i += 100) {
+      await Promise.all(
+        phones.slice(i, i + 100).map(async (token) => {
+          const agent = new HttpAgent({ keepAlive: true, maxSockets: 1 });
+          for (let k = 0; k < 3; k++) await post(workers.url, token, { layoutId: CROWD, lid: 1, type: 'Button' }, agent);
+          agent.destroy();
+        }),
+      );
+    }
+    await new Promise((res) => setTimeout(res, 300));
+    const onePerPhone = newestMerged(await admin.xrange(key, `(${mark}`, '+'), 1);
     await stopChild(workers.child);
-    say(`${participants} participants, 3 actions each over 50 shared connections (a participant's actions can reach either worker): ${newest.size} gateway processes sent summaries; merged n = ${merged.n} for ${participants} participants: ${(100 * (merged.n / participants - 1)).toFixed(1)} % counted twice.`);
+    say(`${participants} participants, 3 presses each over one keep-alive connection of their own: merged n = ${onePerPhone.n} for ${participants} participants: ${(100 * (onePerPhone.n / participants - 1)).toFixed(1)} % counted twice.`);
   } finally {
     admin.disconnect();
     await redis.stop();
@@ -222,6 +234,28 @@ async function main(): Promise<void> {
   const file = `bench/results/crowd-${new Date().toISOString().replace(/[:.]/g, '-')}.md`;
   writeFileSync(file, `# bench:crowd\n\n${text}`);
   process.stdout.write(`${text}\nwritten: ${file}\n`);
+}
+
+/** The merged value of one control from stream entries: the newest summary of each source. */
+function newestMerged(entries: [string, string[]][], lid: number): CrowdValue {
+  const newest = new Map<string, CrowdSummary>();
+  for (const [, f] of entries) {
+    const d = decodeStreamEntry(f);
+    if (d.ok && 'summary' in d && d.summary.lid === lid && (newest.get(d.summary.source)?.seq ?? -1) < d.summary.seq) newest.set(d.summary.source, d.summary);
+  }
+  return mergeSummaries([...newest.values()]);
+}
+
+/** One POST /action on the given keep-alive agent. */
+function post(url: string, token: string, body: object, agent: HttpAgent): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const req = httpRequest(`${url}/action`, { method: 'POST', agent, headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` } }, (res) => {
+      res.resume();
+      res.on('end', () => (res.statusCode === 200 ? resolve() : reject(new Error(`status ${res.statusCode}`))));
+    });
+    req.on('error', reject);
+    req.end(JSON.stringify(body));
+  });
 }
 
 main().catch((e: unknown) => {
