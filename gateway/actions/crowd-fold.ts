@@ -78,14 +78,44 @@ class Figures {
   }
 }
 
+/** Presses are counted in buckets of this many ms: a press leaves the window up to this much early. */
+export const PRESS_BUCKET_MS = 10;
+
+/**
+ * Button presses within a window, counted per PRESS_BUCKET_MS bucket, so memory is bounded by the
+ * window (at most 60,000 buckets for 10 minutes) however fast anyone presses.
+ */
+class PressBuckets {
+  /** [bucket number, presses in it], oldest first */
+  private readonly buckets: [number, number][] = [];
+  private head = 0;
+  total = 0;
+
+  add(at: number): void {
+    const bucket = Math.floor(at / PRESS_BUCKET_MS);
+    const last = this.buckets[this.buckets.length - 1];
+    if (last && last[0] >= bucket) last[1]++; // the same bucket (or a clock step back): counted with the newest
+    else this.buckets.push([bucket, 1]);
+    this.total++;
+  }
+
+  /** Drops the buckets that began at or before `from`. */
+  expire(from: number): void {
+    while (this.head < this.buckets.length && this.buckets[this.head]![0] * PRESS_BUCKET_MS <= from) this.total -= this.buckets[this.head++]![1];
+    if (this.head > 1024 && this.head * 2 > this.buckets.length) {
+      this.buckets.splice(0, this.head);
+      this.head = 0;
+    }
+  }
+}
+
 /** One control's window in this process. */
 class ControlWindow {
   /** each participant's latest value and when it came, oldest first (an update moves it to the end) */
   private readonly latest = new Map<string, { value: ActionValue; at: number }>();
   private readonly figures: Figures;
   /** Button: press times within the window, oldest first, and each presser's last press */
-  private readonly presses: number[] = [];
-  private pressHead = 0;
+  private readonly presses = new PressBuckets();
   private readonly pressers = new Map<string, number>();
   private seq = 0;
   dirty = false;
@@ -110,7 +140,7 @@ class ControlWindow {
 
   add(sub: string, value: ActionValue, at: number): void {
     if (this.mode === 'rate') {
-      this.presses.push(at);
+      this.presses.add(at);
       this.pressers.delete(sub);
       this.pressers.set(sub, at);
     } else {
@@ -140,11 +170,7 @@ class ControlWindow {
       this.pressers.delete(sub);
       this.dirty = true;
     }
-    while (this.pressHead < this.presses.length && this.presses[this.pressHead]! <= from) this.pressHead++;
-    if (this.pressHead > 1024 && this.pressHead * 2 > this.presses.length) {
-      this.presses.splice(0, this.pressHead); // keeps the array from growing with every press ever made
-      this.pressHead = 0;
-    }
+    this.presses.expire(from);
   }
 
   /** The mergeable figures of what is in the window now. */
@@ -167,7 +193,7 @@ class ControlWindow {
     };
     switch (this.mode) {
       case 'rate':
-        return { ...head, n: this.pressers.size, sum: this.presses.length - this.pressHead };
+        return { ...head, n: this.pressers.size, sum: this.presses.total };
       case 'fraction':
         return { ...head, n: f.n, sum: f.sum };
       case 'votes':

@@ -86,6 +86,25 @@ describe(`crowd fold (seed ${seed})`, () => {
     }
   }, 60_000);
 
+  it('counts presses in the window, and lets them go when it ends', async () => {
+    const keys = new RedisKeys(randomPrefix());
+    const button = { ...controls.get(1)!, aggregate: { mode: 'rate' as const, windowMs: 200 } };
+    const fold = new CrowdFold(new ActionLog(client, keys, 1000), 'gw-rate', FOLD_MS);
+    try {
+      const at = Date.now();
+      await Promise.all([...Array.from({ length: 1000 }, () => fold.add('show', button, 'sub-1', null, at)), fold.add('show', button, 'sub-2', null, at)]);
+      await new Promise((r) => setTimeout(r, 450));
+      const summaries = await summariesIn(keys, 'show');
+      expect(summaries.map((s) => [s.n, s.sum])).toEqual([
+        [2, 1001],
+        [0, 0],
+      ]);
+      expect(summaries[1]!.ts - at).toBeGreaterThanOrEqual(200 - 10); // presses leave with their 10 ms bucket
+    } finally {
+      fold.stop();
+    }
+  });
+
   it('lets a value go when its window ends: the next summary counts nobody, and then the fold falls silent', async () => {
     const keys = new RedisKeys(randomPrefix());
     const short = { ...controls.get(2)!, aggregate: { mode: 'mean' as const, windowMs: 100 } };
