@@ -155,6 +155,22 @@ describe(`crowd aggregation on the wire (seed ${seed})`, () => {
     }
   });
 
+  it('refuses what does not fit an aggregated control as for any control, and checks an Idempotency-Key only for its form', async () => {
+    const token = await mintToken(gateways[2]!, LAYOUT, apiKey);
+    const send = (body: object, headers: Record<string, string> = {}) => postAction(gateways[2]!, token, { layoutId: LAYOUT, ...body }, headers);
+    const codes = async (body: object, headers?: Record<string, string>) => {
+      const r = await send(body, headers);
+      return [r.status, r.body.error?.code ?? null];
+    };
+    expect(await codes({ lid: 4, type: 'Index', value: 3 })).toEqual([400, 'invalid_value']);
+    expect(await codes({ lid: 2, type: 'Slider', value: 1.5 })).toEqual([400, 'invalid_value']);
+    expect(await codes({ lid: 2, type: 'Toggle', value: true })).toEqual([400, 'type_mismatch']);
+    expect(await codes({ lid: 6, type: 'XYPad', value: [0.5] })).toEqual([400, 'invalid_value']);
+    expect(await codes({ lid: 3, type: 'Toggle', value: true }, { 'idempotency-key': 'has space' })).toEqual([400, 'idempotency_key_invalid']);
+    expect(await codes({ lid: 3, type: 'Toggle', value: true }, { 'idempotency-key': 'k-1' })).toEqual([200, null]);
+    expect(await codes({ lid: 3, type: 'Toggle', value: true }, { 'idempotency-key': 'k-1' })).toEqual([200, null]);
+  });
+
   it('discovery carries each control’s aggregate, so an app can say "your vote counts"', async () => {
     const r = await fetch(`${gateways[1]!.url}/layout/${LAYOUT}`, { headers: { 'x-api-key': apiKey } });
     const body = (await r.json()) as { controls: { lid: number; aggregate?: object }[] };
