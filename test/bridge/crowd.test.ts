@@ -158,9 +158,9 @@ describe(`crowd aggregation on the wire (seed ${seed})`, () => {
   it('refuses what does not fit an aggregated control as for any control, and checks an Idempotency-Key only for its form', async () => {
     const token = await mintToken(gateways[2]!, LAYOUT, apiKey);
     const send = (body: object, headers: Record<string, string> = {}) => postAction(gateways[2]!, token, { layoutId: LAYOUT, ...body }, headers);
-    const codes = async (body: object, headers?: Record<string, string>) => {
+    const codes = async (body: object, headers?: Record<string, string>): Promise<[number, string | null]> => {
       const r = await send(body, headers);
-      return [r.status, r.body.error?.code ?? null];
+      return [r.status, (r.body as { error?: { code: string } }).error?.code ?? null];
     };
     expect(await codes({ lid: 4, type: 'Index', value: 3 })).toEqual([400, 'invalid_value']);
     expect(await codes({ lid: 2, type: 'Slider', value: 1.5 })).toEqual([400, 'invalid_value']);
