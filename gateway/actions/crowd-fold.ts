@@ -210,6 +210,12 @@ class ControlWindow {
   }
 }
 
+/** Whether a window still fits its control (a re-import may have changed type, mode, window, address or options). */
+function sameShape(w: ControlWindow, c: AggregatedControl): boolean {
+  const was = w.control;
+  return was.type === c.type && was.aggregate.mode === c.aggregate.mode && w.windowMs === windowMsOf(c.aggregate) && was.address === c.address && was.options?.length === c.options?.length;
+}
+
 export class CrowdFold {
   private readonly windows = new Map<string, ControlWindow>();
   private timer: NodeJS.Timeout | null = null;
@@ -227,9 +233,12 @@ export class CrowdFold {
   add(layoutId: string, control: AggregatedControl, sub: string, value: ActionValue, at: number): Promise<void> {
     const key = `${layoutId}\u0000${control.lid}`;
     let w = this.windows.get(key);
-    // a re-imported layout may change the control: its window starts again
-    if (!w || w.control.aggregate.mode !== control.aggregate.mode || w.windowMs !== windowMsOf(control.aggregate) || w.control.address !== control.address || w.control.options?.length !== control.options?.length) {
+    if (!w || !sameShape(w, control)) {
+      // a re-imported layout changed the control: its window starts again, and the actions still
+      // waiting for the old one's summary are answered with the new one's
+      const waiting = w?.waiters ?? [];
       w = new ControlWindow(layoutId, control, windowMsOf(control.aggregate));
+      w.waiters = waiting;
       this.windows.set(key, w);
     }
     w.add(sub, value, at);

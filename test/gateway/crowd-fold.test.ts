@@ -86,6 +86,22 @@ describe(`crowd fold (seed ${seed})`, () => {
     }
   }, 60_000);
 
+  it('starts a window again when a re-import changes the control, and still answers the actions that waited for the old one', async () => {
+    const keys = new RedisKeys(randomPrefix());
+    const fold = new CrowdFold(new ActionLog(client, keys, 1000), 'gw-reimport', FOLD_MS);
+    try {
+      const asMean = { ...controls.get(2)!, aggregate: { mode: 'mean' as const, windowMs: 60_000 } };
+      const asMedian = { ...asMean, aggregate: { mode: 'median' as const, windowMs: 60_000 } };
+      const before = fold.add('show', asMean, 'sub-1', 0.2, Date.now());
+      const after = fold.add('show', asMedian, 'sub-2', 0.8, Date.now()); // the same turn: no fold tick between
+      await Promise.all([before, after]);
+      const summaries = await summariesIn(keys, 'show');
+      expect(summaries.map((s) => [s.mode, s.n, s.sum])).toEqual([['median', 1, 0.8]]);
+    } finally {
+      fold.stop();
+    }
+  });
+
   it('counts presses in the window, and lets them go when it ends', async () => {
     const keys = new RedisKeys(randomPrefix());
     const button = { ...controls.get(1)!, aggregate: { mode: 'rate' as const, windowMs: 200 } };
