@@ -262,8 +262,15 @@ export class CrowdFold {
       w.dirty = false;
       const waiters = w.waiters;
       w.waiters = [];
-      const summary = w.summary(this.source, now);
-      this.log.appendPayload(w.layoutId, encodeCrowdSummary(summary)).then(
+      let payload: string;
+      try {
+        payload = encodeCrowdSummary(w.summary(this.source, now));
+      } catch (e) {
+        // a bug, not the crowd's fault: these actions get a 500 and the fold goes on
+        for (const x of waiters) x.reject(e);
+        continue;
+      }
+      this.log.appendPayload(w.layoutId, payload).then(
         () => waiters.forEach((x) => x.resolve()),
         (e: unknown) => waiters.forEach((x) => x.reject(e instanceof AppError ? e : new AppError('unavailable'))),
       );
