@@ -1,10 +1,9 @@
 // Crowd aggregation as a layout declares it: which modes fit which control type, and the limits of
 // a window. The layout importer refuses what does not fit; the gateway folds and the bridge merges
 // by the same table.
-import type { ControlType } from './types.js';
+import type { Aggregate, AggregateMode, ControlType } from './types.js';
 
-export const AGGREGATE_MODES = ['mean', 'median', 'trimmed-mean', 'fraction', 'votes', 'centroid', 'rate'] as const;
-export type AggregateMode = (typeof AGGREGATE_MODES)[number];
+export type { Aggregate, AggregateMode } from './types.js';
 
 /** The modes each control type takes (String takes none). */
 export const MODES_BY_TYPE: Readonly<Record<ControlType, readonly AggregateMode[]>> = {
@@ -20,12 +19,6 @@ export const WINDOW_MS_MIN = 100;
 export const WINDOW_MS_MAX = 600_000;
 export const WINDOW_MS_DEFAULT = 1000;
 
-/** `aggregate` of a control (control.schema.json). */
-export interface Aggregate {
-  mode: AggregateMode;
-  /** how long a participant's latest value counts (default 1,000 ms) */
-  windowMs?: number;
-}
 
 export function windowMsOf(a: Aggregate): number {
   return a.windowMs ?? WINDOW_MS_DEFAULT;

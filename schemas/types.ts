@@ -1,9 +1,18 @@
 // TypeScript shapes of the JSON Schemas in this folder. The schemas are the contract;
 // these types only describe what a value has once its validator accepted it.
-import type { Aggregate } from './aggregate.js';
 
 export const CONTROL_TYPES = ['Button', 'Slider', 'Toggle', 'Index', 'String', 'XYPad'] as const;
 export type ControlType = (typeof CONTROL_TYPES)[number];
+
+export const AGGREGATE_MODES = ['mean', 'median', 'trimmed-mean', 'fraction', 'votes', 'centroid', 'rate'] as const;
+export type AggregateMode = (typeof AGGREGATE_MODES)[number];
+
+/** `aggregate` of a control: crowd aggregation (aggregate.ts has the modes each type takes). */
+export interface Aggregate {
+  mode: AggregateMode;
+  /** how long a participant's latest value counts (default 1,000 ms) */
+  windowMs?: number;
+}
 
 export interface ControlOption {
   index: number;
@@ -17,7 +26,6 @@ export interface Control {
   type: ControlType;
   props: { label: string; [prop: string]: unknown };
   options?: ControlOption[];
-  /** crowd aggregation (aggregate.ts) */
   aggregate?: Aggregate;
 }
 
