@@ -5,6 +5,7 @@
 // rate; ,ff centroid; one ,i per option for votes), `<address>/n` ,i the participants counted,
 // and for Slider modes `<address>/sd` ,f their standard deviation.
 // A participant counted by two gateway processes in one window is counted twice.
+import { toBuffer, type TimeTag } from 'osc-min';
 import { HIST_BINS, TRIM_SHARE, type AggregateMode, type CrowdSummary } from '../schemas/aggregate.js';
 
 /** One OSC message of a crowd value: its address and typed numbers. */
@@ -26,8 +27,10 @@ export interface CrowdValue {
   sd?: number;
 }
 
+const INT32_MAX = 2 ** 31 - 1;
 const f = (value: number) => ({ type: 'float' as const, value });
-const i = (value: number) => ({ type: 'integer' as const, value });
+/** OSC ints are 32-bit: a count merged over many sources is capped rather than failing the bundle. */
+const i = (value: number) => ({ type: 'integer' as const, value: Math.min(value, INT32_MAX) });
 
 /** The OSC messages of a crowd value, in the order they go out. */
 export function crowdMessages(v: CrowdValue): CrowdMessage[] {
@@ -38,6 +41,17 @@ export function crowdMessages(v: CrowdValue): CrowdMessage[] {
   ];
   if (v.sd !== undefined) out.push({ address: `${v.address}/sd`, args: [f(v.sd)] });
   return out;
+}
+
+/** Crowd values as datagrams: one bundle for all of them while it fits in `maxBytes`, else one bundle each. */
+export function crowdDatagrams(values: readonly CrowdValue[], tag: TimeTag, maxBytes: number): { datagrams: Buffer[]; messages: number } {
+  const perValue = values.map(crowdMessages);
+  const bundle = (messages: CrowdMessage[]) => {
+    const view = toBuffer({ timetag: tag, elements: messages });
+    return Buffer.from(view.buffer, view.byteOffset, view.byteLength);
+  };
+  const whole = bundle(perValue.flat());
+  return { datagrams: whole.length <= maxBytes ? [whole] : perValue.map(bundle), messages: perValue.reduce((n, m) => n + m.length, 0) };
 }
 
 /** The value at rank `k` (0-based) of a 0.01 histogram, as its bin's centre. */

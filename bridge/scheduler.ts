@@ -10,31 +10,17 @@
 // (bounded retries). No error leaves the tick loop.
 import { LRUCache } from 'lru-cache';
 import type { ActionEntry } from '../schemas/types.js';
-import { toBuffer } from 'osc-min';
 import type { CrowdSummary } from '../schemas/aggregate.js';
 import { AckQueue } from './ack-queue.js';
-import { CrowdTable, crowdMessages, type CrowdValue } from './crowd.js';
+import { CrowdTable, crowdDatagrams, type CrowdValue } from './crowd.js';
 import type { BridgeCounters, LayoutCounters } from './counters.js';
 import type { Logger } from '../runtime/log.js';
 import { oscRefusal, packDatagrams, timetag, type BooleanMode, type TimedGroup } from './osc.js';
 import { UdpTarget } from './sender.js';
 import { TargetQueue, type Delivery } from './target-queue.js';
+import { sleepUntil } from './tick-clock.js';
 
 export const MAX_DATAGRAM_BYTES = 1400;
-/**
- * A timer fires on the event loop's millisecond clock, up to about 1 ms after it was due; the last
- * stretch before a tick is waited out in setImmediate turns (I/O keeps flowing between them), so a
- * tick starts within a fraction of a millisecond of its schedule. Costs up to this share of every
- * tick period in CPU.
- */
-const SPIN_MS = 1;
-
-/** Waits until performance.now() reaches `due`: a timer for most of the way, then event-loop turns. */
-async function sleepUntil(due: number): Promise<void> {
-  const coarse = due - performance.now() - SPIN_MS;
-  if (coarse >= 1) await new Promise((r) => setTimeout(r, coarse));
-  while (performance.now() < due) await new Promise((r) => setImmediate(r));
-}
 const LOG_EVERY_MS = 5000;
 
 /** What became of an offered entry. */
@@ -167,25 +153,28 @@ export class LayoutScheduler {
     const values = [...lane.crowd.values()];
     lane.crowd.clear();
     const { playoutDelayMs } = this.settings;
-    const tag = timetag(playoutDelayMs > 0 ? this.now() + playoutDelayMs : null);
-    const bundle = (vs: CrowdValue[]) => {
-      const view = toBuffer({ timetag: tag, elements: vs.flatMap(crowdMessages) });
-      return Buffer.from(view.buffer, view.byteOffset, view.byteLength);
-    };
-    const whole = bundle(values);
-    const datagrams = whole.length <= MAX_DATAGRAM_BYTES ? [whole] : values.map((v) => bundle([v]));
-    const c = this.counters.target(lane.udp.name);
     try {
-      await lane.udp.send(datagrams);
-      c.messages += values.reduce((n, v) => n + crowdMessages(v).length, 0);
-      c.bundles += datagrams.length;
-      c.datagrams += datagrams.length;
-      c.bytes += datagrams.reduce((n, d) => n + d.length, 0);
+      const { datagrams, messages } = crowdDatagrams(values, timetag(playoutDelayMs > 0 ? this.now() + playoutDelayMs : null), MAX_DATAGRAM_BYTES);
+      await this.transmit(lane, datagrams, messages, datagrams.length);
     } catch (e) {
-      c.sendErrors++;
       for (const v of values) if (!lane.crowd.has(v.lid)) lane.crowd.set(v.lid, v); // sent again when the target is back
       this.logSendError(lane, (e as Error).message);
     }
+  }
+
+  /** Sends datagrams to a target and counts them; a failure is counted and thrown for the caller to requeue. */
+  private async transmit(lane: TargetLane, datagrams: Buffer[], messages: number, bundles: number): Promise<void> {
+    const c = this.counters.target(lane.udp.name);
+    try {
+      await lane.udp.send(datagrams);
+    } catch (e) {
+      c.sendErrors++;
+      throw e;
+    }
+    c.messages += messages;
+    c.bundles += bundles;
+    c.datagrams += datagrams.length;
+    c.bytes += datagrams.reduce((n, d) => n + d.length, 0);
   }
 
   /** One target is done with a delivery; the last one counts its outcome and queues its ack. */
@@ -253,17 +242,11 @@ export class LayoutScheduler {
       return;
     }
     const { datagrams, bundles } = packDatagrams(this.groups(fresh), lane.booleans, MAX_DATAGRAM_BYTES);
-    const c = this.counters.target(lane.udp.name);
     const refusals = lane.udp.refusals;
     try {
-      await lane.udp.send(datagrams);
-      c.messages += fresh.length;
-      c.bundles += bundles;
-      c.datagrams += datagrams.length;
-      c.bytes += datagrams.reduce((n, d) => n + d.length, 0);
+      await this.transmit(lane, datagrams, fresh.length, bundles);
       lane.unconfirmed = { ds: fresh, refusals };
     } catch (e) {
-      c.sendErrors++;
       lane.queue.requeue(fresh);
       this.logSendError(lane, (e as Error).message);
     }
