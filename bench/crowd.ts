@@ -20,10 +20,9 @@ import { parseArgs } from 'node:util';
 import { Redis } from 'ioredis';
 import { fromBuffer, type OscPacketOutput } from 'osc-min';
 import { Agent as HttpAgent, request as httpRequest } from 'node:http';
-import { mergeSummaries, type CrowdValue } from '../bridge/crowd.js';
+import { CrowdTable, type CrowdValue } from '../bridge/crowd.js';
 import { DEMO_LAYOUT_FILE } from '../gateway/demo/seed.js';
 import { decodeStreamEntry } from '../schemas/action-entry.js';
-import type { CrowdSummary } from '../schemas/aggregate.js';
 import { actionStreamKey } from '../schemas/redis-keys.js';
 import { actionRequests, cpuSeconds, mintTokens, percentiles, pinProcess, pinnedRedis, seedDemo, spawnPinned, spawnPinnedGateway, stopChild, wrkLoad } from './harness.js';
 import { openLoop } from './open-loop.js';
@@ -236,14 +235,14 @@ async function main(): Promise<void> {
   process.stdout.write(`${text}\nwritten: ${file}\n`);
 }
 
-/** The merged value of one control from stream entries: the newest summary of each source. */
+/** The merged value of one control from stream entries, as a bridge merges them (the newest summary of each source). */
 function newestMerged(entries: [string, string[]][], lid: number): CrowdValue {
-  const newest = new Map<string, CrowdSummary>();
+  const table = new CrowdTable();
   for (const [, f] of entries) {
     const d = decodeStreamEntry(f);
-    if (d.ok && 'summary' in d && d.summary.lid === lid && (newest.get(d.summary.source)?.seq ?? -1) < d.summary.seq) newest.set(d.summary.source, d.summary);
+    if (d.ok && 'summary' in d) table.offer(d.summary);
   }
-  return mergeSummaries([...newest.values()]);
+  return table.changed(Date.now()).find((v) => v.lid === lid)!;
 }
 
 /** One POST /action on the given keep-alive agent. */

@@ -163,8 +163,8 @@ class ControlWindow {
       this.latest.delete(sub);
       this.figures.apply(v.value, -1);
       this.dirty = true;
+      if (this.latest.size === 0) this.figures.reset(); // empty: exactly zero again, whatever rounding was left
     }
-    if (this.latest.size === 0 && this.figures.n === 0) this.figures.reset(); // empty: exactly zero again
     for (const [sub, at] of this.pressers) {
       if (at > from) break;
       this.pressers.delete(sub);

@@ -4,7 +4,7 @@
 // stream holds summaries only, bounded by fold ticks x processes. Rerun with FUZZ_SEED=<seed>.
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { mergeSummaries } from '../../bridge/crowd.js';
+import { CrowdTable } from '../../bridge/crowd.js';
 import { ActionLog } from '../../gateway/actions/action-log.js';
 import { CrowdFold, type AggregatedControl } from '../../gateway/actions/crowd-fold.js';
 import { RedisKeys } from '../../gateway/store/keys.js';
@@ -33,16 +33,15 @@ async function summariesIn(keys: RedisKeys, layoutId: string): Promise<CrowdSumm
   });
 }
 
-/** What a bridge would hold: the newest summary of each source, by lid. */
-function newestBySource(summaries: CrowdSummary[]): Map<number, CrowdSummary[]> {
-  const newest = new Map<string, CrowdSummary>();
-  for (const s of summaries) {
-    const key = `${s.lid} ${s.source}`;
-    if ((newest.get(key)?.seq ?? -1) < s.seq) newest.set(key, s);
+/** One fold (a gateway process) writing to a fresh prefix; `run` gets it and the summaries it stored, and the fold is stopped after. */
+async function withFold(source: string, run: (fold: CrowdFold, stored: () => Promise<CrowdSummary[]>) => Promise<void>): Promise<void> {
+  const keys = new RedisKeys(randomPrefix());
+  const fold = new CrowdFold(new ActionLog(client, keys, 1000), source, FOLD_MS);
+  try {
+    await run(fold, () => summariesIn(keys, 'show'));
+  } finally {
+    fold.stop();
   }
-  const out = new Map<number, CrowdSummary[]>();
-  for (const s of newest.values()) out.set(s.lid, [...(out.get(s.lid) ?? []), s]);
-  return out;
 }
 
 describe(`crowd fold (seed ${seed})`, () => {
@@ -72,10 +71,12 @@ describe(`crowd fold (seed ${seed})`, () => {
       expect(summaries.length).toBeLessThanOrEqual(ticks * processes * Object.keys(CROWD_MODES).length);
       expect(summaries.length).toBeLessThan(Math.max(actions.length, Object.keys(CROWD_MODES).length * processes + 1));
       const expected = offlineCrowd(actions, CROWD_MODES, CROWD_WINDOW_MS, { 4: 3 });
-      const merged = newestBySource(summaries);
+      // merged as the bridge merges them: the newest summary of each source
+      const table = new CrowdTable();
+      for (const s of summaries) table.offer(s);
+      const merged = new Map(table.changed(Date.now()).map((v) => [v.lid, v]));
       for (const [address, e] of Object.entries(expected)) {
-        const lid = Number(address.slice(1));
-        const v = mergeSummaries(merged.get(lid)!);
+        const v = merged.get(Number(address.slice(1)))!;
         const tolerance = e.mode === 'median' || e.mode === 'trimmed-mean' ? 0.01 : 1e-9;
         expect(v.n, `${address} ${e.mode} n`).toBe(e.n);
         e.value.forEach((x, k) => expect(Math.abs(v.value[k]! - x), `${address} ${e.mode}[${k}]: merged ${v.value[k]}, offline ${x}`).toBeLessThanOrEqual(tolerance));
@@ -87,57 +88,44 @@ describe(`crowd fold (seed ${seed})`, () => {
   }, 60_000);
 
   it('starts a window again when a re-import changes the control, and still answers the actions that waited for the old one', async () => {
-    const keys = new RedisKeys(randomPrefix());
-    const fold = new CrowdFold(new ActionLog(client, keys, 1000), 'gw-reimport', FOLD_MS);
-    try {
+    await withFold('gw-reimport', async (fold, stored) => {
       const asMean = { ...controls.get(2)!, aggregate: { mode: 'mean' as const, windowMs: 60_000 } };
       const asMedian = { ...asMean, aggregate: { mode: 'median' as const, windowMs: 60_000 } };
       const before = fold.add('show', asMean, 'sub-1', 0.2, Date.now());
       const after = fold.add('show', asMedian, 'sub-2', 0.8, Date.now()); // the same turn: no fold tick between
       await Promise.all([before, after]);
-      const summaries = await summariesIn(keys, 'show');
-      expect(summaries.map((s) => [s.mode, s.n, s.sum])).toEqual([['median', 1, 0.8]]);
-    } finally {
-      fold.stop();
-    }
+      expect((await stored()).map((s) => [s.mode, s.n, s.sum])).toEqual([['median', 1, 0.8]]);
+    });
   });
 
   it('counts presses in the window, and lets them go when it ends', async () => {
-    const keys = new RedisKeys(randomPrefix());
     const button = { ...controls.get(1)!, aggregate: { mode: 'rate' as const, windowMs: 200 } };
-    const fold = new CrowdFold(new ActionLog(client, keys, 1000), 'gw-rate', FOLD_MS);
-    try {
+    await withFold('gw-rate', async (fold, stored) => {
       const at = Date.now();
       await Promise.all([...Array.from({ length: 1000 }, () => fold.add('show', button, 'sub-1', null, at)), fold.add('show', button, 'sub-2', null, at)]);
       await new Promise((r) => setTimeout(r, 450));
-      const summaries = await summariesIn(keys, 'show');
+      const summaries = await stored();
       expect(summaries.map((s) => [s.n, s.sum])).toEqual([
         [2, 1001],
         [0, 0],
       ]);
       expect(summaries[1]!.ts - at).toBeGreaterThanOrEqual(200 - 10); // presses leave with their 10 ms bucket
-    } finally {
-      fold.stop();
-    }
+    });
   });
 
   it('lets a value go when its window ends: the next summary counts nobody, and then the fold falls silent', async () => {
-    const keys = new RedisKeys(randomPrefix());
     const short = { ...controls.get(2)!, aggregate: { mode: 'mean' as const, windowMs: 100 } };
-    const fold = new CrowdFold(new ActionLog(client, keys, 1000), 'gw-short', FOLD_MS);
-    try {
+    await withFold('gw-short', async (fold, stored) => {
       const at = Date.now();
       await fold.add('show', short, 'sub-1', 0.25, at);
       await new Promise((r) => setTimeout(r, 300));
-      const summaries = await summariesIn(keys, 'show');
+      const summaries = await stored();
       expect(summaries.map((s) => [s.n, s.sum])).toEqual([
         [1, 0.25],
         [0, 0],
       ]);
       expect(summaries[1]!.ts - at).toBeGreaterThanOrEqual(100);
       expect(summaries[1]!.ts - at).toBeLessThan(100 + 5 * FOLD_MS + 100); // one tick after the window, give or take a busy machine
-    } finally {
-      fold.stop();
-    }
+    });
   });
 });
