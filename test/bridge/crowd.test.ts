@@ -45,7 +45,8 @@ beforeAll(async () => {
   await stores.layouts.import(team.teamId, CROWD_LAYOUT);
   apiKey = (await stores.apiKeys.create(team.teamId, { name: 'crowd' })).apiKey;
   admin.disconnect();
-  for (let g = 0; g < 3; g++) gateways.push(await spawnGateway({ REDIS_URL: redis.get().server.url, REDIS_PREFIX: prefix }));
+  // the third folds every 100 ms (CROWD_FOLD_MS), the others every 10 ms (the default)
+  for (let g = 0; g < 3; g++) gateways.push(await spawnGateway({ REDIS_URL: redis.get().server.url, REDIS_PREFIX: prefix, ...(g === 2 && { CROWD_FOLD_MS: '100' }) }));
   for (const layoutId of [LAYOUT, ...BIG]) await startOscdump(layoutId);
   await new Promise((r) => setTimeout(r, 300));
   ({ bridge } = await startTestBridge({ redisUrl: redis.get().server.url, prefix, layouts: dumps.map((d) => ({ layoutId: d.layoutId, tickHz: 100, targets: [{ host: '127.0.0.1', port: d.port, booleans: 'int' }] })) }));
@@ -150,6 +151,29 @@ describe(`crowd aggregation on the wire (seed ${seed})`, () => {
       expect((await postAction(gateways[0]!, token, { layoutId: LAYOUT, lid: 12, type: 'Slider', value: 0.5 })).status).toBe(200);
       const last = await client.xrevrange(stream, '+', '-', 'COUNT', 1);
       expect(JSON.parse(last[0]![1][1]!)).toMatchObject({ v: 1, lid: 12, value: 0.5 });
+    } finally {
+      client.disconnect();
+    }
+  });
+
+  it('folds at the configured tick: CROWD_FOLD_MS=100 writes one summary per 100 ms however often actions come', async () => {
+    const stream = actionStreamKey(prefix, LAYOUT);
+    const client = new Redis(redis.get().server.url);
+    try {
+      const token = await mintToken(gateways[2]!, LAYOUT, apiKey);
+      const from = (await client.xrevrange(stream, '+', '-', 'COUNT', 1))[0]![0];
+      const started = Date.now();
+      const answers: Promise<unknown>[] = [];
+      for (let k = 0; k < 40; k++) {
+        answers.push(postAction(gateways[2]!, token, { layoutId: LAYOUT, lid: 13, type: 'Slider', value: k / 40 }));
+        await new Promise((r) => setTimeout(r, 10));
+      }
+      await Promise.all(answers);
+      const elapsed = Date.now() - started;
+      const summaries = (await client.xrange(stream, `(${from}`, '+')).map(([, f]) => JSON.parse(f[1]!) as { ts: number });
+      expect(summaries.length).toBeGreaterThanOrEqual(2);
+      expect(summaries.length).toBeLessThanOrEqual(Math.ceil(elapsed / 100) + 1); // at 10 ms it would be about 40
+      summaries.slice(1).forEach((x, k) => expect(x.ts - summaries[k]!.ts).toBeGreaterThanOrEqual(90));
     } finally {
       client.disconnect();
     }

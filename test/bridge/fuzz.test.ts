@@ -38,7 +38,7 @@ interface Planned {
   fields: Fields;
   /** the address it must arrive at, once; null: it must be dead-lettered */
   address: string | null;
-  /** a crowd summary: the addresses its crowd value arrives at, once each */
+  /** a crowd summary: the addresses its crowd value arrives at, once each (none: its window had ended, it is dropped as stale) */
   crowd?: string[];
 }
 
@@ -139,6 +139,8 @@ function plan(random: () => number): Planned[] {
   return Array.from({ length: ENTRIES }, () => {
     if (random() < 0.05) {
       const { entry, addresses } = summary();
+      // one in five has a window that ended a minute ago: nothing in it counts any more
+      if (random() < 0.2) return { fields: [ACTION_FIELD, json({ ...entry, windowMs: 100, ts: Date.now() - 60_000 })], address: null, crowd: [] };
       return { fields: [ACTION_FIELD, json(entry)], address: null, crowd: addresses };
     }
     if (random() < 0.35) {
@@ -172,7 +174,8 @@ describe(`bridge fuzz (seed ${seed})`, () => {
         }
       }
       const validCount = planned.filter((e) => e.address !== null).length;
-      const summaryCount = planned.filter((e) => e.crowd).length;
+      const summaryCount = planned.filter((e) => e.crowd && e.crowd.length > 0).length;
+      const staleCount = planned.filter((e) => e.crowd?.length === 0).length;
       const crowdMessages = planned.reduce((n, e) => n + (e.crowd?.length ?? 0), 0);
       console.info(`fuzz: ${ENTRIES} entries written (${validCount} valid), seed ${seed}`);
 
@@ -198,7 +201,7 @@ describe(`bridge fuzz (seed ${seed})`, () => {
       expect(dead.every(([, f]) => (f[f.indexOf('reason') + 1] ?? '').length > 0)).toBe(true);
 
       const o = bridgeOutcomes(await scrape(opsPort), LAYOUT);
-      expect(o).toMatchObject({ read: ENTRIES, sent: validCount, deadLettered: invalidIds.length, summaries: summaryCount, pending: 0, sum: ENTRIES });
+      expect(o).toMatchObject({ read: ENTRIES, sent: validCount, deadLettered: invalidIds.length, summaries: summaryCount, droppedStale: staleCount, pending: 0, sum: ENTRIES });
       await eventually(async () => ((await c.xpending(key, 'bridge:fuzz')) as [number])[0] === 0, 3000);
     } catch (e) {
       throw new Error(`bridge fuzz failed with seed ${seed} (rerun: FUZZ_SEED=${seed} npx vitest run test/bridge/fuzz.test.ts): ${(e as Error).message}`, { cause: e });
