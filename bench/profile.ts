@@ -3,7 +3,7 @@
 // or with --heap its sampling heap profiler) while wrk loads it for a fixed time. The profile is
 // summarised as the functions with the most self time (or bytes allocated), with their file and
 // line. The raw profile stays in var/profile/ for Chrome DevTools.
-//   npm run bench:profile [-- --seconds 8 --heap]
+//   npm run bench:profile [-- --seconds 8 --heap | --promoted]
 import { mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -11,7 +11,7 @@ import { parseArgs } from 'node:util';
 import { GATEWAY_NODE_FLAGS } from '../gateway/node-flags.js';
 import { actionRequests, mintTokens, pinProcess, pinnedRedis, seedDemo, stopChild, wrkLoad, spawnPinnedGateway } from './harness.js';
 
-const { values } = parseArgs({ options: { seconds: { type: 'string', default: '8' }, heap: { type: 'boolean', default: false }, top: { type: 'string', default: '30' } } });
+const { values } = parseArgs({ options: { seconds: { type: 'string', default: '8' }, heap: { type: 'boolean', default: false }, promoted: { type: 'boolean', default: false }, top: { type: 'string', default: '30' } } });
 const DIST = fileURLToPath(new URL('..', import.meta.url));
 const OUT = join(DIST, '..', 'var', 'profile');
 
@@ -66,8 +66,9 @@ async function main(): Promise<void> {
   try {
     const key = await seedDemo(redis.url);
     const profiler = ['--import', fileURLToPath(new URL('./profiler-preload.js', import.meta.url))];
+    if (values.promoted) values.heap = true;
     const file = values.heap ? 'allocations.heapprofile' : 'cpu.cpuprofile';
-    const env = { PROFILE_KIND: values.heap ? 'heap' : 'cpu', PROFILE_OUT: join(OUT, file) };
+    const env = { PROFILE_KIND: values.promoted ? 'promoted' : values.heap ? 'heap' : 'cpu', PROFILE_OUT: join(OUT, file) };
     const gw = await spawnPinnedGateway(redis.url, { nodeArgs: [...GATEWAY_NODE_FLAGS, ...profiler], env });
     const url = gw.url;
     const requests = actionRequests(await mintTokens(url, key.apiKey, key.layoutId, 2000), key.layoutId);

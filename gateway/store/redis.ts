@@ -1,5 +1,5 @@
 // The gateway's Redis connections: the fail-fast options of runtime/redis.ts (a failed command
-// becomes 503 unavailable), with auto-pipelining and quick reconnects; and one-shot tool clients.
+// becomes 503 unavailable), with quick reconnects; and one-shot tool clients.
 // Both work on one server and on Redis Cluster.
 import { connectionFailure, createRedisClient, describeTarget, type RedisClient, type RedisTarget } from '../../runtime/redis.js';
 
@@ -14,7 +14,7 @@ export interface RedisSettings extends RedisTarget {
 
 /** Connects a client for the gateway (reconnecting every 50-250 ms); rejects if the first connection fails. */
 export async function connectServiceRedis(s: RedisSettings): Promise<RedisClient> {
-  const redis = createRedisClient(s, { name: s.name, commandTimeoutMs: s.commandTimeoutMs, reconnectStepMs: 50, maxReconnectDelayMs: 250, autoPipelining: true });
+  const redis = createRedisClient(s, { name: s.name, commandTimeoutMs: s.commandTimeoutMs, reconnectStepMs: 50, maxReconnectDelayMs: 250 });
   let lastError = '';
   // Later errors surface as command failures and 'close'/'ready' events; without a listener ioredis logs them to stderr.
   redis.on('error', (e: Error) => (lastError = connectionFailure(e)));
