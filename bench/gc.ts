@@ -4,7 +4,7 @@
 // (scavenges and mark-compacts: count, total, largest) beside the request latency, and how many
 // young-generation bytes each request allocated and how many of them lived on into the old
 // generation (what feeds the mark-compacts).
-//   npm run bench:gc [-- --seconds 6 --semi-space 8 --node-flag=--single-threaded-gc]
+//   npm run bench:gc [-- --seconds 6 --semi-space 8 --node-flag=--single-threaded-gc --main <another build>/gateway/main.js]
 // A third phase sends the same open loop to the bare uWS reply: the floor the generator and the VM set.
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -14,7 +14,7 @@ import { openLoop } from './open-loop.js';
 
 const sum = (xs: number[]) => xs.reduce((s, x) => s + x, 0);
 
-const { values } = parseArgs({ options: { seconds: { type: 'string', default: '6' }, 'semi-space': { type: 'string', default: '' }, 'node-flag': { type: 'string', multiple: true, default: [] } } });
+const { values } = parseArgs({ options: { seconds: { type: 'string', default: '6' }, 'semi-space': { type: 'string', default: '' }, 'node-flag': { type: 'string', multiple: true, default: [] }, main: { type: 'string', default: '' } } });
 const SECONDS = Number(values.seconds);
 const flags = [
   ...(values['semi-space'] ? [...GATEWAY_NODE_FLAGS.filter((f) => !f.startsWith('--max-semi-space-size')), `--max-semi-space-size=${values['semi-space']}`] : GATEWAY_NODE_FLAGS),
@@ -49,7 +49,7 @@ async function main(): Promise<void> {
   const redis = await pinnedRedis(1);
   try {
     const key = await seedDemo(redis.url);
-    const gw = await spawnPinnedGateway(redis.url, { nodeArgs: [...flags, '--trace-gc-nvp'] });
+    const gw = await spawnPinnedGateway(redis.url, { nodeArgs: [...flags, '--trace-gc-nvp'], ...(values.main ? { main: values.main } : {}) });
     let trace = '';
     gw.child.stdout!.on('data', (d: Buffer) => (trace += d.toString()));
     const url = gw.url;
