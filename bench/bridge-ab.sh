@@ -8,7 +8,7 @@ run() {
   local which=$1 bin
   shift
   if [ "$which" = A ]; then bin="$base/bench/bridge.js"; else bin=dist/bench/bridge.js; fi
-  timeout 150 node "$bin" "$@" 2>/dev/null | grep '^| drain\|^| steady' | sed "s/^/$which $* /"
+  timeout 150 node "$bin" "$@" 2>/dev/null | grep '^| drain\|^| steady\|^| idle' | sed "s/^/$which $* /"
 }
 for rate in "--tick-hz 100 --per-tick 1000" "--tick-hz 1000 --per-tick 100"; do
   # shellcheck disable=SC2086

@@ -1,5 +1,6 @@
 // Bridge throughput and tick jitter on this machine: the bridge (in this process) on core 0,
 // Redis and a counting UDP sink on core 1.
+// Then 2 s idle: the bridge's own CPU between ticks.
 //   npm run bench:bridge [-- --actions 200000 --tick-hz 100]
 import { spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
@@ -85,6 +86,13 @@ async function main(): Promise<void> {
     await new Promise((r) => setTimeout(r, 500));
     const steady = bridge.counters.latencyPercentiles();
     const after = await counts();
+
+    progress('idle for 2 s: what the bridge costs between ticks');
+    const idleFrom = process.cpuUsage();
+    const idleStart = performance.now();
+    await new Promise((r) => setTimeout(r, 2000));
+    const idleUse = process.cpuUsage(idleFrom);
+    const idleShare = (idleUse.user + idleUse.system) / 1000 / (performance.now() - idleStart);
     await bridge.stop();
     const seconds = (got.last - got.first) / 1000;
     const cpu = process.cpuUsage();
@@ -96,6 +104,7 @@ async function main(): Promise<void> {
     process.stdout.write(
       `| steady 2,000 actions/s for 5 s, ${tickHz} Hz | ${after.messages - before.messages} | ${((100 * (after.messages - before.messages)) / steadyTotal).toFixed(1)} % | ${after.datagrams - before.datagrams} | ${Math.round((after.messages - before.messages) / 5)} | ${steady.p50.toFixed(2)} / ${steady.p99.toFixed(2)} / ${steady.max.toFixed(2)} |\n`,
     );
+    process.stdout.write(`| idle 2 s, ${tickHz} Hz | - | - | - | - | CPU ${idleShare.toFixed(3)} of a core |\n`);
     process.stdout.write(`\nbench process CPU: ${((cpu.user + cpu.system) / 1e6).toFixed(1)} s; ceiling set by pacing: ${tickHz * perTick} messages/s\n`);
   } finally {
     c.disconnect();

@@ -1,16 +1,112 @@
-// The send loop's clock: waiting until a tick is due, to a fraction of a millisecond.
+// The send loop's clock: waiting until a tick is due, to a fraction of a millisecond, asleep.
+//
+// A Node timer fires on the event loop's millisecond clock, up to about 1 ms after it was due, so a
+// timer alone cannot start a 1000 Hz tick on time. The last millisecond used to be waited out in
+// setImmediate turns, which kept a whole core busy on an idle bridge at 1000 Hz (0.99 of a core,
+// 0.19 at 100 Hz), taken from Redis and everything else on the host. Instead one worker thread
+// sleeps in Atomics.wait (a futex, with microsecond resolution) until the earliest wait is due and
+// then posts a message, which wakes this thread's event loop like any I/O: no turn is spent waiting,
+// and reads keep flowing until the tick starts. Both threads read the same monotonic clock
+// (process.hrtime); the earliest deadline is shared memory, and changing it wakes the worker.
+import { Worker } from 'node:worker_threads';
+
+/** Shared with the worker: [0] a generation that wakes it when bumped; the deadline (hrtime ns, 0 = none). */
+interface Shared {
+  generation: Int32Array;
+  deadline: BigInt64Array;
+}
+
+const WORKER_SOURCE = `
+const { parentPort, workerData } = require('node:worker_threads');
+const generation = new Int32Array(workerData.generation);
+const deadline = new BigInt64Array(workerData.deadline);
+for (;;) {
+  const seen = Atomics.load(generation, 0);
+  const due = Atomics.load(deadline, 0);
+  if (due === 0n) { Atomics.wait(generation, 0, seen); continue; }
+  const ms = Number(due - process.hrtime.bigint()) / 1e6;
+  if (ms > 0) { Atomics.wait(generation, 0, seen, ms); continue; }
+  Atomics.compareExchange(deadline, 0, due, 0n); // unless the main thread set another meanwhile
+  parentPort.postMessage(0);
+}
+`;
+
+interface Waiter {
+  due: bigint;
+  wake: () => void;
+}
+
+interface Clock {
+  worker: Worker;
+  shared: Shared;
+  /** resolves once the thread runs */
+  online: Promise<void>;
+}
+
+let clock: Clock | null = null;
+/** the waits in progress, earliest first */
+const waiters: Waiter[] = [];
+
+function startClock(): Clock {
+  const generation = new SharedArrayBuffer(4);
+  const deadline = new SharedArrayBuffer(8);
+  const worker = new Worker(WORKER_SOURCE, { eval: true, name: 'tick-clock', workerData: { generation, deadline } });
+  const shared = { generation: new Int32Array(generation), deadline: new BigInt64Array(deadline) };
+  const online = new Promise<void>((r) => worker.once('online', r));
+  worker.on('message', wakeDue);
+  worker.on('error', () => {
+    // cannot happen short of a broken runtime; the waits must still end, late rather than never
+    clock = null;
+    for (const w of waiters.splice(0)) w.wake();
+  });
+  return { worker, shared, online };
+}
 
 /**
- * A timer fires on the event loop's millisecond clock, up to about 1 ms after it was due; the last
- * stretch before a tick is waited out in setImmediate turns (I/O keeps flowing between them), so a
- * tick starts within a fraction of a millisecond of its schedule. Costs up to this share of every
- * tick period in CPU.
+ * Wakes the waits that are due, then gives the worker the next deadline (or none, and lets the
+ * process exit). The worker calls it; so may a thread that is awake anyway and keeps the time itself.
  */
-const SPIN_MS = 1;
+export function wakeDue(): void {
+  const now = process.hrtime.bigint();
+  while (waiters.length > 0 && waiters[0]!.due <= now) waiters.shift()!.wake();
+  armWorker();
+}
 
-/** Waits until performance.now() reaches `due`: a timer for most of the way, then event-loop turns. */
-export async function sleepUntil(due: number): Promise<void> {
-  const coarse = due - performance.now() - SPIN_MS;
-  if (coarse >= 1) await new Promise((r) => setTimeout(r, coarse));
-  while (performance.now() < due) await new Promise((r) => setImmediate(r));
+function armWorker(): void {
+  if (!clock) return;
+  const { worker, shared } = clock;
+  Atomics.store(shared.deadline, 0, waiters[0]?.due ?? 0n);
+  Atomics.add(shared.generation, 0, 1);
+  Atomics.notify(shared.generation, 0);
+  if (waiters.length > 0) worker.ref();
+  else worker.unref(); // an idle clock does not keep the process alive
+}
+
+/** Starts the clock's thread ahead of the first wait (which would otherwise be late by its start-up); resolves once it runs. */
+export function tickClockReady(): Promise<void> {
+  clock ??= startClock();
+  if (waiters.length === 0) clock.worker.unref();
+  return clock.online;
+}
+
+/** Waits until performance.now() reaches `due`; resolves at once for a time already past. */
+export function sleepUntil(due: number): Promise<void> {
+  const ms = due - performance.now();
+  if (ms <= 0) return Promise.resolve();
+  clock ??= startClock();
+  return new Promise((wake) => {
+    const w = { due: process.hrtime.bigint() + BigInt(Math.ceil(ms * 1e6)), wake };
+    let at = waiters.length;
+    while (at > 0 && waiters[at - 1]!.due > w.due) at--;
+    waiters.splice(at, 0, w);
+    if (at === 0) armWorker(); // a new earliest deadline
+  });
+}
+
+/** Ends the clock's thread (a later sleepUntil starts another); waits in progress wake now. */
+export function stopTickClock(): void {
+  const c = clock;
+  clock = null;
+  for (const w of waiters.splice(0)) w.wake();
+  void c?.worker.terminate();
 }

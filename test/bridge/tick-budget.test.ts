@@ -64,6 +64,7 @@ describe('the send schedule and the reader', () => {
       }
       await burst.exec();
       sched.start();
+      await eventually(() => sched.nextDue < Infinity, 3000); // the loop runs once its clock does
       sched.nextDue = performance.now(); // as if a tick were due now
       consumer.start();
       await eventually(() => sched.pending() >= 31, 3000);

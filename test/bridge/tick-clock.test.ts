@@ -1,0 +1,52 @@
+// The send loop's clock: a tick starts once it is due and never before, and between ticks the bridge
+// sleeps. A busy-wait kept a whole core busy on an idle bridge at 1000 Hz (0.99 of a core, 0.19 at
+// 100 Hz), taken from Redis and the displays' other software on a shared venue host.
+import { readFileSync } from 'node:fs';
+import type { ChildProcess } from 'node:child_process';
+import { afterEach, describe, expect, it } from 'vitest';
+import { sleepUntil, stopTickClock } from '../../bridge/tick-clock.js';
+import { configFile, spawnBridge, stopProcess } from '../helpers/bridge.js';
+import { sample, scrape } from '../helpers/metrics.js';
+import { randomPrefix, useRedis } from '../helpers/redis.js';
+
+const redis = useRedis();
+const children: ChildProcess[] = [];
+afterEach(() => {
+  for (const c of children.splice(0)) c.kill('SIGKILL');
+});
+
+/** user + system CPU time of a process, in seconds (/proc/<pid>/stat fields 14 and 15, in clock ticks of 10 ms) */
+function cpuSeconds(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / 100;
+}
+
+describe('the tick clock', () => {
+  it('wakes once the time is due, never before, for waits from 0.1 to 15 ms and for a time already past', async () => {
+    try {
+      for (const ms of [0.1, 0.5, 0.9, 1, 1.5, 3, 15, -1]) {
+        const due = performance.now() + ms;
+        await sleepUntil(due);
+        expect(performance.now()).toBeGreaterThanOrEqual(due);
+      }
+    } finally {
+      stopTickClock();
+    }
+  });
+
+  it('an idle bridge at 1000 Hz sleeps between its ticks: under a quarter of a core over 2 s, while it ticks on', async () => {
+    const file = configFile({ redisUrl: redis.get().server.url, prefix: randomPrefix(), bridgeId: 'idle-clock', layouts: [{ layoutId: 'idle-show', tickHz: 1000, targets: [{ host: '127.0.0.1', port: 9 }] }] });
+    const { child, output } = await spawnBridge(['--config', file]);
+    children.push(child);
+    const opsPort = Number(/"opsPort":(\d+)/.exec(output())![1]);
+    const ticks = async () => sample(await scrape(opsPort), 'audience_bridge_tick_lateness_seconds_count');
+    await new Promise((r) => setTimeout(r, 500)); // past start-up
+    const [cpu0, ticks0, t0] = [cpuSeconds(child.pid!), await ticks(), performance.now()];
+    await new Promise((r) => setTimeout(r, 2000));
+    const [cpu1, ticks1, t1] = [cpuSeconds(child.pid!), await ticks(), performance.now()];
+    const share = (cpu1 - cpu0) / ((t1 - t0) / 1000);
+    expect(ticks1 - ticks0).toBeGreaterThan(1000); // it did tick (2,000 due; a loaded machine skips some)
+    expect(share).toBeLessThan(0.25);
+    expect(await stopProcess(child)).toBe(0);
+  });
+});
