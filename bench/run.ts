@@ -3,15 +3,13 @@
 // Writes bench/results/<timestamp>.json and .md, and prints the Markdown.
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import { createSocket } from 'node:dgram';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { fileURLToPath } from 'node:url';
-import { fromBuffer, timetagToDate } from 'osc-min';
 import { actionRequests, cpuSeconds, load, mintTokens, percentiles, pinProcess, pinnedRedis, rssMiB, seedDemo, spawnPinned, stealMeter, stopChild, wrkLoad, type LoadResult, type Percentiles, spawnPinnedGateway } from './harness.js';
+import { measureEndToEnd } from './end-to-end.js';
 import { openLoop } from './open-loop.js';
 
-const BRIDGE = fileURLToPath(new URL('../bridge/main.js', import.meta.url));
 const BARE = fileURLToPath(new URL('./bare-uws.js', import.meta.url));
 const BRIDGE_BENCH = fileURLToPath(new URL('./bridge.js', import.meta.url));
 const SCALE_BENCH = fileURLToPath(new URL('./scale.js', import.meta.url));
@@ -39,39 +37,14 @@ function describeLoad(r: LoadResult, ceiling: number): string {
 }
 
 async function endToEnd(url: string, tokens: string[], redisUrl: string, tickHz: number, rate: number): Promise<void> {
-  const latencies: number[] = [];
-  const sink = createSocket('udp4');
-  sink.on('message', (d) => {
-    const now = Date.now(); // the same clock the gateway stamps `ts` with
-    const walk = (p: ReturnType<typeof fromBuffer>): void => {
-      if (p.oscType !== 'bundle') return;
-      for (const e of p.elements) {
-        if (e.oscType === 'bundle') walk(e);
-        // only the measured Buttons (/001); the warm-up sends Sliders (/002)
-        else if (e.address === '/001') latencies.push(now - (timetagToDate(p.timetag).getTime() - 1));
-      }
-    };
-    walk(fromBuffer(d));
-  });
-  await new Promise<void>((r) => sink.bind(0, '127.0.0.1', r));
-  const bridge = await spawnPinned(1, BRIDGE, ['--layout', 'demo-show', '--target', `127.0.0.1:${sink.address().port}`, '--redis', redisUrl, '--bridge-id', `e2e-${tickHz}-${rate}`, '--tick-hz', String(tickHz), '--playout-delay-ms', '1', '--ops-port', '0'], { LOG_LEVEL: 'info' }, /audience-bridge running/);
-  // 2 s at the same rate first, so neither process is measured while its code is still being compiled.
-  const warmUp = actionRequests(tokens, 'demo-show', 10_000, (i) => ({ lid: 2, type: 'Slider', value: (i % 100) / 100 }));
-  await openLoop({ name: 'e2e warm-up', url, rate, durationSec: 2, connections: 50, requests: warmUp });
-  const requests = actionRequests(tokens, 'demo-show', 10_000, () => ({ lid: 1, type: 'Button' }));
-  const r = await openLoop({ name: 'e2e', url, rate, durationSec: 5, connections: 50, requests });
-  await new Promise((res) => setTimeout(res, 1000));
-  await stopChild(bridge.child);
-  sink.close();
-  const ok = r.total - r.non2xx;
-  const sorted = latencies.sort((a, b) => a - b);
-  const { p50, p99, p999, max } = percentiles(sorted);
-  const lost = Math.max(0, ok - latencies.length);
-  raw[`e2e_${tickHz}hz_${rate}`] = { sent200: ok, received: latencies.length, p50, p99, p999, max };
+  const e = await measureEndToEnd({ url, tokens, redisUrl, tickHz, rate });
+  const { p50, p99, p999, max, accepted: ok } = e;
+  const lost = Math.max(0, ok - e.received);
+  raw[`e2e_${tickHz}hz_${rate}`] = { sent200: ok, received: e.received, p50, p99, p999, max };
   const tickMs = 1000 / tickHz;
   const target = rate === 2000 ? `p99 ≤ ${tickMs + 2} ms (tick ${tickMs} ms + 2), zero loss` : 'report';
   const met = rate === 2000 ? p99 <= tickMs + 2 && lost === 0 : null;
-  row(`end to end, ${rate}/s open loop, bridge ${tickHz} Hz`, `p50 ${p50.toFixed(1)} / p99 ${p99.toFixed(1)} / p99.9 ${p999.toFixed(1)} / max ${max.toFixed(1)} ms; ${ok} accepted, ${lost} lost (${r.non2xx} non-2xx)`, target, met);
+  row(`end to end, ${rate}/s open loop, bridge ${tickHz} Hz`, `p50 ${p50.toFixed(1)} / p99 ${p99.toFixed(1)} / p99.9 ${p999.toFixed(1)} / max ${max.toFixed(1)} ms; ${ok} accepted, ${lost} lost (${e.http.non2xx} non-2xx)`, target, met);
 }
 
 /** How late a 1 ms Node timer fires on an otherwise idle core: the floor this machine sets under every latency figure. */
