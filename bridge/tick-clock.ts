@@ -52,12 +52,17 @@ function startClock(): Clock {
   const deadline = new SharedArrayBuffer(8);
   const worker = new Worker(WORKER_SOURCE, { eval: true, name: 'tick-clock', workerData: { generation, deadline } });
   const shared = { generation: new Int32Array(generation), deadline: new BigInt64Array(deadline) };
-  const online = new Promise<void>((r) => worker.once('online', r));
+  const online = new Promise<void>((r) => {
+    worker.once('online', r);
+    worker.once('error', () => r()); // the schedule starts all the same, on timers
+  });
   worker.on('message', wakeDue);
   worker.on('error', () => {
-    // cannot happen short of a broken runtime; the waits must still end, late rather than never
+    // Cannot happen short of a broken runtime. The waits still end, on Node timers (up to about
+    // 1 ms late), and the next sleepUntil starts another thread.
     clock = null;
-    for (const w of waiters.splice(0)) w.wake();
+    const now = process.hrtime.bigint();
+    for (const w of waiters.splice(0)) setTimeout(w.wake, Math.max(0, Number(w.due - now) / 1e6 + 1));
   });
   return { worker, shared, online };
 }
@@ -101,12 +106,4 @@ export function sleepUntil(due: number): Promise<void> {
     waiters.splice(at, 0, w);
     if (at === 0) armWorker(); // a new earliest deadline
   });
-}
-
-/** Ends the clock's thread (a later sleepUntil starts another); waits in progress wake now. */
-export function stopTickClock(): void {
-  const c = clock;
-  clock = null;
-  for (const w of waiters.splice(0)) w.wake();
-  void c?.worker.terminate();
 }

@@ -4,7 +4,7 @@
 import { readFileSync } from 'node:fs';
 import type { ChildProcess } from 'node:child_process';
 import { afterEach, describe, expect, it } from 'vitest';
-import { sleepUntil, stopTickClock } from '../../bridge/tick-clock.js';
+import { sleepUntil } from '../../bridge/tick-clock.js';
 import { configFile, spawnBridge, stopProcess } from '../helpers/bridge.js';
 import { sample, scrape } from '../helpers/metrics.js';
 import { randomPrefix, useRedis } from '../helpers/redis.js';
@@ -23,15 +23,24 @@ function cpuSeconds(pid: number): number {
 
 describe('the tick clock', () => {
   it('wakes once the time is due, never before, for waits from 0.1 to 15 ms and for a time already past', async () => {
-    try {
-      for (const ms of [0.1, 0.5, 0.9, 1, 1.5, 3, 15, -1]) {
-        const due = performance.now() + ms;
-        await sleepUntil(due);
-        expect(performance.now()).toBeGreaterThanOrEqual(due);
-      }
-    } finally {
-      stopTickClock();
+    for (const ms of [0.1, 0.5, 0.9, 1, 1.5, 3, 15, -1]) {
+      const due = performance.now() + ms;
+      await sleepUntil(due);
+      expect(performance.now()).toBeGreaterThanOrEqual(due);
     }
+  });
+
+  it('keeps several schedules at once: a later wait started first does not hold an earlier one back', async () => {
+    const start = performance.now();
+    const woke: string[] = [];
+    const wait = (name: string, ms: number) => sleepUntil(start + ms).then(() => woke.push(`${name} ${performance.now() >= start + ms ? 'due' : 'early'}`));
+    const slow = wait('100 ms', 100); // like a layout at 10 Hz, started first
+    const fast = wait('2 ms', 2);
+    const mid = wait('20 ms', 20);
+    await fast;
+    expect(performance.now() - start).toBeLessThan(100); // not held behind the 100 ms wait
+    await Promise.all([slow, mid]);
+    expect(woke).toEqual(['2 ms due', '20 ms due', '100 ms due']);
   });
 
   it('an idle bridge at 1000 Hz sleeps between its ticks: under a quarter of a core over 2 s, while it ticks on', async () => {
