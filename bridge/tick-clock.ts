@@ -80,9 +80,14 @@ export function wakeDue(): void {
 function armWorker(): void {
   if (!clock) return;
   const { worker, shared } = clock;
-  Atomics.store(shared.deadline, 0, waiters[0]?.due ?? 0n);
-  Atomics.add(shared.generation, 0, 1);
-  Atomics.notify(shared.generation, 0);
+  const next = waiters[0]?.due ?? 0n;
+  // Waking the thread costs a context switch: only when its deadline changes. (It clears a deadline
+  // itself once due, and then tells this thread, which arms the next.)
+  if (Atomics.load(shared.deadline, 0) !== next) {
+    Atomics.store(shared.deadline, 0, next);
+    Atomics.add(shared.generation, 0, 1);
+    Atomics.notify(shared.generation, 0);
+  }
   if (waiters.length > 0) worker.ref();
   else worker.unref(); // an idle clock does not keep the process alive
 }
