@@ -175,8 +175,10 @@ async function main(): Promise<void> {
   }
   const doubling = [...crowd.matchAll(/^\| crowd-show \| (idle, 3 s|\d+\/s) \| [^|]+ \| (\d+) \| [^|]+ \| ([\d.]+) \|$/gm)];
   if (doubling.length === 3) {
+    // Idle is reported, not compared: it was once the bridge's floor (a busy-waiting clock, 0.2 of a
+    // core), and is near nothing since; a bridge sending crowd bundles every tick costs more than that.
     const [idle, once, twice] = doubling.map((m) => Number(m[3]));
-    row('crowd aggregation: bridge CPU as the action rate doubles (bench:crowd)', `idle ${idle}, ${doubling[1]![1]} ${once}, ${doubling[2]![1]} ${twice} of a core; entries/s ${doubling[1]![2]} and ${doubling[2]![2]}`, 'flat', twice! <= once! * 1.2 && twice! <= idle! * 1.5);
+    row('crowd aggregation: bridge CPU as the action rate doubles (bench:crowd)', `idle ${idle}, ${doubling[1]![1]} ${once}, ${doubling[2]![1]} ${twice} of a core; entries/s ${doubling[1]![2]} and ${doubling[2]![2]}`, 'flat: at 2R within 1.2× of R', twice! <= once! * 1.2);
   }
   for (const m of crowd.matchAll(/aggregated p99 − plain p99 \| \| (-?[\d.]+)/g)) {
     const hz = m.index < crowd.indexOf('| 1000 Hz |') ? 100 : 1000;
