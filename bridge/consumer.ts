@@ -271,17 +271,17 @@ export class LayoutConsumer {
     const { maxAgeMs } = this.scheduler.settings;
     const decoded = decodeStreamEntry(fields);
     if (!decoded.ok) return { kind: 'dead', reason: decoded.reason };
+    // The same checks for an action and a crowd summary: whose layout, and a clock in step.
+    const item = 'summary' in decoded ? decoded.summary : decoded.entry;
+    if (item.layoutId !== this.layoutId) return { kind: 'dead', reason: `${'summary' in decoded ? 'summary' : 'entry'} is for layout "${item.layoutId}"` };
+    if (item.ts - now > maxAgeMs) return { kind: 'dead', reason: `ts is ${item.ts - now} ms in the future (more than maxAgeMs ${maxAgeMs}; are the clocks in step?)` };
     if ('summary' in decoded) {
       const s = decoded.summary;
-      if (s.layoutId !== this.layoutId) return { kind: 'dead', reason: `summary is for layout "${s.layoutId}"` };
-      if (s.ts - now > maxAgeMs) return { kind: 'dead', reason: `ts is ${s.ts - now} ms in the future (more than maxAgeMs ${maxAgeMs}; are the clocks in step?)` };
       if (s.ts + s.windowMs <= now) return { kind: 'stale' }; // everything in it has left its window
       this.scheduler.offerSummary(id, s);
       return { kind: 'offered', ts: s.ts };
     }
     const { entry } = decoded;
-    if (entry.layoutId !== this.layoutId) return { kind: 'dead', reason: `entry is for layout "${entry.layoutId}"` };
-    if (entry.ts - now > maxAgeMs) return { kind: 'dead', reason: `ts is ${entry.ts - now} ms in the future (more than maxAgeMs ${maxAgeMs}; are the clocks in step?)` };
     if (now - entry.ts > maxAgeMs) return { kind: 'stale' };
     const offered = this.scheduler.offer(id, entry);
     if (offered.kind === 'unencodable') return { kind: 'dead', reason: offered.reason };

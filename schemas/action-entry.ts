@@ -41,9 +41,12 @@ function parseFields(fields: readonly unknown[] | null | undefined): { ok: true;
  */
 export function decodeActionEntry(fields: readonly unknown[] | null | undefined): DecodeResult {
   const p = parseFields(fields);
-  if (!p.ok) return p;
-  if (!validateActionEntry(p.parsed)) return { ok: false, reason: describeFirstError(validateActionEntry.errors, 'entry') };
-  return { ok: true, entry: p.parsed };
+  return p.ok ? asActionEntry(p.parsed) : p;
+}
+
+function asActionEntry(parsed: unknown): DecodeResult {
+  if (!validateActionEntry(parsed)) return { ok: false, reason: describeFirstError(validateActionEntry.errors, 'entry') };
+  return { ok: true, entry: parsed };
 }
 
 /** Decodes any entry of a layout's stream: an action (v 1) or a crowd summary (v 2). Never throws. */
@@ -54,6 +57,5 @@ export function decodeStreamEntry(fields: readonly unknown[] | null | undefined)
     if (!validateCrowdSummary(p.parsed)) return { ok: false, reason: describeFirstError(validateCrowdSummary.errors, 'summary') };
     return { ok: true, summary: p.parsed };
   }
-  if (!validateActionEntry(p.parsed)) return { ok: false, reason: describeFirstError(validateActionEntry.errors, 'entry') };
-  return { ok: true, entry: p.parsed };
+  return asActionEntry(p.parsed);
 }
