@@ -1,9 +1,9 @@
 // The send loop's clock: a tick starts once it is due and never before, and between ticks the bridge
 // sleeps. A busy-wait kept a whole core busy on an idle bridge at 1000 Hz (0.99 of a core, 0.19 at
 // 100 Hz), taken from Redis and the displays' other software on a shared venue host.
-import { readFileSync } from 'node:fs';
 import type { ChildProcess } from 'node:child_process';
 import { afterEach, describe, expect, it } from 'vitest';
+import { cpuSeconds } from '../../bench/harness.js';
 import { sleepUntil } from '../../bridge/tick-clock.js';
 import { configFile, spawnBridge, stopProcess } from '../helpers/bridge.js';
 import { sample, scrape } from '../helpers/metrics.js';
@@ -14,12 +14,6 @@ const children: ChildProcess[] = [];
 afterEach(() => {
   for (const c of children.splice(0)) c.kill('SIGKILL');
 });
-
-/** user + system CPU time of a process, in seconds (/proc/<pid>/stat fields 14 and 15, in clock ticks of 10 ms) */
-function cpuSeconds(pid: number): number {
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-  return (Number(fields[11]) + Number(fields[12])) / 100;
-}
 
 describe('the tick clock', () => {
   it('wakes once the time is due, never before, for waits from 0.1 to 15 ms and for a time already past', async () => {
