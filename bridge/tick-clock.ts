@@ -32,7 +32,8 @@ for (;;) {
 `;
 
 interface Waiter {
-  due: bigint;
+  /** performance.now() time, as the callers count */
+  due: number;
   wake: () => void;
 }
 
@@ -41,6 +42,8 @@ interface Clock {
   shared: Shared;
   /** resolves once the thread runs */
   online: Promise<void>;
+  /** the wait (its performance.now() due time) the thread's deadline was last set for */
+  armedFor?: number;
 }
 
 let clock: Clock | null = null;
@@ -57,12 +60,13 @@ function startClock(): Clock {
     worker.once('error', () => r()); // the schedule starts all the same, on timers
   });
   worker.on('message', wakeDue);
-  worker.on('error', () => {
+  worker.on('error', (e: Error) => {
     // Cannot happen short of a broken runtime. The waits still end, on Node timers (up to about
-    // 1 ms late), and the next sleepUntil starts another thread.
+    // 1 ms late), and the next sleepUntil starts another thread. Said on stderr (the journal).
+    process.emitWarning(`the tick clock's thread failed (${e.message}); the waiting ticks fall back to timers`, 'TickClockWarning');
     clock = null;
-    const now = process.hrtime.bigint();
-    for (const w of waiters.splice(0)) setTimeout(w.wake, Math.max(0, Number(w.due - now) / 1e6 + 1));
+    const now = performance.now();
+    for (const w of waiters.splice(0)) setTimeout(w.wake, Math.max(0, w.due - now + 1));
   });
   return { worker, shared, online };
 }
@@ -72,7 +76,7 @@ function startClock(): Clock {
  * process exit). The worker calls it; so may a thread that is awake anyway and keeps the time itself.
  */
 export function wakeDue(): void {
-  const now = process.hrtime.bigint();
+  const now = performance.now();
   while (waiters.length > 0 && waiters[0]!.due <= now) waiters.shift()!.wake();
   armWorker();
 }
@@ -80,11 +84,15 @@ export function wakeDue(): void {
 function armWorker(): void {
   if (!clock) return;
   const { worker, shared } = clock;
-  const next = waiters[0]?.due ?? 0n;
-  // Waking the thread costs a context switch: only when its deadline changes. (It clears a deadline
-  // itself once due, and then tells this thread, which arms the next.)
-  if (Atomics.load(shared.deadline, 0) !== next) {
-    Atomics.store(shared.deadline, 0, next);
+  const next = waiters[0]?.due;
+  const armed = Atomics.load(shared.deadline, 0);
+  // Waking the thread costs a context switch: only when its deadline must change. (It clears a
+  // deadline itself once due, and then tells this thread, which arms the next.)
+  if (next === undefined ? armed !== 0n : next !== clock.armedFor || armed === 0n) {
+    clock.armedFor = next;
+    // performance.now() read before hrtime: the deadline errs late by the gap between them, never early
+    const deadline = next === undefined ? 0n : BigInt(Math.max(1, Math.ceil((next - performance.now()) * 1e6))) + process.hrtime.bigint();
+    Atomics.store(shared.deadline, 0, deadline);
     Atomics.add(shared.generation, 0, 1);
     Atomics.notify(shared.generation, 0);
   }
@@ -105,7 +113,7 @@ export function sleepUntil(due: number): Promise<void> {
   if (ms <= 0) return Promise.resolve();
   clock ??= startClock();
   return new Promise((wake) => {
-    const w = { due: process.hrtime.bigint() + BigInt(Math.ceil(ms * 1e6)), wake };
+    const w = { due, wake };
     let at = waiters.length;
     while (at > 0 && waiters[at - 1]!.due > w.due) at--;
     waiters.splice(at, 0, w);

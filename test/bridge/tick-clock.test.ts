@@ -4,7 +4,7 @@
 import type { ChildProcess } from 'node:child_process';
 import { afterEach, describe, expect, it } from 'vitest';
 import { cpuSeconds } from '../../bench/harness.js';
-import { sleepUntil } from '../../bridge/tick-clock.js';
+import { sleepUntil, wakeDue } from '../../bridge/tick-clock.js';
 import { configFile, spawnBridge, stopProcess } from '../helpers/bridge.js';
 import { sample, scrape } from '../helpers/metrics.js';
 import { randomPrefix, useRedis } from '../helpers/redis.js';
@@ -22,6 +22,17 @@ describe('the tick clock', () => {
       await sleepUntil(due);
       expect(performance.now()).toBeGreaterThanOrEqual(due);
     }
+  });
+
+  it('a thread that is awake anyway ends a due wait itself (a reader draining a backlog), without the clock thread', async () => {
+    const due = performance.now() + 0.5;
+    let woke = false;
+    const waiting = sleepUntil(due).then(() => (woke = true));
+    while (performance.now() < due); // busy here: the clock thread's message cannot be handled meanwhile
+    wakeDue();
+    await Promise.resolve();
+    expect(woke).toBe(true);
+    await waiting;
   });
 
   it('keeps several schedules at once: a later wait started first does not hold an earlier one back', async () => {
