@@ -13,24 +13,21 @@
 //    against how many there were: each participant's requests spread over 50 shared connections
 //    (the worst case: a phone that reconnects for every request), and each participant on one
 //    keep-alive connection of its own (as a phone's app does).
-import { createSocket } from 'node:dgram';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { Redis } from 'ioredis';
-import { fromBuffer, type OscPacketOutput } from 'osc-min';
 import { Agent as HttpAgent, request as httpRequest } from 'node:http';
 import { CrowdTable, type CrowdValue } from '../bridge/crowd.js';
 import { DEMO_LAYOUT_FILE } from '../gateway/demo/seed.js';
 import { decodeStreamEntry } from '../schemas/action-entry.js';
 import { actionStreamKey } from '../schemas/redis-keys.js';
-import { actionRequests, cpuSeconds, mintTokens, percentiles, pinProcess, pinnedRedis, seedDemo, spawnPinned, spawnPinnedGateway, stopChild, wrkLoad } from './harness.js';
+import { actionRequests, cpuSeconds, mintTokens, percentiles, pinProcess, pinnedRedis, seedDemo, spawnPinnedGateway, stopChild, wrkLoad } from './harness.js';
+import { oscSink as sink, spawnBenchBridge } from './end-to-end.js';
 import { openLoop } from './open-loop.js';
 
 const { values } = parseArgs({ options: { seconds: { type: 'string', default: '6' }, rate: { type: 'string', default: '8000' } } });
 const SECONDS = Number(values.seconds);
 const RATE = Number(values.rate);
-const BRIDGE = fileURLToPath(new URL('../bridge/main.js', import.meta.url));
 const FOLD_MS = 10;
 /** wrk connections: a closed loop waits up to a fold tick per answer, so it needs more connections than the plain layout to load the gateway */
 const CONNECTIONS = 400;
@@ -52,26 +49,6 @@ function crowdLayout(): object {
 const progress = (what: string) => process.stderr.write(`bench: ${what}\n`);
 const lines: string[] = [];
 const say = (line = '') => lines.push(line);
-
-/** A bridge process for one layout on core 1, sending to `port`. */
-async function bridgeFor(redisUrl: string, layoutId: string, port: number, tickHz: number, id: string) {
-  return spawnPinned(1, BRIDGE, ['--layout', layoutId, '--target', `127.0.0.1:${port}`, '--redis', redisUrl, '--bridge-id', id, '--tick-hz', String(tickHz), '--ops-port', '0'], { LOG_LEVEL: 'info' }, /audience-bridge running/);
-}
-
-/** A UDP sink that counts messages and calls `onMessage` with each decoded one and its arrival time. */
-async function sink(onMessage: (address: string, args: number[], at: number) => void) {
-  const socket = createSocket('udp4');
-  socket.on('message', (d) => {
-    const at = Date.now();
-    const walk = (p: OscPacketOutput): void => {
-      if (p.oscType === 'bundle') p.elements.forEach(walk);
-      else onMessage(p.address, p.args.map((a) => Number((a as { value: unknown }).value)), at);
-    };
-    walk(fromBuffer(d));
-  });
-  await new Promise<void>((r) => socket.bind(0, '127.0.0.1', r));
-  return { port: socket.address().port, close: () => socket.close() };
-}
 
 async function entriesAdded(admin: Redis, layoutId: string): Promise<number> {
   try {
@@ -103,7 +80,7 @@ async function main(): Promise<void> {
     const ignore = await sink(() => {});
     for (const layoutId of LAYOUTS) {
       progress(`closed loop into ${layoutId}`);
-      const bridge = await bridgeFor(redis.url, layoutId, ignore.port, 100, `max-${layoutId}`);
+      const bridge = await spawnBenchBridge({ redisUrl: redis.url, layoutId, port: ignore.port, tickHz: 100, id: `max-${layoutId}` });
       await wrkLoad({ name: 'warm-up', url: gw.url, connections: CONNECTIONS, durationSec: 2, serverPid: gw.child.pid!, requests: sliders(layoutId) });
       const before = await entriesAdded(admin, layoutId);
       const bridgeCpu = cpuSeconds(bridge.child.pid!);
@@ -125,7 +102,7 @@ async function main(): Promise<void> {
     say('|---|---|---|---|---|---|');
     const presses = (layoutId: string) => actionRequests(layoutId === PLAIN ? tokens : crowdTokens, layoutId, 10_000, () => ({ lid: 1, type: 'Button' }));
     for (const layoutId of LAYOUTS) {
-      const bridge = await bridgeFor(redis.url, layoutId, ignore.port, 100, `double-${layoutId}`);
+      const bridge = await spawnBenchBridge({ redisUrl: redis.url, layoutId, port: ignore.port, tickHz: 100, id: `double-${layoutId}` });
       const idleCpu = cpuSeconds(bridge.child.pid!);
       await new Promise((res) => setTimeout(res, 3000));
       say(`| ${layoutId} | idle, 3 s | 0 | 0 | - | ${((cpuSeconds(bridge.child.pid!) - idleCpu) / 3).toFixed(3)} |`);
@@ -165,7 +142,7 @@ async function main(): Promise<void> {
             while (counted.length < total - base) counted.push(at);
           }
         });
-        const bridge = await bridgeFor(redis.url, layoutId, s.port, tickHz, `e2e-${layoutId}-${tickHz}`);
+        const bridge = await spawnBenchBridge({ redisUrl: redis.url, layoutId, port: s.port, tickHz, id: `e2e-${layoutId}-${tickHz}` });
         const buttons = presses(layoutId);
         await openLoop({ name: 'warm-up', url: gw.url, rate: 2000, durationSec: 2, connections: 50, requests: buttons });
         await new Promise((res) => setTimeout(res, 500));

@@ -5,11 +5,32 @@
 // gateway's receive time (`ts`): both read Date.now(), so figures are whole milliseconds.
 import { createSocket } from 'node:dgram';
 import { fileURLToPath } from 'node:url';
-import { fromBuffer, timetagToDate } from 'osc-min';
+import { fromBuffer, timetagToDate, type OscPacketOutput } from 'osc-min';
 import { actionRequests, percentiles, spawnPinned, stopChild, type LoadResult, type Percentiles } from './harness.js';
 import { openLoop } from './open-loop.js';
 
 export const BRIDGE = fileURLToPath(new URL('../bridge/main.js', import.meta.url));
+
+/** A bridge process for one layout on core 1 (or `core`), sending to a sink on this host. */
+export function spawnBenchBridge(o: { redisUrl: string; layoutId: string; port: number; tickHz: number; id: string; bridge?: string; core?: number; extraArgs?: string[] }) {
+  const args = ['--layout', o.layoutId, '--target', `127.0.0.1:${o.port}`, '--redis', o.redisUrl, '--bridge-id', o.id, '--tick-hz', String(o.tickHz), '--ops-port', '0', ...(o.extraArgs ?? [])];
+  return spawnPinned(o.core ?? 1, o.bridge ?? BRIDGE, args, { LOG_LEVEL: 'info' }, /audience-bridge running/);
+}
+
+/** A UDP sink that decodes OSC: `onMessage` gets each message, its arrival time (Date.now) and its bundle's timetag (ms). */
+export async function oscSink(onMessage: (address: string, args: number[], at: number, timetagMs: number) => void): Promise<{ port: number; close: () => void }> {
+  const socket = createSocket('udp4');
+  socket.on('message', (d) => {
+    const at = Date.now();
+    const walk = (p: OscPacketOutput, tag: number): void => {
+      if (p.oscType === 'bundle') p.elements.forEach((e) => walk(e, timetagToDate(p.timetag).getTime()));
+      else onMessage(p.address, p.args.map((a) => Number((a as { value: unknown }).value)), at, tag);
+    };
+    walk(fromBuffer(d), NaN);
+  });
+  await new Promise<void>((r) => socket.bind(0, '127.0.0.1', r));
+  return { port: socket.address().port, close: () => socket.close() };
+}
 
 export interface EndToEnd extends Percentiles {
   /** actions answered 200 */
@@ -22,22 +43,11 @@ export interface EndToEnd extends Percentiles {
 
 export async function measureEndToEnd(o: { url: string; tokens: string[]; redisUrl: string; tickHz: number; rate: number; bridge?: string; core?: number }): Promise<EndToEnd> {
   const latencies: number[] = [];
-  const sink = createSocket('udp4');
-  sink.on('message', (d) => {
-    const now = Date.now(); // the same clock the gateway stamps `ts` with
-    const walk = (p: ReturnType<typeof fromBuffer>): void => {
-      if (p.oscType !== 'bundle') return;
-      for (const e of p.elements) {
-        if (e.oscType === 'bundle') walk(e);
-        // only the measured Buttons (/001); the warm-up sends Sliders (/002)
-        else if (e.address === '/001') latencies.push(now - (timetagToDate(p.timetag).getTime() - 1));
-      }
-    };
-    walk(fromBuffer(d));
+  // only the measured Buttons (/001); the warm-up sends Sliders (/002). `ts` = timetag − the 1 ms playout delay.
+  const sink = await oscSink((address, _args, at, timetagMs) => {
+    if (address === '/001') latencies.push(at - (timetagMs - 1));
   });
-  await new Promise<void>((r) => sink.bind(0, '127.0.0.1', r));
-  const args = ['--layout', 'demo-show', '--target', `127.0.0.1:${sink.address().port}`, '--redis', o.redisUrl, '--bridge-id', `e2e-${o.tickHz}-${o.rate}-${Date.now()}`, '--tick-hz', String(o.tickHz), '--playout-delay-ms', '1', '--ops-port', '0'];
-  const bridge = await spawnPinned(o.core ?? 1, o.bridge ?? BRIDGE, args, { LOG_LEVEL: 'info' }, /audience-bridge running/);
+  const bridge = await spawnBenchBridge({ redisUrl: o.redisUrl, layoutId: 'demo-show', port: sink.port, tickHz: o.tickHz, id: `e2e-${o.tickHz}-${o.rate}-${Date.now()}`, bridge: o.bridge, core: o.core, extraArgs: ['--playout-delay-ms', '1'] });
   try {
     // 2 s at the same rate first, so neither process is measured while its code is still being compiled.
     const warmUp = actionRequests(o.tokens, 'demo-show', 10_000, (i) => ({ lid: 2, type: 'Slider', value: (i % 100) / 100 }));
