@@ -1,4 +1,6 @@
-// Stream ids waiting for XACK, sent in one call per send tick. A failed call keeps its ids for the
+// Stream ids waiting for XACK, sent in one call per send tick, and never awaited by the tick: a
+// round trip to Redis (slow, or timing out) must not hold the send schedule or the reader. One call
+// is in flight at a time; what is added meanwhile goes with the next. A failed call keeps its ids for the
 // next ticks, MAX_ACK_ATTEMPTS calls at most: then they are given up and counted. A given-up id is
 // harmless: it stays in the group's pending list, and when the bridge reads it again (after a
 // restart, or through XAUTOCLAIM) its action id is known, so it is acked without being sent again.
@@ -13,6 +15,7 @@ export class AckQueue {
   /** ids whose XACK failed, with the attempts so far */
   private retries: { ids: string[]; attempts: number }[] = [];
   private lastLog = 0;
+  private inFlight: Promise<void> | null = null;
 
   constructor(
     private readonly ack: (streamIds: string[]) => Promise<void>,
@@ -31,9 +34,21 @@ export class AckQueue {
     return this.fresh.length > 0 || this.retries.length > 0;
   }
 
-  /** One XACK for everything waiting. Never rejects. */
-  async flush(): Promise<void> {
-    if (!this.waiting) return;
+  /** Starts one XACK for everything waiting, unless one is in flight (then they wait for the next flush). */
+  flush(): void {
+    if (this.inFlight || !this.waiting) return;
+    this.inFlight = this.send().finally(() => (this.inFlight = null));
+  }
+
+  /** Waits for the XACK in flight, then acks what is left (once: a failure stays queued). For stopping. */
+  async drain(): Promise<void> {
+    await this.inFlight;
+    this.flush();
+    await this.inFlight;
+  }
+
+  /** Never rejects. */
+  private async send(): Promise<void> {
     const fresh = this.fresh;
     this.fresh = [];
     const ids = [...fresh, ...this.retries.flatMap((r) => r.ids)];

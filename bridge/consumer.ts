@@ -17,11 +17,6 @@ import type { Logger } from '../runtime/log.js';
 import type { LayoutScheduler } from './scheduler.js';
 import { createGroup, groupName, isMissingGroup } from './stream-group.js';
 
-/** Every this many entries (a power of two minus one), the reader checks whether a tick is due. */
-const YIELD_CHECK_EVERY = 31;
-/** The reader stops this long before a due tick and lets it run. */
-const YIELD_BEFORE_TICK_MS = 0.3;
-
 export interface ConsumerSettings {
   prefix: string;
   bridgeId: string;
@@ -228,10 +223,8 @@ export class LayoutConsumer {
     const dead: { id: string; fields: readonly string[]; reason: string }[] = [];
     let newest = this.counters.newestRead.get(this.layoutId) ?? 0;
     for (let i = 0; i < entries.length; i++) {
-      // Sending on time wins over reading: near a due tick, let it run first.
-      if ((i & YIELD_CHECK_EVERY) === YIELD_CHECK_EVERY && this.scheduler.ticking && performance.now() >= this.scheduler.nextDue - YIELD_BEFORE_TICK_MS) {
-        await this.scheduler.afterNextTick();
-      }
+      // Sending on time wins over reading: once a tick is due, it runs before the next entry.
+      if (this.scheduler.tickDue()) await this.scheduler.afterNextTick();
       const [id, fields] = entries[i]!;
       if (this.scheduler.holds(id)) continue; // read again after an outage: already on its way
       if (fields === null) {
