@@ -8,7 +8,6 @@
 // what OSC can carry when offered, so one it refuses never reaches a tick; each tick encodes its
 // messages straight into the datagrams it sends. Acks go through an AckQueue
 // (bounded retries). No error leaves the tick loop.
-import { LRUCache } from 'lru-cache';
 import type { ActionEntry } from '../schemas/types.js';
 import type { CrowdSummary } from '../schemas/aggregate.js';
 import { AckQueue } from './ack-queue.js';
@@ -16,6 +15,7 @@ import { CrowdTable, crowdDatagrams, type CrowdValue } from './crowd.js';
 import type { BridgeCounters, LayoutCounters } from './counters.js';
 import type { Logger } from '../runtime/log.js';
 import { oscRefusal, packDatagrams, timetag, type BooleanMode, type TimedGroup } from './osc.js';
+import { SeenIds } from './seen-ids.js';
 import { UdpTarget } from './sender.js';
 import { TargetQueue, type Delivery } from './target-queue.js';
 import { sleepUntil, tickClockReady, wakeDue } from './tick-clock.js';
@@ -60,7 +60,8 @@ export class LayoutScheduler {
   private readonly queued = new Map<string, Delivery>();
   /** the stream ids those deliveries carry (their own and their duplicates') */
   private readonly heldIds = new Set<string>();
-  private readonly done = new LRUCache<string, true>({ max: 100_000 });
+  /** action ids finished (at least the last 100,000) */
+  private readonly done = new SeenIds(100_000);
   private readonly c: LayoutCounters;
   private readonly acks: AckQueue;
   /** crowd aggregation: the newest summary of each gateway process, per aggregated control */
@@ -185,7 +186,7 @@ export class LayoutScheduler {
     this.queued.delete(d.entry.id);
     this.heldIds.delete(d.streamId);
     for (const id of d.alsoAck) this.heldIds.delete(id);
-    this.done.set(d.entry.id, true);
+    this.done.add(d.entry.id);
     this.acks.add(d.streamId);
     for (const id of d.alsoAck) this.acks.add(id);
   }
