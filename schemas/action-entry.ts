@@ -3,7 +3,7 @@
 // The gateway encodes; the bridge decodes and validates against action-entry.schema.json.
 import type { CrowdSummary } from './aggregate.js';
 import type { ActionEntry } from './types.js';
-import { describeFirstError, validateActionEntry, validateCrowdSummary } from './validators.js';
+import { WHOLE_DOCUMENT, describeFirstError, validateActionEntry, validateCrowdSummary } from './validators.js';
 
 /** The stream field that holds an entry. */
 export const ACTION_FIELD = 'action';
@@ -45,7 +45,7 @@ export function decodeActionEntry(fields: readonly unknown[] | null | undefined)
 }
 
 function asActionEntry(parsed: unknown): DecodeResult {
-  if (!validateActionEntry(parsed)) return { ok: false, reason: describeFirstError(validateActionEntry.errors, 'entry') };
+  if (!validateActionEntry(parsed, WHOLE_DOCUMENT)) return { ok: false, reason: describeFirstError(validateActionEntry.errors, 'entry') };
   return { ok: true, entry: parsed };
 }
 

@@ -4,6 +4,7 @@ import { readFileSync, readdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
+import type { DataValidationCxt } from 'ajv/dist/types/index.js';
 import type { CrowdSummary } from './aggregate.js';
 import { CONTROL_TYPES, type ActionEntry, type ActionRequest, type ControlType, type LayoutDefinition, type TokenRequest } from './types.js';
 
@@ -26,6 +27,7 @@ export function createAjv(opts: { coerce?: boolean; defaults?: boolean } = {}): 
     strict: true,
     strictRequired: false,
     allowUnionTypes: true,
+    discriminator: true, // action-entry: only the branch its type names is checked (no failed if, no error objects)
     useDefaults: opts.coerce === true || opts.defaults === true,
     coerceTypes: opts.coerce === true,
   });
@@ -41,6 +43,13 @@ function compile<T>(ajv: Ajv, id: string): ValidateFunction<T> {
 }
 
 const ajv = createAjv();
+
+/**
+ * The context of a whole document, made once, for validators on a hot path: called without one, an
+ * ajv validator allocates an empty object for its default on every call (56 bytes, per action in
+ * the gateway, per entry in the bridge). Nothing in it is changed by a validator.
+ */
+export const WHOLE_DOCUMENT = Object.freeze({ instancePath: '' }) as DataValidationCxt;
 
 export const validateActionRequest = compile<ActionRequest>(ajv, 'action-request.schema.json');
 export const validateTokenRequest = compile<TokenRequest>(ajv, 'token-request.schema.json');

@@ -1,6 +1,6 @@
 // Pure checks of an action against its layout's active page (spec 4.3 and the value table).
 import type { ActionValue, Control } from '../../schemas/types.js';
-import { describeFirstError, validateValue } from '../../schemas/validators.js';
+import { WHOLE_DOCUMENT, describeFirstError, validateValue } from '../../schemas/validators.js';
 import type { ActionRequest } from '../../schemas/types.js';
 import { AppError } from '../errors.js';
 import type { LiveLayout } from '../layouts/layout-cache.js';
@@ -12,7 +12,7 @@ export function checkAction(layout: LiveLayout, body: ActionRequest): { control:
   if (control.type !== body.type) throw new AppError('type_mismatch', `control ${body.lid} is a ${control.type}, not a ${body.type}`);
   const value = body.value === undefined ? null : body.value;
   const validate = validateValue[control.type];
-  if (!validate(value)) throw new AppError('invalid_value', describeFirstError(validate.errors, `${control.type} value`));
+  if (!validate(value, WHOLE_DOCUMENT)) throw new AppError('invalid_value', describeFirstError(validate.errors, `${control.type} value`));
   if (control.type === 'Index' && !control.options?.some((o) => o.index === value)) {
     throw new AppError('invalid_value', `Index value must be one of the option indices 0..${(control.options?.length ?? 1) - 1}`);
   }

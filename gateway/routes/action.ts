@@ -2,7 +2,7 @@
 // checks, then the append (group commit: one call per layout in flight); 200 only after Redis acknowledged it.
 // OPTIONS answers CORS preflight.
 import { createHash } from 'node:crypto';
-import { describeFirstError, validateActionRequest } from '../../schemas/validators.js';
+import { WHOLE_DOCUMENT, describeFirstError, validateActionRequest } from '../../schemas/validators.js';
 import { CONTROL_TYPES, type ActionEntry, type ActionRequest } from '../../schemas/types.js';
 import { checkAction } from '../actions/check-action.js';
 import type { AggregatedControl } from '../actions/crowd-fold.js';
@@ -85,7 +85,7 @@ export function actionRoutes(d: RouteDeps): Route[] {
     let body: unknown;
     try {
       body = parseJson(raw);
-      if (!validateActionRequest(body)) throw new AppError('invalid_body', describeFirstError(validateActionRequest.errors));
+      if (!validateActionRequest(body, WHOLE_DOCUMENT)) throw new AppError('invalid_body', describeFirstError(validateActionRequest.errors));
     } catch (e) {
       return untyped.rejected(e);
     }
