@@ -5,6 +5,7 @@
 import { spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import { constants, PerformanceObserver, type PerformanceEntry } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import { Redis } from 'ioredis';
 import { startBridge } from '../bridge/app.js';
@@ -56,6 +57,7 @@ async function main(): Promise<void> {
     progress(`draining with tickHz ${tickHz}, at most ${perTick} messages a tick`);
     const started = performance.timeOrigin + performance.now();
     const bridge = await startBridge({ ...config, layouts, opsPort: 0 }, { log: createLogger('audience-bridge', 'warn'), notifyEnv: {}, ...(values['read-count'] && { readCount: Number(values['read-count']) }) });
+    const drainTicks = watchLateTicks(bridge.counters);
     let got = await counts();
     while (got.messages < total) {
       await new Promise((r) => setTimeout(r, 200));
@@ -63,6 +65,7 @@ async function main(): Promise<void> {
       if (performance.timeOrigin + performance.now() - started > 120_000) break;
     }
     const loaded = bridge.counters.latencyPercentiles();
+    const lateReport = drainTicks.stop();
 
     progress('steady 2,000 actions/s for 5 s (20 every 10 ms, written from this process)');
     bridge.counters.resetLateness();
@@ -105,12 +108,48 @@ async function main(): Promise<void> {
       `| steady 2,000 actions/s for 5 s, ${tickHz} Hz | ${after.messages - before.messages} | ${((100 * (after.messages - before.messages)) / steadyTotal).toFixed(1)} % | ${after.datagrams - before.datagrams} | ${Math.round((after.messages - before.messages) / 5)} | ${steady.p50.toFixed(2)} / ${steady.p99.toFixed(2)} / ${steady.max.toFixed(2)} |\n`,
     );
     process.stdout.write(`| idle 2 s, ${tickHz} Hz | - | - | - | - | CPU ${idleShare.toFixed(3)} of a core |\n`);
+    process.stdout.write(`\n${lateReport}\n`);
     process.stdout.write(`\nbench process CPU: ${((cpu.user + cpu.system) / 1e6).toFixed(1)} s; ceiling set by pacing: ${tickHz * perTick} messages/s\n`);
   } finally {
     c.disconnect();
     sink.kill();
     await redis.stop();
   }
+}
+
+/**
+ * Records the drain's ticks that start more than 1 ms late, and V8's GC pauses meanwhile, and says
+ * how many of those ticks a pause overlapped: what GC explains of the tail, and what it does not.
+ */
+function watchLateTicks(counters: { onLateness: (ms: number) => void }): { stop(): string } {
+  const pauses: { start: number; end: number; kind: number }[] = [];
+  const observer = new PerformanceObserver((list) => {
+    for (const e of list.getEntries() as (PerformanceEntry & { detail: { kind: number } })[]) pauses.push({ start: e.startTime, end: e.startTime + e.duration, kind: e.detail.kind });
+  });
+  observer.observe({ entryTypes: ['gc'] });
+  const late: { due: number; started: number }[] = [];
+  let ticks = 0;
+  const told = counters.onLateness;
+  counters.onLateness = (ms) => {
+    told(ms);
+    ticks++;
+    if (ms > 1) late.push({ due: performance.now() - ms, started: performance.now() });
+  };
+  return {
+    stop() {
+      counters.onLateness = told;
+      observer.disconnect();
+      const during = (t: { due: number; started: number }) => pauses.find((p) => p.start < t.started && p.end > t.due);
+      const byGc = late.map(during);
+      const scavenge = byGc.filter((p) => p?.kind === constants.NODE_PERFORMANCE_GC_MINOR).length;
+      const other = byGc.filter((p) => p !== undefined).length - scavenge;
+      const total = pauses.reduce((n, p) => n + (p.end - p.start), 0);
+      return (
+        `drain: ${late.length} of ${ticks} ticks started more than 1 ms late; a GC pause overlapped ${scavenge} of them (scavenge) and ${other} (mark-compact or its steps), ` +
+        `none the other ${late.length - scavenge - other}. GC during the drain: ${pauses.length} pauses, ${total.toFixed(0)} ms in all, the longest ${Math.max(0, ...pauses.map((p) => p.end - p.start)).toFixed(1)} ms`
+      );
+    },
+  };
 }
 
 main().catch((e: unknown) => {
