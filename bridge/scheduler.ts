@@ -67,10 +67,6 @@ export class LayoutScheduler {
   /** crowd aggregation: the newest summary of each gateway process, per aggregated control */
   private readonly crowd = new CrowdTable();
   private running = false;
-  /** True while the tick loop runs (the reader only waits for ticks that will come). */
-  get ticking(): boolean {
-    return this.running;
-  }
   private loop: Promise<void> | null = null;
   private lastErrorLog = 0;
   private tickFailingSince: number | null = null;
