@@ -298,7 +298,7 @@ export class LayoutScheduler {
    */
   afterNextTick(): Promise<void> {
     const ran = new Promise<void>((r) => this.tickWaiters.push(r));
-    if (this.running && performance.now() >= this.nextDue) wakeDue();
+    if (this.tickDue()) wakeDue();
     return ran;
   }
 
