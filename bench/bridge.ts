@@ -133,7 +133,10 @@ function watchLateTicks(counters: { onLateness: (ms: number) => void }): { stop(
   counters.onLateness = (ms) => {
     told(ms);
     ticks++;
-    if (ms > 1) late.push({ due: performance.now() - ms, started: performance.now() });
+    if (ms > 1) {
+      const started = performance.now();
+      late.push({ due: started - ms, started });
+    }
   };
   return {
     stop() {
