@@ -54,7 +54,7 @@ export function decodeStreamEntry(fields: readonly unknown[] | null | undefined)
   const p = parseFields(fields);
   if (!p.ok) return p;
   if (typeof p.parsed === 'object' && p.parsed !== null && (p.parsed as { v?: unknown }).v === 2) {
-    if (!validateCrowdSummary(p.parsed)) return { ok: false, reason: describeFirstError(validateCrowdSummary.errors, 'summary') };
+    if (!validateCrowdSummary(p.parsed, WHOLE_DOCUMENT)) return { ok: false, reason: describeFirstError(validateCrowdSummary.errors, 'summary') };
     return { ok: true, summary: p.parsed };
   }
   return asActionEntry(p.parsed);
