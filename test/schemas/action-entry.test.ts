@@ -23,6 +23,8 @@ describe('action entry codec', () => {
     ['a Slider out of range', [ACTION_FIELD, JSON.stringify({ ...entry, type: 'Slider', value: 2 })], /value/],
     ['a Button with a value', [ACTION_FIELD, JSON.stringify({ ...entry, type: 'Button', value: 1 })], /value/],
     ['an unknown version', [ACTION_FIELD, JSON.stringify({ ...entry, v: 2 })], /v/],
+    ['an unknown control type', [ACTION_FIELD, JSON.stringify({ ...entry, type: 'Knob', value: 0.5 })], /type/],
+    ['no control type', [ACTION_FIELD, JSON.stringify({ ...entry, type: undefined })], /type/],
     ['an extra field', [ACTION_FIELD, JSON.stringify({ ...entry, extra: 1 })], /extra/],
   ])('refuses %s with a reason', (_what, fields, reason) => {
     const r = decodeActionEntry(fields);
