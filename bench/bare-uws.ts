@@ -20,9 +20,12 @@ uws
     }
     let aborted = false;
     res.onAborted(() => (aborted = true));
-    readBody(res, Number.MAX_SAFE_INTEGER, () => {
-      if (!aborted) reply(res);
-    }, () => {});
+    readBody(res, Number.MAX_SAFE_INTEGER, {
+      body: () => {
+        if (!aborted) reply(res);
+      },
+      tooLarge: () => {},
+    });
   })
   .listen('127.0.0.1', port, (socket) => {
     if (!socket) process.exit(1);

@@ -20,16 +20,30 @@ const clientLeft = () => new AppError('unavailable', 'The client left before the
 /** At most this many entries go in one Lua call, so one call never holds Redis for long. */
 export const MAX_BATCH = 256;
 
-interface Waiter {
-  resolve: () => void;
-  reject: (e: unknown) => void;
+/**
+ * Who waits for an append: told once, `stored` or `failed`, and asked before the call whether its
+ * client left. The route implements it on one object per request, so an accepted action costs no
+ * promise between its append and its answer.
+ */
+export interface AppendWaiter {
+  stored(): void;
+  failed(e: unknown): void;
   /** the request's client is gone: its action is not appended (its answer could not be sent) */
-  aborted: () => boolean;
+  aborted(): boolean;
+}
+
+/** The promise form of a waiter, for callers off the hot path. */
+class PromiseWaiter implements AppendWaiter {
+  constructor(
+    readonly stored: () => void,
+    readonly failed: (e: unknown) => void,
+    readonly aborted: () => boolean,
+  ) {}
 }
 
 interface Batch {
   readonly payloads: string[];
-  readonly waiters: Waiter[];
+  readonly waiters: AppendWaiter[];
 }
 
 export class ActionLog {
@@ -77,16 +91,19 @@ export class ActionLog {
 
   /** Appends an encoded entry (an action or a crowd summary) to the layout's stream, in the same group commit. */
   appendPayload(layoutId: string, payload: string, aborted: () => boolean = NEVER): Promise<void> {
-    return new Promise((resolve, reject) => {
-      let batch = this.batches.get(layoutId);
-      if (!batch) {
-        batch = { payloads: [], waiters: [] };
-        this.batches.set(layoutId, batch);
-      }
-      batch.payloads.push(payload);
-      batch.waiters.push({ resolve, reject, aborted });
-      if (!this.inFlight.has(layoutId)) this.scheduleFlush(); // otherwise the call in flight sends it when answered
-    });
+    return new Promise((resolve, reject) => this.appendFor(layoutId, payload, new PromiseWaiter(resolve, reject, aborted)));
+  }
+
+  /** The same append, answered through `waiter` (`stored`, or `failed` with `unavailable`) instead of a promise. */
+  appendFor(layoutId: string, payload: string, waiter: AppendWaiter): void {
+    let batch = this.batches.get(layoutId);
+    if (!batch) {
+      batch = { payloads: [], waiters: [] };
+      this.batches.set(layoutId, batch);
+    }
+    batch.payloads.push(payload);
+    batch.waiters.push(waiter);
+    if (!this.inFlight.has(layoutId)) this.scheduleFlush(); // otherwise the call in flight sends it when answered
   }
 
   /** setImmediate runs after the poll phase, so the flush gathers every request uWS handled in this turn. */
@@ -107,7 +124,7 @@ export class ActionLog {
       if (waiters.some((w) => w.aborted())) {
         const keep = waiters.map((w) => !w.aborted());
         payloads = payloads.filter((_, i) => keep[i]);
-        for (const w of waiters.filter((_, i) => !keep[i])) w.reject(clientLeft());
+        for (const w of waiters.filter((_, i) => !keep[i])) w.failed(clientLeft());
         waiters = waiters.filter((_, i) => keep[i]);
       }
       for (let i = 0; i < payloads.length; i += MAX_BATCH) {
@@ -116,7 +133,7 @@ export class ActionLog {
     }
   };
 
-  private send(layoutId: string, payloads: string[], waiters: Waiter[]): void {
+  private send(layoutId: string, payloads: string[], waiters: AppendWaiter[]): void {
     this.inFlight.set(layoutId, (this.inFlight.get(layoutId) ?? 0) + 1);
     const call = runScript(this.redis, 'appendActions', [this.keys.actions(layoutId)], [this.maxLen, ACTION_FIELD, ...payloads]);
     // Every call ends (ioredis's command timeout), so a stream's queue never waits on a lost answer.
@@ -124,11 +141,11 @@ export class ActionLog {
       (ids) => {
         this.answered(layoutId);
         const results = Array.isArray(ids) ? (ids as unknown[]) : [];
-        waiters.forEach((w, i) => (typeof results[i] === 'string' ? w.resolve() : w.reject(new AppError('unavailable'))));
+        waiters.forEach((w, i) => (typeof results[i] === 'string' ? w.stored() : w.failed(new AppError('unavailable'))));
       },
       (e: unknown) => {
         this.answered(layoutId);
-        for (const w of waiters) w.reject(e);
+        for (const w of waiters) w.failed(e);
       },
     );
   }

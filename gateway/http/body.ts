@@ -2,7 +2,13 @@
 // callback) and reading stops at the first byte over the limit, so a huge body is never buffered.
 import type { HttpResponse } from 'uWebSockets.js';
 
-export function readBody(res: HttpResponse, maxBytes: number, onBody: (body: Buffer) => void, onTooLarge: () => void): void {
+/** Where a body goes once read: `body` with all of it, or `tooLarge` at the first byte over the limit. */
+export interface BodySink {
+  body(body: Buffer): void;
+  tooLarge(): void;
+}
+
+export function readBody(res: HttpResponse, maxBytes: number, sink: BodySink): void {
   const chunks: Buffer[] = [];
   let size = 0;
   let over = false;
@@ -11,13 +17,13 @@ export function readBody(res: HttpResponse, maxBytes: number, onBody: (body: Buf
     size += chunk.byteLength;
     if (size > maxBytes) {
       over = true;
-      onTooLarge();
+      sink.tooLarge();
       return;
     }
     // Copied out of uWS's buffer into Node's pooled memory (a small body gets a slice of a shared
     // 8 KiB pool): no ArrayBuffer of its own per request for the garbage collector to sweep.
     chunks.push(Buffer.from(new Uint8Array(chunk)));
-    if (isLast) onBody(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size));
+    if (isLast) sink.body(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size));
   });
 }
 

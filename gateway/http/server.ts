@@ -6,7 +6,8 @@ import { randomBytes } from 'node:crypto';
 import type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket } from 'uWebSockets.js';
 import { AppError } from '../errors.js';
 import { isJsonContentType, readBody } from './body.js';
-import { errorReply, internalError, send, type Reply } from './reply.js';
+import { Exchange, type ExchangeHooks } from './exchange.js';
+import { errorReply, type Reply } from './reply.js';
 import { nativeUws } from './uws.js';
 
 /** The request headers a route may ask for; uWS only lets us read them before the first await. */
@@ -39,8 +40,17 @@ export interface RequestHead {
   /** the peer's address, when the route asked for it */
   readonly remoteAddress: string;
   /** True once the client is gone: its answer can no longer be sent (a closed or pipelined connection) */
-  readonly aborted: () => boolean;
+  aborted(): boolean;
 }
+
+/** How a route that returned LATER answers, once: `reply`, or `fail` with the error to map. */
+export interface Responder {
+  reply(reply: Reply): void;
+  fail(e: unknown): void;
+}
+
+/** A route's return value when it answers through its Responder (no promise per request). */
+export const LATER = Symbol('answers through its responder');
 
 export type Method = 'get' | 'post' | 'put' | 'del' | 'options' | 'any';
 
@@ -59,7 +69,7 @@ export interface Route {
   remoteAddress?: boolean;
   /** extra headers on every reply of this route, errors included (CORS) */
   replyHeaders?: (head: RequestHead) => readonly (readonly [string, string])[];
-  handle: (head: RequestHead, body: Buffer | null) => Promise<Reply> | Reply;
+  handle: (head: RequestHead, body: Buffer | null, respond: Responder) => Promise<Reply> | Reply | typeof LATER;
 }
 
 export interface ServerOptions {
@@ -70,14 +80,7 @@ export interface ServerOptions {
   observe?: (route: string, status: number, seconds: number, errorCode: string | null) => void;
 }
 
-/** Per-request state: whether the client left and whether we answered (each happens once). */
-interface ResponseState {
-  aborted: boolean;
-  done: boolean;
-}
-
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,64}$/;
-const NO_HEADERS: readonly (readonly [string, string])[] = [];
 
 export class HttpServer {
   readonly app: TemplatedApp;
@@ -87,9 +90,13 @@ export class HttpServer {
   private readonly bootId = randomBytes(4).toString('hex');
   private readonly now: () => number;
 
-  constructor(private readonly opts: ServerOptions) {
+  /** What each request's Exchange needs of its server. */
+  private readonly hooks: ExchangeHooks;
+
+  constructor(opts: ServerOptions) {
     this.app = nativeUws().App();
     this.now = opts.now ?? Date.now;
+    this.hooks = { opts, settled: () => void this.inFlight-- };
   }
 
   /** Every method mounted on each pattern (with HEAD for GET), for the 405 answers' Allow header. */
@@ -115,49 +122,25 @@ export class HttpServer {
   }
 
   private serve(route: Route, res: HttpResponse, req: HttpRequest): void {
-    const state: ResponseState = { aborted: false, done: false };
-    const started = performance.now();
     this.inFlight++;
-    res.onAborted(() => {
-      if (!state.done) this.inFlight--;
-      state.aborted = true;
-    });
     const headers = { ...NO_CAPTURED_HEADERS };
     const contentLengths = this.readHeaders(req, route, headers);
-    const head = this.capture(req, route, headers, route.remoteAddress === true ? res : null, () => state.aborted);
-    const extra = route.replyHeaders ? route.replyHeaders(head) : NO_HEADERS;
-    const finish = (reply: Reply, close = false): void => {
-      if (state.aborted || state.done) return;
-      state.done = true;
-      this.inFlight--;
-      send(res, head.id, reply, extra, close, head.method === 'head');
-      const code = reply.status >= 400 ? ((reply.body as { error?: { code?: string } } | null)?.error?.code ?? null) : null;
-      this.opts.observe?.(route.pattern, reply.status, (performance.now() - started) / 1000, code);
-    };
-    const fail = (e: unknown): void => {
-      if (!(e instanceof AppError)) this.opts.onError?.(e, head);
-      finish(errorReply(e instanceof AppError ? e : internalError()));
-    };
-    const run = (body: Buffer | null): void => {
-      try {
-        const out = route.handle(head, body);
-        if (out instanceof Promise) out.then(finish, fail);
-        else finish(out);
-      } catch (e) {
-        fail(e);
-      }
-    };
-    if (!route.body) return run(null);
+    const given = headers['x-request-id'];
+    const id = given && REQUEST_ID.test(given) ? given : `${this.bootId}-${(++this.seq).toString(36)}`;
+    const params: string[] = [];
+    for (let i = 0; i < (route.params ?? 0); i++) params.push(decodeURIComponentSafe(req.getParameter(i) ?? ''));
+    const remoteAddress = route.remoteAddress === true ? Buffer.from(res.getRemoteAddressAsText()).toString() : '';
+    const ex = new Exchange(this.hooks, route, res, id, req.getMethod(), params, headers, this.now(), remoteAddress);
+    res.onAborted(() => ex.abort());
+    if (!route.body) return ex.run(null);
     // RFC 9112 6.3: several Content-Length headers frame the body ambiguously (a proxy in front may
     // read another one): refuse and close. (uWS itself answers 400 to Transfer-Encoding with
     // Content-Length before any route sees it.)
-    if (contentLengths > 1) return finish(errorReply(new AppError('invalid_request')), true);
+    if (contentLengths > 1) return ex.reply(errorReply(new AppError('invalid_request')), true);
     // An early reply leaves the body unread, so the connection is closed after it.
-    if (!isJsonContentType(head.headers['content-type'])) return finish(errorReply(new AppError('unsupported_media_type')), true);
-    const limit = route.maxBodyBytes ?? this.opts.maxBodyBytes;
-    const tooLarge = () => finish(errorReply(new AppError('body_too_large', `The request body is larger than ${limit} bytes.`)), true);
-    if (Number(head.headers['content-length'] || '0') > limit) return tooLarge();
-    readBody(res, limit, run, tooLarge);
+    if (!isJsonContentType(headers['content-type'])) return ex.reply(errorReply(new AppError('unsupported_media_type')), true);
+    if (Number(headers['content-length'] || '0') > ex.bodyLimit) return ex.tooLarge();
+    readBody(res, ex.bodyLimit, ex);
   }
 
   /**
@@ -183,15 +166,6 @@ export class HttpServer {
       }
     });
     return lengths;
-  }
-
-  private capture(req: HttpRequest, route: Route, headers: Record<CapturedHeader, string>, res: HttpResponse | null, aborted: () => boolean): RequestHead {
-    const params: string[] = [];
-    for (let i = 0; i < (route.params ?? 0); i++) params.push(decodeURIComponentSafe(req.getParameter(i) ?? ''));
-    const given = headers['x-request-id'];
-    const id = given && REQUEST_ID.test(given) ? given : `${this.bootId}-${(++this.seq).toString(36)}`;
-    const remoteAddress = res ? Buffer.from(res.getRemoteAddressAsText()).toString() : '';
-    return { id, method: req.getMethod(), params, headers, receivedAt: this.now(), remoteAddress, aborted };
   }
 
   private readonly headerLists = new WeakMap<Route, readonly CapturedHeader[]>();

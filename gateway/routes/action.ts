@@ -6,16 +6,18 @@ import { WHOLE_DOCUMENT, describeFirstError, validateActionRequest } from '../..
 import { CONTROL_TYPES, type ActionEntry, type ActionRequest } from '../../schemas/types.js';
 import { checkAction } from '../actions/check-action.js';
 import type { AggregatedControl } from '../actions/crowd-fold.js';
+import type { AppendWaiter } from '../actions/action-log.js';
 import { entryId } from '../actions/entry-id.js';
+import { newEntryText } from '../actions/entry-text.js';
 import type { AudienceClaims } from '../auth/audience-tokens.js';
 import { AppError } from '../errors.js';
-import { ok, type Reply } from '../http/reply.js';
-import { parseJson, type RequestHead, type Route } from '../http/server.js';
+import { ok, prepared } from '../http/reply.js';
+import { LATER, parseJson, type RequestHead, type Responder, type Route } from '../http/server.js';
 import type { LiveLayout } from '../layouts/layout-cache.js';
 import type { CounterSeries } from '../live-metrics.js';
 import type { RouteDeps } from './deps.js';
 
-const OK = ok({ success: true });
+const OK = prepared(ok({ success: true }));
 /** Idempotency-Key: 1 to 64 of A-Z a-z 0-9 . _ : - */
 const IDEMPOTENCY_KEY = /^[A-Za-z0-9._:-]{1,64}$/;
 
@@ -30,8 +32,8 @@ export function bearerToken(header: string): string {
 
 export function actionRoutes(d: RouteDeps): Route[] {
   const replyHeaders: Route['replyHeaders'] = (head) => d.cors.replyHeaders(head.headers.origin);
-  const untyped = outcomes('unknown');
-  const byType = new Map(CONTROL_TYPES.map((t) => [t, outcomes(t)]));
+  const untyped = new Outcomes(d, 'unknown');
+  const byType = new Map(CONTROL_TYPES.map((t) => [t, new Outcomes(d, t)]));
   return [
     {
       method: 'options',
@@ -46,70 +48,63 @@ export function actionRoutes(d: RouteDeps): Route[] {
       body: true,
       headers: ['authorization', 'origin', 'idempotency-key'],
       replyHeaders,
-      handle(head, raw) {
+      handle(head, raw, respond) {
         let claims: AudienceClaims | Promise<AudienceClaims>;
         try {
           claims = d.tokens.verify(bearerToken(head.headers.authorization));
         } catch (e) {
-          return untyped.rejected(e);
+          untyped.rejected(e);
+          throw e;
         }
-        if (claims instanceof Promise) return claims.then((c) => checkBody(head, raw, c), untyped.rejected);
-        return checkBody(head, raw, claims);
+        if (claims instanceof Promise) {
+          claims.then(
+            (c) => checkBody(head, raw, c, respond),
+            (e: unknown) => new Answer(head, respond, untyped).failed(e),
+          );
+        } else {
+          checkBody(head, raw, claims, respond);
+        }
+        return LATER;
       },
     },
   ];
 
-  /**
-   * The answer handlers of each control type (and of a request whose type is not known yet), made
-   * once: they count the outcome for the metrics, so an accepted action costs no closure of its own.
-   */
-  function outcomes(type: string): { accepted: () => Reply; rejected: (e: unknown) => never } {
-    let accepted: CounterSeries | undefined; // on first use: no "unknown" type is ever accepted
-    return {
-      accepted: () => {
-        (accepted ??= d.metrics.action(type, 'accepted')).inc();
-        return OK;
-      },
-      rejected: (e: unknown): never => {
-        d.metrics.action(type, e instanceof AppError ? e.code : 'internal').inc();
-        throw e;
-      },
-    };
-  }
+  // The checks run synchronously when the token and the layout are cached (the common case), and
+  // the action log answers through the request's Answer: an accepted action costs no promise.
+  // A cache miss continues once the cache is filled. Never throws: every outcome is answered.
 
-  // The checks run synchronously when the token and the layout are cached (the common case), so an
-  // accepted action costs two promises: the append's and the answer's. A miss continues once the
-  // cache is filled.
-
-  function checkBody(head: RequestHead, raw: Buffer | null, claims: AudienceClaims): Promise<Reply> {
+  function checkBody(head: RequestHead, raw: Buffer | null, claims: AudienceClaims, respond: Responder): void {
     let body: unknown;
     try {
       body = parseJson(raw);
       if (!validateActionRequest(body, WHOLE_DOCUMENT)) throw new AppError('invalid_body', describeFirstError(validateActionRequest.errors));
     } catch (e) {
-      return untyped.rejected(e);
+      return new Answer(head, respond, untyped).failed(e);
     }
-    const { accepted, rejected } = byType.get(body.type)!; // the schema allows only these types
+    const answer = new Answer(head, respond, byType.get(body.type)!); // the schema allows only these types
     try {
       if (body.layoutId !== claims.layoutId) throw new AppError('token_layout_mismatch');
       const layout = d.layouts.get(body.layoutId);
-      const appended = layout instanceof Promise ? layout.then((l) => append(head, body, claims, l)) : append(head, body, claims, layout);
-      return appended.then(accepted, rejected);
+      if (layout instanceof Promise) layout.then((l) => append(body, claims, l, answer)).catch((e: unknown) => answer.failed(e));
+      else append(body, claims, layout, answer);
     } catch (e) {
-      return rejected(e);
+      answer.failed(e);
     }
   }
 
-  function append(head: RequestHead, body: ActionRequest, claims: AudienceClaims, layout: LiveLayout | null): Promise<void> {
+  /** Hands the action to the action log (or the crowd fold); throws what refuses it before that. */
+  function append(body: ActionRequest, claims: AudienceClaims, layout: LiveLayout | null, answer: Answer): void {
     if (!layout || layout.teamId !== claims.team) throw new AppError('layout_not_found', undefined, 400);
     const { control, value } = checkAction(layout, body);
-    const once = head.headers['idempotency-key'];
+    const once = answer.head.headers['idempotency-key'];
     if (control.aggregate) {
       // Folded into the crowd's summary: a repeat of a latest value changes nothing, so an
       // Idempotency-Key is only checked for its form (a repeated press does count for `rate`).
       if (once !== '' && !IDEMPOTENCY_KEY.test(once)) throw new AppError('idempotency_key_invalid');
-      return d.crowd.add(layout.layoutId, control as AggregatedControl, claims.sub, value, head.receivedAt);
+      return answer.after(d.crowd.add(layout.layoutId, control as AggregatedControl, claims.sub, value, answer.head.receivedAt));
     }
+    if (once === '') return d.actions.appendFor(layout.layoutId, newEntryText(layout.layoutId, control, value, answer.head.receivedAt), answer); // absent (uWS reads an empty header as absent too)
+    if (!IDEMPOTENCY_KEY.test(once)) throw new AppError('idempotency_key_invalid');
     const entry: ActionEntry = {
       v: 1,
       id: entryId(),
@@ -118,11 +113,58 @@ export function actionRoutes(d: RouteDeps): Route[] {
       address: control.address,
       type: control.type,
       value,
-      ts: head.receivedAt,
+      ts: answer.head.receivedAt,
     };
-    if (once === '') return d.actions.append(entry, head.aborted); // absent (uWS reads an empty header as absent too)
-    if (!IDEMPOTENCY_KEY.test(once)) throw new AppError('idempotency_key_invalid');
     const fingerprint = createHash('sha256').update(JSON.stringify([entry.layoutId, entry.lid, entry.type, entry.value])).digest('base64url');
-    return d.actions.appendOnce(entry, d.keys.actionOnce(entry.layoutId, claims.sub, once), fingerprint, d.idempotencyTtlSeconds, head.aborted);
+    answer.after(d.actions.appendOnce(entry, d.keys.actionOnce(entry.layoutId, claims.sub, once), fingerprint, d.idempotencyTtlSeconds, () => answer.aborted()));
+  }
+}
+
+/** The count of one control type's answers for the metrics (or of requests whose type is not known yet). */
+class Outcomes {
+  private acceptedSeries: CounterSeries | undefined; // on first use: no "unknown" type is ever accepted
+
+  constructor(
+    private readonly d: RouteDeps,
+    private readonly type: string,
+  ) {}
+
+  accepted(): void {
+    (this.acceptedSeries ??= this.d.metrics.action(this.type, 'accepted')).inc();
+  }
+
+  rejected(e: unknown): void {
+    this.d.metrics.action(this.type, e instanceof AppError ? e.code : 'internal').inc();
+  }
+}
+
+/** One action's answer, counted and written once the log stored it or could not. */
+class Answer implements AppendWaiter {
+  constructor(
+    readonly head: RequestHead,
+    private readonly respond: Responder,
+    private readonly outcomes: Outcomes,
+  ) {}
+
+  stored(): void {
+    this.outcomes.accepted();
+    this.respond.reply(OK);
+  }
+
+  failed(e: unknown): void {
+    this.outcomes.rejected(e);
+    this.respond.fail(e);
+  }
+
+  aborted(): boolean {
+    return this.head.aborted();
+  }
+
+  /** Answers when `settled` does (the paths off the hot one: the crowd fold, Idempotency-Key). */
+  after(settled: Promise<void>): void {
+    settled.then(
+      () => this.stored(),
+      (e: unknown) => this.failed(e),
+    );
   }
 }

@@ -2,9 +2,10 @@
 // the actions of one event-loop turn (and those gathered while a call is in flight) appended in one call, and streams trimmed to about STREAM_MAXLEN.
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ActionLog, MAX_BATCH } from '../../gateway/actions/action-log.js';
+import { ActionLog, MAX_BATCH, type AppendWaiter } from '../../gateway/actions/action-log.js';
 import type { AppError } from '../../gateway/errors.js';
 import { RedisKeys } from '../../gateway/store/keys.js';
+import { encodeActionEntry } from '../../schemas/action-entry.js';
 import type { ActionEntry } from '../../schemas/types.js';
 import { mintToken, postAction, startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { randomPrefix, useRedis } from '../helpers/redis.js';
@@ -89,6 +90,21 @@ describe('ActionLog', () => {
     } finally {
       pauser.disconnect();
     }
+  });
+
+  it('answers each waiter of appendFor once: stored, or failed with unavailable and not appended when its client left', async () => {
+    const told: string[] = [];
+    const waiter = (name: string, gone: boolean): AppendWaiter => ({
+      stored: () => told.push(`${name} stored`),
+      failed: (e) => told.push(`${name} ${(e as AppError).code}`),
+      aborted: () => gone,
+    });
+    const r = await withLog(async (log) => {
+      for (const [i, gone] of [false, true, false].entries()) log.appendFor('show', encodeActionEntry(entry(i)), waiter(`w${i}`, gone));
+      await new Promise((r) => setTimeout(r, 200));
+    });
+    expect(told.sort()).toEqual(['w0 stored', 'w1 unavailable', 'w2 stored']);
+    expect(r).toEqual({ calls: 1, ids: ['id--1', 'id-0', 'id-2'] });
   });
 
   it('rejects every waiter with unavailable when Redis refuses the call, and stores nothing', async () => {
