@@ -5,7 +5,7 @@
 import { Counter, Registry } from 'prom-client';
 import { collectProcessMetrics } from '../runtime/ops-server.js';
 import { CONTROL_TYPES } from '../schemas/types.js';
-import { LiveCounter, LiveHistogram, type CounterSeries } from './live-metrics.js';
+import { LiveCounter, LiveHistogram, type CounterSeries, type HistogramSeries } from './live-metrics.js';
 
 const LATENCY_BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1];
 
@@ -34,10 +34,17 @@ export class GatewayMetrics {
     for (const t of CONTROL_TYPES) this.action(t, 'accepted').inc(0);
   }
 
+  /** Each route pattern's latency series and answer counters by status, found without building a key. */
+  private readonly byRoute = new Map<string, { latency: HistogramSeries; answers: Map<number, CounterSeries> }>();
+
   /** Called by the HTTP layer for every answer. */
   observeRequest(route: string, status: number, seconds: number, errorCode: string | null): void {
-    this.requests.series(route, String(status)).inc();
-    this.latency.series(route).observe(seconds);
+    let r = this.byRoute.get(route);
+    if (!r) this.byRoute.set(route, (r = { latency: this.latency.series(route), answers: new Map() }));
+    let answers = r.answers.get(status);
+    if (!answers) r.answers.set(status, (answers = this.requests.series(route, String(status))));
+    answers.inc();
+    r.latency.observe(seconds);
     if (errorCode === null) return;
     if (errorCode.startsWith('api_key_')) this.authFailures.series('api_key', errorCode).inc();
     else if (errorCode.startsWith('token_')) this.authFailures.series('token', errorCode).inc();
