@@ -10,24 +10,26 @@ import { Exchange, type ExchangeHooks } from './exchange.js';
 import { errorReply, type Reply } from './reply.js';
 import { nativeUws } from './uws.js';
 
-/** The request headers a route may ask for; uWS only lets us read them before the first await. */
-const CAPTURABLE = [
-  'content-type',
-  'content-length',
-  'authorization',
-  'x-api-key',
-  'origin',
-  'x-request-id',
-  'access-control-request-method',
-  'cookie',
-  'host',
-  'x-csrf-token',
-  'x-forwarded-proto',
-  'x-forwarded-for',
-  'idempotency-key',
-] as const;
-export type CapturedHeader = (typeof CAPTURABLE)[number];
-const NO_CAPTURED_HEADERS = Object.freeze(Object.fromEntries(CAPTURABLE.map((h) => [h, ''])) as Record<CapturedHeader, string>);
+/**
+ * The request headers a route may ask for (uWS only lets us read them before the first await), each
+ * '' until read. A class, so each request's record is one allocation of a fixed shape.
+ */
+class CapturedHeaders {
+  'content-type' = '';
+  'content-length' = '';
+  authorization = '';
+  'x-api-key' = '';
+  origin = '';
+  'x-request-id' = '';
+  'access-control-request-method' = '';
+  cookie = '';
+  host = '';
+  'x-csrf-token' = '';
+  'x-forwarded-proto' = '';
+  'x-forwarded-for' = '';
+  'idempotency-key' = '';
+}
+export type CapturedHeader = keyof CapturedHeaders;
 
 export interface RequestHead {
   readonly id: string;
@@ -123,7 +125,7 @@ export class HttpServer {
 
   private serve(route: Route, res: HttpResponse, req: HttpRequest): void {
     this.inFlight++;
-    const headers = { ...NO_CAPTURED_HEADERS };
+    const headers = new CapturedHeaders();
     const contentLengths = this.readHeaders(req, route, headers);
     const given = headers['x-request-id'];
     const id = given && REQUEST_ID.test(given) ? given : `${this.bootId}-${(++this.seq).toString(36)}`;
