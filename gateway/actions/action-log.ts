@@ -96,8 +96,6 @@ export class ActionLog {
 
   /** The same append, answered through `waiter` (`stored`, or `failed` with `unavailable`) instead of a promise. */
   appendFor(layoutId: string, payload: string, waiter: AppendWaiter): void {
-    // a call carries its entries joined by newlines (appendActions-1.lua), which JSON text never holds
-    if (payload === '' || payload.includes('\n')) throw new Error('an entry must be JSON text on one line');
     let batch = this.batches.get(layoutId);
     if (!batch) {
       batch = { payloads: [], waiters: [] };
@@ -137,7 +135,7 @@ export class ActionLog {
 
   private send(layoutId: string, payloads: string[], waiters: AppendWaiter[]): void {
     this.inFlight.set(layoutId, (this.inFlight.get(layoutId) ?? 0) + 1);
-    const call = runScript(this.redis, 'appendActions', [this.keys.actions(layoutId)], [this.maxLen, ACTION_FIELD, payloads.join('\n')]);
+    const call = runScript(this.redis, 'appendActions', [this.keys.actions(layoutId)], [this.maxLen, ACTION_FIELD, ...payloads]);
     // Every call ends (ioredis's command timeout), so a stream's queue never waits on a lost answer.
     orUnavailable(this.timed('append_actions', call)).then(
       (done) => {

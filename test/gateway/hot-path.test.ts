@@ -107,19 +107,6 @@ describe('ActionLog', () => {
     expect(r).toEqual({ calls: 1, ids: ['id--1', 'id-0', 'id-2'] });
   });
 
-  it('refuses an entry that is not JSON on one line (a call joins its entries with newlines), and stores nothing for it', async () => {
-    const r = await withLog(async (log) => {
-      const stored: string[] = [];
-      const waiter = (name: string): AppendWaiter => ({ stored: () => stored.push(name), failed: () => stored.push(`${name} failed`), aborted: () => false });
-      expect(() => log.appendFor('show', '{"a":\n1}', waiter('split'))).toThrow(/one line/);
-      expect(() => log.appendFor('show', '', waiter('empty'))).toThrow(/one line/);
-      log.appendFor('show', encodeActionEntry(entry(0)), waiter('whole'));
-      await new Promise((r) => setTimeout(r, 200));
-      expect(stored).toEqual(['whole']);
-    });
-    expect(r).toEqual({ calls: 1, ids: ['id--1', 'id-0'] });
-  });
-
   it('rejects every waiter with unavailable when Redis refuses the call, and stores nothing', async () => {
     const client = new Redis(redis.get().server.url);
     const keys = new RedisKeys(randomPrefix());
