@@ -39,6 +39,8 @@ interface Ablation {
 
 const SERVER = 'gateway/http/server.js';
 const REPLY = 'gateway/http/reply.js';
+const EXCHANGE = 'gateway/http/exchange.js';
+const ENTRY_TEXT = 'gateway/actions/entry-text.js';
 const ACTION = 'gateway/routes/action.js';
 const LOG = 'gateway/actions/action-log.js';
 const REDIS = 'runtime/redis.js';
@@ -59,9 +61,9 @@ const ABLATIONS: Ablation[] = [
   },
   {
     name: 'header-capture',
-    step: 'header reads: a fresh 13-key record per request, one getHeader per captured header (6 for /action)',
+    step: 'header reads: a fresh 13-header record per request, one getHeader per captured header (6 for /action)',
     how: 'doubled',
-    edits: [{ file: SERVER, find: 'const headers = { ...NO_CAPTURED_HEADERS };', replace: 'const headers0 = { ...NO_CAPTURED_HEADERS }; for (const h of this.headersOf(route)) headers0[h] = req.getHeader(h); const headers = { ...NO_CAPTURED_HEADERS };' }],
+    edits: [{ file: SERVER, find: 'const headers = new CapturedHeaders();', replace: 'const headers0 = new CapturedHeaders(); for (const h of this.headersOf(route)) headers0[h] = req.getHeader(h); const headers = new CapturedHeaders();' }],
   },
   {
     name: 'token-cache',
@@ -79,7 +81,7 @@ const ABLATIONS: Ablation[] = [
     name: 'schema',
     step: 'schema check of the body (ajv)',
     how: 'removed',
-    edits: [{ file: ACTION, find: 'if (!validateActionRequest(body))', replace: 'if (false)' }],
+    edits: [{ file: ACTION, find: 'if (!validateActionRequest(body, WHOLE_DOCUMENT))', replace: 'if (false)' }],
   },
   {
     name: 'value',
@@ -91,40 +93,40 @@ const ABLATIONS: Ablation[] = [
     name: 'uuid',
     step: 'entry id (entryId: a v4 UUID from a random pool)',
     how: 'removed',
-    edits: [{ file: ACTION, find: 'id: entryId(),', replace: "id: '00000000-0000-4000-8000-000000000000'," }],
+    edits: [{ file: ENTRY_TEXT, find: '"id":"${entryId()}${middle}', replace: '"id":"00000000-0000-4000-8000-000000000000${middle}' }],
   },
   {
     name: 'encode',
-    step: 'entry encoding (JSON.stringify of the entry)',
+    step: 'entry encoding (its JSON from parts made once per control, and the value\'s JSON.stringify)',
     how: 'doubled',
-    edits: [{ file: LOG, find: 'return this.appendPayload(entry.layoutId, encodeActionEntry(entry), aborted);', replace: 'encodeActionEntry(entry); return this.appendPayload(entry.layoutId, encodeActionEntry(entry), aborted);' }],
+    edits: [{ file: ENTRY_TEXT, find: 'return `{"v":1,"id":"${entryId()}${middle}${JSON.stringify(value)},"ts":${ts}}`;', replace: 'const id = entryId(); globalThis.__entry = `{"v":1,"id":"${id}${middle}${JSON.stringify(value)},"ts":${ts}}`; return `{"v":1,"id":"${id}${middle}${JSON.stringify(value)},"ts":${ts}}`;' }],
   },
   {
     name: 'redis',
     step: "batching and the Lua call's share (Redis's answer, ioredis, the socket)",
     how: 'removed',
-    edits: [{ file: LOG, find: 'this.send(layoutId, payloads.slice(i, i + MAX_BATCH), waiters.slice(i, i + MAX_BATCH));', replace: 'for (const w of waiters.slice(i, i + MAX_BATCH)) w.resolve();' }],
+    edits: [{ file: LOG, find: 'this.send(layoutId, payloads.slice(i, i + MAX_BATCH), waiters.slice(i, i + MAX_BATCH));', replace: 'for (const w of waiters.slice(i, i + MAX_BATCH)) w.stored();' }],
   },
   {
     name: 'metrics',
     step: 'metrics: the per-request observe (route, status, duration) and the action counter',
     how: 'removed',
     edits: [
-      { file: SERVER, find: 'this.opts.observe?.(route.pattern, reply.status, (performance.now() - started) / 1000, code);', replace: '' },
-      { file: ACTION, find: "(accepted ??= d.metrics.action(type, 'accepted')).inc();", replace: '' },
+      { file: EXCHANGE, find: 'this.hooks.opts.observe?.(this.route.pattern, reply.status, (performance.now() - this.started) / 1000, code);', replace: '' },
+      { file: ACTION, find: "(this.acceptedSeries ??= this.d.metrics.action(this.type, 'accepted')).inc();", replace: '' },
     ],
   },
   {
     name: 'cors',
     step: 'CORS reply headers (2 headers)',
     how: 'removed',
-    edits: [{ file: SERVER, find: 'const extra = route.replyHeaders ? route.replyHeaders(head) : NO_HEADERS;', replace: 'const extra = NO_HEADERS;' }],
+    edits: [{ file: EXCHANGE, find: 'this.extra = route.replyHeaders ? route.replyHeaders(this) : NO_HEADERS;', replace: 'this.extra = NO_HEADERS;' }],
   },
   {
     name: 'reply-body',
-    step: 'reply body: JSON.stringify of {success: true}',
-    how: 'removed',
-    edits: [{ file: REPLY, find: 'const body = JSON.stringify(reply.body);', replace: "const body = reply.status === 200 ? '{\"success\":true}' : JSON.stringify(reply.body);" }],
+    step: 'reply body: JSON.stringify of {success: true} per request, put back (the 200 body is encoded once)',
+    how: 'added',
+    edits: [{ file: REPLY, find: 'const body = reply.json ?? JSON.stringify(reply.body);', replace: 'const body = JSON.stringify(reply.body);' }],
   },
   {
     name: 'auto-pipelining',
