@@ -112,7 +112,7 @@ const ABLATIONS: Ablation[] = [
     step: 'metrics: the per-request observe (route, status, duration) and the action counter',
     how: 'removed',
     edits: [
-      { file: EXCHANGE, find: 'this.hooks.opts.observe?.(this.route.pattern, reply.status, (performance.now() - this.started) / 1000, code);', replace: '' },
+      { file: EXCHANGE, find: 'this.hooks.observe?.(this.route.pattern, reply.status, (performance.now() - this.started) / 1000, code);', replace: '' },
       { file: ACTION, find: "(this.acceptedSeries ??= this.d.metrics.action(this.type, 'accepted')).inc();", replace: '' },
     ],
   },

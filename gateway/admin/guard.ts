@@ -2,7 +2,7 @@
 // state-changing requests, and an Origin that is this site's own.
 import type { GatewayConfig } from '../config.js';
 import { AppError, orUnavailable } from '../errors.js';
-import type { RequestHead } from '../http/server.js';
+import type { RequestHead } from '../http/route.js';
 import { SESSION_COOKIE, SIGNED_IN_HINT, csrfMatches, readCookie, type Session, type SessionStore } from './sessions.js';
 
 export interface AdminRequest {

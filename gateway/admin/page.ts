@@ -5,7 +5,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { AppError } from '../errors.js';
 import { errorReply, type Reply } from '../http/reply.js';
-import type { Route } from '../http/server.js';
+import type { Route } from '../http/route.js';
 
 const STATIC_DIR = join(dirname(fileURLToPath(import.meta.url)), 'static');
 

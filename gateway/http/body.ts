@@ -1,6 +1,8 @@
 // Reading a request body with a cap: chunks are copied (uWS detaches the ArrayBuffer after the
 // callback) and reading stops at the first byte over the limit, so a huge body is never buffered.
+import { isUtf8 } from 'node:buffer';
 import type { HttpResponse } from 'uWebSockets.js';
+import { AppError } from '../errors.js';
 
 /** Where a body goes once read: `body` with all of it, or `tooLarge` at the first byte over the limit. */
 export interface BodySink {
@@ -31,4 +33,14 @@ export function readBody(res: HttpResponse, maxBytes: number, sink: BodySink): v
 export function isJsonContentType(value: string): boolean {
   const semi = value.indexOf(';');
   return (semi < 0 ? value : value.slice(0, semi)).trim().toLowerCase() === 'application/json';
+}
+
+/** Parses a JSON body; invalid_json on failure, invalid UTF-8 included (it would otherwise turn into U+FFFD). */
+export function parseJson(body: Buffer | null): unknown {
+  if (body && !isUtf8(body)) throw new AppError('invalid_json', 'The request body is not valid UTF-8.');
+  try {
+    return JSON.parse(body ? body.toString('utf8') : '');
+  } catch {
+    throw new AppError('invalid_json');
+  }
 }

@@ -5,13 +5,18 @@ import type { HttpResponse } from 'uWebSockets.js';
 import { AppError } from '../errors.js';
 import type { BodySink } from './body.js';
 import { errorReply, internalError, send, type Reply } from './reply.js';
-import { LATER, type CapturedHeader, type RequestHead, type Responder, type Route, type ServerOptions } from './server.js';
+import { LATER, type CapturedHeader, type RequestHead, type Responder, type Route } from './route.js';
 
 const NO_HEADERS: readonly (readonly [string, string])[] = [];
 
 /** What an exchange needs of its server. */
 export interface ExchangeHooks {
-  readonly opts: ServerOptions;
+  /** the server's body limit, for a route without its own */
+  readonly maxBodyBytes: number;
+  /** an error that is not an AppError (answered 500) */
+  readonly onError?: ((e: unknown, head: RequestHead) => void) | undefined;
+  /** every answer: route pattern, status, seconds since arrival, the error code if any */
+  readonly observe?: ((route: string, status: number, seconds: number, errorCode: string | null) => void) | undefined;
   /** the request was answered, or its client left first (each request settles once) */
   settled(): void;
 }
@@ -48,7 +53,7 @@ export class Exchange implements RequestHead, Responder, BodySink {
   }
 
   get bodyLimit(): number {
-    return this.route.maxBodyBytes ?? this.hooks.opts.maxBodyBytes;
+    return this.route.maxBodyBytes ?? this.hooks.maxBodyBytes;
   }
 
   /** Hands the request to its route and answers with what it returns, now or when it settles. */
@@ -78,12 +83,12 @@ export class Exchange implements RequestHead, Responder, BodySink {
     this.hooks.settled();
     send(this.res, this.id, reply, this.extra, close, this.method === 'head');
     const code = reply.status >= 400 ? ((reply.body as { error?: { code?: string } } | null)?.error?.code ?? null) : null;
-    this.hooks.opts.observe?.(this.route.pattern, reply.status, (performance.now() - this.started) / 1000, code);
+    this.hooks.observe?.(this.route.pattern, reply.status, (performance.now() - this.started) / 1000, code);
   }
 
   /** Answers with the error's body; an error that is not an AppError is reported and answered 500. */
   fail(e: unknown): void {
-    if (!(e instanceof AppError)) this.hooks.opts.onError?.(e, this);
+    if (!(e instanceof AppError)) this.hooks.onError?.(e, this);
     this.reply(errorReply(e instanceof AppError ? e : internalError()));
   }
 }

@@ -1,78 +1,14 @@
 // The uWS edge: mounts routes with the discipline uWS demands (onAborted before any await, headers
 // read synchronously, bodies copied, replies corked), gives each request an id, maps thrown errors
 // to the error body, and closes gracefully (stop listening, let in-flight requests finish).
-import { isUtf8 } from 'node:buffer';
 import { randomBytes } from 'node:crypto';
 import type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket } from 'uWebSockets.js';
 import { AppError } from '../errors.js';
 import { isJsonContentType, readBody } from './body.js';
 import { Exchange, type ExchangeHooks } from './exchange.js';
-import { errorReply, type Reply } from './reply.js';
+import { errorReply } from './reply.js';
+import { CapturedHeaders, type CapturedHeader, type RequestHead, type Route } from './route.js';
 import { nativeUws } from './uws.js';
-
-/**
- * The request headers a route may ask for (uWS only lets us read them before the first await), each
- * '' until read. A class, so each request's record is one allocation of a fixed shape.
- */
-class CapturedHeaders {
-  'content-type' = '';
-  'content-length' = '';
-  authorization = '';
-  'x-api-key' = '';
-  origin = '';
-  'x-request-id' = '';
-  'access-control-request-method' = '';
-  cookie = '';
-  host = '';
-  'x-csrf-token' = '';
-  'x-forwarded-proto' = '';
-  'x-forwarded-for' = '';
-  'idempotency-key' = '';
-}
-export type CapturedHeader = keyof CapturedHeaders;
-
-export interface RequestHead {
-  readonly id: string;
-  readonly method: string;
-  readonly params: readonly string[];
-  readonly headers: Readonly<Record<CapturedHeader, string>>;
-  /** ms since the epoch, when the request arrived */
-  readonly receivedAt: number;
-  /** Only the route's `headers` (and those the server reads itself) are captured; the rest read as ''. */
-  /** the peer's address, when the route asked for it */
-  readonly remoteAddress: string;
-  /** True once the client is gone: its answer can no longer be sent (a closed or pipelined connection) */
-  aborted(): boolean;
-}
-
-/** How a route that returned LATER answers, once: `reply`, or `fail` with the error to map. */
-export interface Responder {
-  reply(reply: Reply): void;
-  fail(e: unknown): void;
-}
-
-/** A route's return value when it answers through its Responder (no promise per request). */
-export const LATER = Symbol('answers through its responder');
-
-export type Method = 'get' | 'post' | 'put' | 'del' | 'options' | 'any';
-
-export interface Route {
-  method: Method;
-  pattern: string;
-  /** number of `:param` segments in the pattern */
-  params?: number;
-  /** the request headers the route reads (each read costs a call into uWS, so only these are captured) */
-  headers?: readonly CapturedHeader[];
-  /** read a JSON body (415 unless application/json, 413 over the limit) */
-  body?: boolean;
-  /** this route's body limit, when it differs from the server's */
-  maxBodyBytes?: number;
-  /** capture the peer's address (uWS only gives it before the first await) */
-  remoteAddress?: boolean;
-  /** extra headers on every reply of this route, errors included (CORS) */
-  replyHeaders?: (head: RequestHead) => readonly (readonly [string, string])[];
-  handle: (head: RequestHead, body: Buffer | null, respond: Responder) => Promise<Reply> | Reply | typeof LATER;
-}
 
 export interface ServerOptions {
   maxBodyBytes: number;
@@ -98,7 +34,7 @@ export class HttpServer {
   constructor(opts: ServerOptions) {
     this.app = nativeUws().App();
     this.now = opts.now ?? Date.now;
-    this.hooks = { opts, settled: () => void this.inFlight-- };
+    this.hooks = { maxBodyBytes: opts.maxBodyBytes, onError: opts.onError, observe: opts.observe, settled: () => void this.inFlight-- };
   }
 
   /** Every method mounted on each pattern (with HEAD for GET), for the 405 answers' Allow header. */
@@ -207,15 +143,5 @@ function decodeURIComponentSafe(s: string): string {
     return decodeURIComponent(s);
   } catch {
     return s;
-  }
-}
-
-/** Parses a JSON body; invalid_json on failure, invalid UTF-8 included (it would otherwise turn into U+FFFD). */
-export function parseJson(body: Buffer | null): unknown {
-  if (body && !isUtf8(body)) throw new AppError('invalid_json', 'The request body is not valid UTF-8.');
-  try {
-    return JSON.parse(body ? body.toString('utf8') : '');
-  } catch {
-    throw new AppError('invalid_json');
   }
 }

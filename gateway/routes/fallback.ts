@@ -1,7 +1,7 @@
 // Anything no route matched: 405 on a known path with another method, 404 elsewhere.
 import { AppError } from '../errors.js';
 import { errorReply } from '../http/reply.js';
-import type { Route } from '../http/server.js';
+import type { Route } from '../http/route.js';
 
 export function fallbackRoutes(known: { pattern: string; allow: string }[]): Route[] {
   return [

@@ -3,7 +3,7 @@
 import { AppError } from '../errors.js';
 import { keyCoversLayout } from '../auth/api-keys.js';
 import { ok } from '../http/reply.js';
-import type { Route } from '../http/server.js';
+import type { Route } from '../http/route.js';
 import type { RouteDeps } from './deps.js';
 
 const LAYOUT_ID = /^[A-Za-z0-9_-]{1,64}$/;

@@ -2,7 +2,7 @@
 // It holds nothing secret, so any origin may read it (API tools fetch it from their own pages).
 import { buildOpenApiDocument } from '../openapi/document.js';
 import type { Reply } from '../http/reply.js';
-import type { Route } from '../http/server.js';
+import type { Route } from '../http/route.js';
 
 export function openApiRoute(): Route {
   const reply: Reply = {

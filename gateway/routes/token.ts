@@ -3,7 +3,8 @@ import { describeFirstError, validateTokenRequest } from '../../schemas/validato
 import { keyCoversLayout } from '../auth/api-keys.js';
 import { AppError } from '../errors.js';
 import { ok } from '../http/reply.js';
-import { parseJson, type Route } from '../http/server.js';
+import { parseJson } from '../http/body.js';
+import type { Route } from '../http/route.js';
 import type { RouteDeps } from './deps.js';
 
 export function tokenRoute(d: RouteDeps): Route {
