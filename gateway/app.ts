@@ -107,7 +107,7 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
   watchConnection(redis, log, 'redis', () => closing, recheckAll);
   watchConnection(subscriber, log, 'redis subscriber', () => closing);
 
-  const actions = new ActionLog(redis, stores.keys, config.streamMaxLen, timed);
+  const actions = new ActionLog(redis, stores.keys, config.streamMaxLen, timed, (e) => log.error({ err: e }, 'an append waiter threw'));
   const deps: RouteDeps = {
     apiKeys,
     tokens: new AudienceTokens(

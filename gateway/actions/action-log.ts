@@ -59,6 +59,8 @@ export class ActionLog {
     /** approximate trim length of each stream (MAXLEN ~) */
     private readonly maxLen: number,
     private readonly timed: RedisTimer = untimed,
+    /** what a waiter threw when told (a bug in a caller): logged by the gateway */
+    private readonly report: (e: unknown) => void = (e) => process.emitWarning(`an append waiter threw: ${String(e)}`, 'ActionLogWarning'),
   ) {}
 
   /**
@@ -124,7 +126,7 @@ export class ActionLog {
       if (waiters.some((w) => w.aborted())) {
         const keep = waiters.map((w) => !w.aborted());
         payloads = payloads.filter((_, i) => keep[i]);
-        for (const w of waiters.filter((_, i) => !keep[i])) w.failed(clientLeft());
+        for (const w of waiters.filter((_, i) => !keep[i])) this.tell(w, clientLeft());
         waiters = waiters.filter((_, i) => keep[i]);
       }
       for (let i = 0; i < payloads.length; i += MAX_BATCH) {
@@ -141,13 +143,23 @@ export class ActionLog {
       (done) => {
         this.answered(layoutId);
         const appended = typeof done === 'string' ? done : ''; // "1" or "0" per entry, in order
-        waiters.forEach((w, i) => (appended.charCodeAt(i) === 0x31 ? w.stored() : w.failed(new AppError('unavailable'))));
+        waiters.forEach((w, i) => this.tell(w, appended.charCodeAt(i) === 0x31 ? undefined : new AppError('unavailable')));
       },
       (e: unknown) => {
         this.answered(layoutId);
-        for (const w of waiters) w.failed(e);
+        for (const w of waiters) this.tell(w, e);
       },
     );
+  }
+
+  /** Tells a waiter it was stored (no `failure`) or not; one that throws is reported, and the rest of its batch are still told. */
+  private tell(w: AppendWaiter, failure?: unknown): void {
+    try {
+      if (failure === undefined) w.stored();
+      else w.failed(failure);
+    } catch (e) {
+      this.report(e);
+    }
   }
 
   /** One of the stream's calls was answered: once none is left, what waited goes out (after this turn's requests join it). */

@@ -107,6 +107,27 @@ describe('ActionLog', () => {
     expect(r).toEqual({ calls: 1, ids: ['id--1', 'id-0', 'id-2'] });
   });
 
+  it('tells every waiter of a call even when one of them throws, and reports what it threw', async () => {
+    const told: string[] = [];
+    const reported: unknown[] = [];
+    const client = new Redis(redis.get().server.url);
+    try {
+      const log = new ActionLog(client, new RedisKeys(randomPrefix()), 10_000, undefined, (e) => reported.push(e));
+      const waiter = (name: string, stored: () => void): AppendWaiter => ({ stored, failed: () => told.push(`${name} failed`), aborted: () => false });
+      const broken = new Error('a waiter that throws');
+      log.appendFor('show', encodeActionEntry(entry(0)), waiter('w0', () => told.push('w0 stored')));
+      log.appendFor('show', encodeActionEntry(entry(1)), waiter('w1', () => {
+        throw broken;
+      }));
+      log.appendFor('show', encodeActionEntry(entry(2)), waiter('w2', () => told.push('w2 stored')));
+      await new Promise((r) => setTimeout(r, 300));
+      expect(told).toEqual(['w0 stored', 'w2 stored']);
+      expect(reported).toEqual([broken]);
+    } finally {
+      client.disconnect();
+    }
+  });
+
   it('rejects every waiter with unavailable when Redis refuses the call, and stores nothing', async () => {
     const client = new Redis(redis.get().server.url);
     const keys = new RedisKeys(randomPrefix());
