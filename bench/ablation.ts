@@ -113,7 +113,7 @@ const ABLATIONS: Ablation[] = [
     how: 'removed',
     edits: [
       { file: EXCHANGE, find: 'this.hooks.observe?.(this.route.pattern, reply.status, (performance.now() - this.started) / 1000, code);', replace: '' },
-      { file: ACTION, find: "(this.acceptedSeries ??= this.d.metrics.action(this.type, 'accepted')).inc();", replace: '' },
+      { file: ACTION, find: "(this.acceptedSeries ??= this.metrics.action(this.type, 'accepted')).inc();", replace: '' },
     ],
   },
   {

@@ -16,6 +16,7 @@ import { parseJson } from '../http/body.js';
 import { LATER, type RequestHead, type Responder, type Route } from '../http/route.js';
 import type { LiveLayout } from '../layouts/layout-cache.js';
 import type { CounterSeries } from '../live-metrics.js';
+import type { GatewayMetrics } from '../metrics.js';
 import type { RouteDeps } from './deps.js';
 
 const OK = prepared(ok({ success: true }));
@@ -33,8 +34,8 @@ export function bearerToken(header: string): string {
 
 export function actionRoutes(d: RouteDeps): Route[] {
   const replyHeaders: Route['replyHeaders'] = (head) => d.cors.replyHeaders(head.headers.origin);
-  const untyped = new Outcomes(d, 'unknown');
-  const byType = new Map(CONTROL_TYPES.map((t) => [t, new Outcomes(d, t)]));
+  const untyped = new Outcomes(d.metrics, 'unknown');
+  const byType = new Map(CONTROL_TYPES.map((t) => [t, new Outcomes(d.metrics, t)]));
   return [
     {
       method: 'options',
@@ -54,8 +55,8 @@ export function actionRoutes(d: RouteDeps): Route[] {
         try {
           claims = d.tokens.verify(bearerToken(head.headers.authorization));
         } catch (e) {
-          untyped.rejected(e);
-          throw e;
+          new Answer(head, respond, untyped).failed(e);
+          return LATER;
         }
         if (claims instanceof Promise) {
           claims.then(
@@ -126,16 +127,16 @@ class Outcomes {
   private acceptedSeries: CounterSeries | undefined; // on first use: no "unknown" type is ever accepted
 
   constructor(
-    private readonly d: RouteDeps,
+    private readonly metrics: GatewayMetrics,
     private readonly type: string,
   ) {}
 
   accepted(): void {
-    (this.acceptedSeries ??= this.d.metrics.action(this.type, 'accepted')).inc();
+    (this.acceptedSeries ??= this.metrics.action(this.type, 'accepted')).inc();
   }
 
   rejected(e: unknown): void {
-    this.d.metrics.action(this.type, e instanceof AppError ? e.code : 'internal').inc();
+    this.metrics.action(this.type, e instanceof AppError ? e.code : 'internal').inc();
   }
 }
 
