@@ -28,10 +28,10 @@ export interface RequestHead {
   readonly id: string;
   readonly method: string;
   readonly params: readonly string[];
+  /** Only the route's `headers` (and those the server reads itself) are captured; the rest read as ''. */
   readonly headers: Readonly<Record<CapturedHeader, string>>;
   /** ms since the epoch, when the request arrived */
   readonly receivedAt: number;
-  /** Only the route's `headers` (and those the server reads itself) are captured; the rest read as ''. */
   /** the peer's address, when the route asked for it */
   readonly remoteAddress: string;
   /** True once the client is gone: its answer can no longer be sent (a closed or pipelined connection) */
@@ -66,4 +66,3 @@ export interface Route {
   replyHeaders?: (head: RequestHead) => readonly (readonly [string, string])[];
   handle: (head: RequestHead, body: Buffer | null, respond: Responder) => Promise<Reply> | Reply | typeof LATER;
 }
-

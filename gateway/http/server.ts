@@ -7,15 +7,12 @@ import { AppError } from '../errors.js';
 import { isJsonContentType, readBody } from './body.js';
 import { Exchange, type ExchangeHooks } from './exchange.js';
 import { errorReply } from './reply.js';
-import { CapturedHeaders, type CapturedHeader, type RequestHead, type Route } from './route.js';
+import { CapturedHeaders, type CapturedHeader, type Route } from './route.js';
 import { nativeUws } from './uws.js';
 
-export interface ServerOptions {
-  maxBodyBytes: number;
+/** The server's settings: what each request's Exchange uses of them, and the clock of `receivedAt`. */
+export interface ServerOptions extends Omit<ExchangeHooks, 'settled'> {
   now?: () => number;
-  onError?: (e: unknown, head: RequestHead) => void;
-  /** every answer: route pattern, status, seconds since arrival, the error code if any */
-  observe?: (route: string, status: number, seconds: number, errorCode: string | null) => void;
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,64}$/;
