@@ -1,0 +1,143 @@
+// The steps bench/ablation.ts takes out of POST /action, one at a time: each is a text edit of the
+// compiled gateway in dist/ (so the production code carries no bench switch), or a change of Node
+// flags. test/bench/ablation-edits.test.ts checks that every edit still applies to the build, so
+// the accounting cannot quietly stop measuring a step when the code under it changes.
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { GATEWAY_NODE_FLAGS } from '../gateway/node-flags.js';
+
+export interface Edit {
+  file: string;
+  find: string;
+  replace: string;
+}
+
+export interface Ablation {
+  name: string;
+  step: string;
+  /** removed: B lacks the step (A − B is its cost); doubled: B does it twice, added: B does it and A does not (B − A is its cost) */
+  how: 'removed' | 'doubled' | 'added' | 'flags';
+  edits: Edit[];
+  nodeFlags?: string[];
+}
+
+const SERVER = 'gateway/http/server.js';
+const REPLY = 'gateway/http/reply.js';
+const EXCHANGE = 'gateway/http/exchange.js';
+const ENTRY_TEXT = 'gateway/actions/entry-text.js';
+const ACTION = 'gateway/routes/action.js';
+const LOG = 'gateway/actions/action-log.js';
+const REDIS = 'runtime/redis.js';
+
+/** Every step of /action above the bare reply that can be taken out alone. */
+export const ABLATIONS: Ablation[] = [
+  {
+    name: 'framing-check',
+    step: 'duplicate Content-Length check: one req.forEach pass over every header (which also captures the route\'s), against a getHeader per captured header',
+    how: 'removed',
+    edits: [{ file: SERVER, find: 'const contentLengths = this.readHeaders(req, route, headers);', replace: 'for (const h of this.headersOf(route)) headers[h] = req.getHeader(h); const contentLengths = 0;' }],
+  },
+  {
+    name: 'request-id',
+    step: 'request id: read x-request-id, check it, or make one',
+    how: 'removed',
+    edits: [{ file: SERVER, find: "const id = given && REQUEST_ID.test(given) ? given : `${this.bootId}-${(++this.seq).toString(36)}`;", replace: "const id = 'r';" }],
+  },
+  {
+    name: 'header-capture',
+    step: 'header reads: a fresh 13-header record per request, one getHeader per captured header (6 for /action)',
+    how: 'doubled',
+    edits: [{ file: SERVER, find: 'const headers = new CapturedHeaders();', replace: 'const headers0 = new CapturedHeaders(); for (const h of this.headersOf(route)) headers0[h] = req.getHeader(h); const headers = new CapturedHeaders();' }],
+  },
+  {
+    name: 'token-cache',
+    step: 'token: Bearer parse and verified-token cache lookup (LRU get, fingerprint)',
+    how: 'removed',
+    edits: [{ file: ACTION, find: 'claims = d.tokens.verify(bearerToken(head.headers.authorization));', replace: 'claims = globalThis.__claims ?? d.tokens.verify(bearerToken(head.headers.authorization)); if (!(claims instanceof Promise)) globalThis.__claims = claims;' }],
+  },
+  {
+    name: 'json-parse',
+    step: 'body to text and JSON.parse (with the UTF-8 check)',
+    how: 'doubled',
+    edits: [{ file: ACTION, find: 'body = parseJson(raw);', replace: 'parseJson(raw); body = parseJson(raw);' }],
+  },
+  {
+    name: 'schema',
+    step: 'schema check of the body (ajv)',
+    how: 'removed',
+    edits: [{ file: ACTION, find: 'if (!validateActionRequest(body, WHOLE_DOCUMENT))', replace: 'if (false)' }],
+  },
+  {
+    name: 'value',
+    step: 'value check against the control (ajv per type, options)',
+    how: 'removed',
+    edits: [{ file: ACTION, find: 'const { control, value } = checkAction(layout, body);', replace: 'const control = layout.controls.get(body.lid), value = body.value ?? null;' }],
+  },
+  {
+    name: 'uuid',
+    step: 'entry id (entryId: a v4 UUID from a random pool)',
+    how: 'removed',
+    edits: [{ file: ENTRY_TEXT, find: '"id":"${entryId()}${middle}', replace: '"id":"00000000-0000-4000-8000-000000000000${middle}' }],
+  },
+  {
+    name: 'encode',
+    step: 'entry encoding (its JSON from parts made once per control, and the value\'s JSON.stringify)',
+    how: 'doubled',
+    edits: [{ file: ENTRY_TEXT, find: 'return `{"v":1,"id":"${entryId()}${middle}${JSON.stringify(value)},"ts":${ts}}`;', replace: 'const id = entryId(); globalThis.__entry = `{"v":1,"id":"${id}${middle}${JSON.stringify(value)},"ts":${ts}}`; return `{"v":1,"id":"${id}${middle}${JSON.stringify(value)},"ts":${ts}}`;' }],
+  },
+  {
+    name: 'redis',
+    step: "batching and the Lua call's share (Redis's answer, ioredis, the socket)",
+    how: 'removed',
+    edits: [{ file: LOG, find: 'this.send(layoutId, payloads.slice(i, i + MAX_BATCH), waiters.slice(i, i + MAX_BATCH));', replace: 'for (const w of waiters.slice(i, i + MAX_BATCH)) w.stored();' }],
+  },
+  {
+    name: 'metrics',
+    step: 'metrics: the per-request observe (route, status, duration) and the action counter',
+    how: 'removed',
+    edits: [
+      { file: EXCHANGE, find: 'this.hooks.observe?.(this.route.pattern, reply.status, (performance.now() - this.started) / 1000, code);', replace: '' },
+      { file: ACTION, find: "(this.acceptedSeries ??= this.metrics.action(this.type, 'accepted')).inc();", replace: '' },
+    ],
+  },
+  {
+    name: 'cors',
+    step: 'CORS reply headers (2 headers)',
+    how: 'removed',
+    edits: [{ file: EXCHANGE, find: 'this.extra = route.replyHeaders ? route.replyHeaders(this) : NO_HEADERS;', replace: 'this.extra = NO_HEADERS;' }],
+  },
+  {
+    name: 'reply-body',
+    step: 'reply body: JSON.stringify of {success: true} per request, put back (the 200 body is encoded once)',
+    how: 'added',
+    edits: [{ file: REPLY, find: 'const body = reply.json ?? JSON.stringify(reply.body);', replace: 'const body = JSON.stringify(reply.body);' }],
+  },
+  {
+    name: 'auto-pipelining',
+    step: "ioredis's auto-pipelining (a Pipeline per event-loop turn) for the group commit's one call a turn",
+    how: 'added',
+    edits: [{ file: REDIS, find: 'enableAutoPipelining: false,', replace: 'enableAutoPipelining: true,' }],
+  },
+  {
+    name: 'single-threaded-gc',
+    step: '--single-threaded-gc (the unit) against V8\'s GC helper threads (parallel scavenge, concurrent marking)',
+    how: 'flags',
+    edits: [],
+    nodeFlags: GATEWAY_NODE_FLAGS.filter((f) => f !== '--single-threaded-gc'),
+  },
+  {
+    name: 'gc',
+    step: 'young-generation GC: semi-space 8 MB (the unit) against 64 MB',
+    how: 'flags',
+    edits: [],
+    nodeFlags: [...GATEWAY_NODE_FLAGS.filter((f) => !f.startsWith('--max-semi-space-size')), '--max-semi-space-size=64'],
+  },
+];
+
+/** The text of `dist`'s file with the edit made; throws, naming the step, when its text is not there exactly once. */
+export function editedText(dist: string, a: Ablation, e: Edit): string {
+  const text = readFileSync(join(dist, e.file), 'utf8');
+  const at = text.indexOf(e.find);
+  if (at < 0 || text.indexOf(e.find, at + 1) >= 0) throw new Error(`ablation ${a.name}: "${e.find}" is not in ${e.file} exactly once; update bench/ablations.ts`);
+  return text.replace(e.find, e.replace);
+}
