@@ -24,6 +24,7 @@ let embedded: RedisServer | undefined;
 let stopping = false;
 let bridge: ChildProcess | undefined;
 let monitor: ChildProcess | undefined;
+let gateway: Awaited<ReturnType<typeof startGateway>> | undefined;
 
 /** The OSC monitor (the bridge package's audience-osc-monitor) as a process: its lines go to our stdout. Resolves with its port. */
 async function startDemoMonitor(port: number): Promise<{ child: ChildProcess; port: number }> {
@@ -89,7 +90,7 @@ async function main(): Promise<void> {
   const seed = await seedDemo(createStores(admin, config.redisPrefix));
   admin.disconnect();
 
-  const gateway = await startGateway(config, { log });
+  gateway = await startGateway(config, { log });
   const api = `http://${config.host === '0.0.0.0' ? '127.0.0.1' : config.host}:${gateway.port}`;
   const started = await startDemoMonitor(Number(process.env.DEMO_OSC_PORT ?? 9000));
   monitor = started.child;
@@ -99,27 +100,41 @@ async function main(): Promise<void> {
   const redis = clusterNodes
     ? { redisShown: clusterNodes.map(redactUrl).join(','), redisEnv: `REDIS_CLUSTER_NODES=${clusterNodes.map(redactUrl).join(',')}`, redisCli: `-c -h ${seedNode!.hostname} -p ${seedNode!.port || 6379}` }
     : { redisShown: redactUrl(config.redisUrl), redisEnv: `REDIS_URL=${redactUrl(config.redisUrl)}`, redisCli: `-u ${redactUrl(config.redisUrl)}` };
+  if (stopping) return; // Ctrl-C came during the start
   process.stdout.write(walkthrough({ api, ...redis, redisNote, apiKey: seed.apiKey, layoutId: seed.layoutId, teamId: seed.teamId, osc, adminEmail: DEMO_ADMIN_EMAIL, adminPassword: seed.adminPassword }));
 
-  const stop = async () => {
-    stopping = true;
-    const closed = gateway.close(); // marks the gateway as stopping at once: the Redis it loses now is no surprise
-    await stopChild(bridge);
-    await stopChild(monitor);
-    await closed;
-    await embedded?.stop();
-    process.exit(0);
-  };
-  process.once('SIGINT', () => void stop());
-  process.once('SIGTERM', () => void stop());
 }
 
-main().catch(async (e: unknown) => {
+/** Stops what started, the gateway first: it then knows that the Redis it loses is no surprise. */
+async function teardown(): Promise<void> {
+  const closed = gateway?.close();
+  await stopChild(bridge);
+  await stopChild(monitor);
+  await closed;
+  await embedded?.stop();
+}
+
+const startup = main();
+startup.catch(async (e: unknown) => {
+  if (stopping) return; // a Ctrl-C during the start: stop() ends the process
   let message = e instanceof ConfigError || e instanceof Error ? e.message : String(e);
   if (/^cannot listen on /.test(message)) message += ': the port is in use (or the address is not this host\'s); PORT picks another, e.g. PORT=8081 npm start';
   process.stderr.write(`npm start: ${message}\n`);
-  await stopChild(bridge);
-  await stopChild(monitor);
-  await embedded?.stop();
+  await teardown();
   process.exit(1);
 });
+
+/**
+ * Ctrl-C or SIGTERM, at any time from the first line on: the step under way may finish (up to
+ * 3 s) so that what it started is stopped too, then everything stops and the exit code is 0.
+ * The handlers are in place before the walk-through says "Stop with Ctrl-C".
+ */
+async function stop(): Promise<void> {
+  if (stopping) return;
+  stopping = true;
+  await Promise.race([startup.catch(() => undefined), new Promise((r) => setTimeout(r, 3000))]);
+  await teardown();
+  process.exit(0);
+}
+process.on('SIGINT', () => void stop());
+process.on('SIGTERM', () => void stop());

@@ -152,5 +152,23 @@ describe('npm start', () => {
     expect({ code, signal }, `npm start's output:\n${out()}`).toEqual({ code: 0, signal: null });
     expect(out()).not.toMatch(/connection lost|WARN|"level":[456]0/);
   });
+
+  // The handlers must be in place before the walk-through says "Stop with Ctrl-C", and a Ctrl-C
+  // during the start (here: once the embedded Redis answers) stops it as quietly as one after.
+  it('stops on Ctrl-C during its start too, with exit code 0 and nothing left running', async () => {
+    const env = await demoEnv();
+    const child = spawn(process.execPath, [START], { cwd: ROOT, env: { ...process.env, REDIS_URL: '', LOG_LEVEL: 'warn', ...env }, detached: true });
+    running.push(child);
+    let out = '';
+    child.stdout.on('data', (d) => (out += d));
+    child.stderr.on('data', (d) => (out += d));
+    const exited = new Promise<{ code: number | null; signal: string | null }>((r) => child.once('exit', (code, signal) => r({ code, signal })));
+    await waitForRedis(Number(env.EMBEDDED_REDIS_PORT), 20_000);
+    process.kill(-child.pid!, 'SIGINT');
+    expect(await exited, `npm start's output:\n${out}`).toEqual({ code: 0, signal: null });
+    expect(out).not.toContain('Stop with Ctrl-C');
+    expect(out).not.toContain('npm start:');
+    await expect(waitForRedis(Number(env.EMBEDDED_REDIS_PORT), 300)).rejects.toThrow();
+  });
 });
 
