@@ -5,6 +5,10 @@ import { Command, CommanderError } from 'commander';
 import { startBridge } from './app.js';
 import { BridgeConfigError, loadBridgeConfig, type BridgeFlags } from './config.js';
 import { createLogger } from '../runtime/log.js';
+import { settledWithin, stopSignal } from '../runtime/signals.js';
+
+/** How long a start that a stop signal interrupted may still take before the process exits anyway. */
+const START_GRACE_MS = 3000;
 
 const program = new Command('audience-bridge')
   .description('Send audience actions from Redis streams to displays as timed OSC over UDP.')
@@ -45,18 +49,15 @@ async function main(): Promise<number> {
     return 0;
   }
   const log = createLogger('audience-bridge', config.logLevel);
-  const bridge = await startBridge(config, { log });
-  await new Promise<void>((resolve) => {
-    const stop = (signal: string) => {
-      log.info({ signal }, 'stopping');
-      bridge.stop().then(resolve, (e: unknown) => {
-        log.error({ err: e }, 'error while stopping');
-        resolve();
-      });
-    };
-    process.once('SIGTERM', () => stop('SIGTERM'));
-    process.once('SIGINT', () => stop('SIGINT'));
-  });
+  // Before it starts: a SIGTERM that comes just after READY=1 still stops it gracefully, and one that
+  // comes while it still waits for Redis gives the start START_GRACE_MS to finish before it exits.
+  const stop = stopSignal();
+  const starting = startBridge(config, { log });
+  const first = await Promise.race([starting, stop]);
+  const signal = typeof first === 'string' ? first : await stop;
+  log.info({ signal }, 'stopping');
+  const bridge = typeof first === 'string' ? await settledWithin(starting, START_GRACE_MS) : first;
+  await bridge?.stop().catch((e: unknown) => log.error({ err: e }, 'error while stopping'));
   return 0;
 }
 

@@ -11,6 +11,7 @@ import { superviseWorkers } from './workers/supervisor.js';
 import { isWorker, serveSupervisor, workerCount } from './workers/worker.js';
 import { createLogger } from '../runtime/log.js';
 import { describeTarget } from '../runtime/redis.js';
+import { stopSignal } from '../runtime/signals.js';
 import { fileURLToPath } from 'node:url';
 
 async function main(argv: string[]): Promise<number> {
@@ -35,6 +36,8 @@ async function main(argv: string[]): Promise<number> {
     await superviseWorkers(config, workers, fileURLToPath(import.meta.url), log);
     return 0;
   }
+  // Before it starts: a SIGTERM that comes while it starts, or just after READY=1, still drains.
+  const stop = stopSignal();
   const gateway = await startGateway(config, { log });
   log.info({ port: gateway.port, host: config.host, opsPort: gateway.opsPort, redis: describeTarget(redisTarget(config)), ...(isWorker() && { worker: Number(process.env.GATEWAY_WORKER_ID) }) }, 'audience-gateway listening');
   const stopServing = isWorker() ? serveSupervisor({ port: gateway.port, registry: gateway.deps.metrics.registry, ready: () => gateway.ready() }) : () => {};
@@ -43,22 +46,11 @@ async function main(argv: string[]): Promise<number> {
   await systemd.notify('READY=1', `STATUS=listening on ${config.host}:${gateway.port}`);
   const watchdogMs = systemd.watchdogIntervalMs();
   const watchdog = watchdogMs ? setInterval(() => void systemd.notify('WATCHDOG=1'), watchdogMs) : undefined;
-  await new Promise<void>((resolve) => {
-    let stopping = false;
-    const stop = (signal: string) => {
-      // Idempotent and kept installed: under GATEWAY_WORKERS, systemd signals the whole control
-      // group and the supervisor forwards the signal too; a second one must not cut the drain short.
-      if (stopping) return;
-      stopping = true;
-      log.info({ signal }, 'stopping: draining in-flight requests');
-      clearInterval(watchdog);
-      stopServing();
-      // both awaited before exit: exiting first could lose STOPPING=1 (systemd-notify is a child process)
-      void Promise.all([systemd.notify('STOPPING=1'), gateway.close()]).then(() => resolve(), () => resolve());
-    };
-    process.on('SIGTERM', stop);
-    process.on('SIGINT', stop);
-  });
+  log.info({ signal: await stop }, 'stopping: draining in-flight requests');
+  clearInterval(watchdog);
+  stopServing();
+  // both awaited before exit: exiting first could lose STOPPING=1 (systemd-notify is a child process)
+  await Promise.all([systemd.notify('STOPPING=1'), gateway.close()]).catch(() => undefined);
   return 0;
 }
 

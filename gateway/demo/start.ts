@@ -12,6 +12,7 @@ import { ConfigError, loadConfig, redisTarget } from '../config.js';
 import { startRedisServer, type RedisServer } from '../dev/redis-server.js';
 import { createLogger } from '../../runtime/log.js';
 import { parseClusterNodes } from '../../runtime/redis.js';
+import { settledWithin, stopSignal } from '../../runtime/signals.js';
 import { connectToolRedis, redactUrl } from '../store/redis.js';
 import { createStores } from '../store/stores.js';
 import { DEMO_ADMIN_EMAIL, seedDemo } from './seed.js';
@@ -114,9 +115,10 @@ async function teardown(): Promise<void> {
   await embedded?.stop();
 }
 
+const stop = stopSignal(); // before anything starts
 const startup = main();
 startup.catch(async (e: unknown) => {
-  if (stopping) return; // a Ctrl-C during the start: stop() ends the process
+  if (stopping) return; // a Ctrl-C during the start: the stop below ends the process
   let message = e instanceof ConfigError || e instanceof Error ? e.message : String(e);
   if (/^cannot listen on /.test(message)) message += ': the port is in use (or the address is not this host\'s); PORT picks another, e.g. PORT=8081 npm start';
   process.stderr.write(`npm start: ${message}\n`);
@@ -129,12 +131,9 @@ startup.catch(async (e: unknown) => {
  * 3 s) so that what it started is stopped too, then everything stops and the exit code is 0.
  * The handlers are in place before the walk-through says "Stop with Ctrl-C".
  */
-async function stop(): Promise<void> {
-  if (stopping) return;
+void stop.then(async () => {
   stopping = true;
-  await Promise.race([startup.catch(() => undefined), new Promise((r) => setTimeout(r, 3000))]);
+  await settledWithin(startup, 3000);
   await teardown();
   process.exit(0);
-}
-process.on('SIGINT', () => void stop());
-process.on('SIGTERM', () => void stop());
+});

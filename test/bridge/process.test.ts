@@ -1,6 +1,6 @@
 // audience-bridge as systemd runs it: configuration checks, sd_notify on a fake NOTIFY_SOCKET,
 // kill -9 and restart, and the destinations it registers.
-import { execFile, type ChildProcess } from 'node:child_process';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { BRIDGE_BIN, configFile, spawnBridge, stopProcess } from '../helpers/bridge.js';
@@ -100,6 +100,34 @@ describe('the process', () => {
     } finally {
       await sink.stop();
     }
+  });
+
+  // systemd may stop the unit the moment it is told READY=1; the graceful stop must not depend on how soon.
+  it('stops gracefully (STOPPING=1, exit 0) on a SIGTERM sent the moment READY=1 arrives', async () => {
+    const fake = await startFakeNotifySocket();
+    children.push(fake.child);
+    const file = configFile({ redisUrl: redis.get().server.url, prefix: g.t.config.redisPrefix, bridgeId: 'ready-stop', layouts: [{ layoutId: g.t.layoutId, targets: [{ host: '127.0.0.1', port: 9 }] }] });
+    const child = spawn(process.execPath, [BRIDGE_BIN, '--config', file], { env: { PATH: process.env.PATH ?? '', NOTIFY_SOCKET: fake.path } });
+    children.push(child);
+    const exited = new Promise<{ code: number | null; signal: string | null }>((r) => child.once('exit', (code, signal) => r({ code, signal })));
+    fake.child.stdout!.on('data', () => {
+      if (fake.text().includes('READY=1') && !child.killed) child.kill('SIGTERM');
+    });
+    expect(await exited, fake.text()).toEqual({ code: 0, signal: null });
+    expect(fake.text()).toContain('STOPPING=1');
+  });
+
+  it('exits 0 on a SIGTERM while it still waits for Redis at start', async () => {
+    const file = configFile({ redisUrl: 'redis://127.0.0.1:1', prefix: 'x:', bridgeId: 'start-stop', layouts: [{ layoutId: 'l', targets: [{ host: '127.0.0.1', port: 9 }] }] });
+    const child = spawn(process.execPath, [BRIDGE_BIN, '--config', file], { env: { PATH: process.env.PATH ?? '', LOG_LEVEL: 'info' } });
+    children.push(child);
+    let out = '';
+    child.stdout.on('data', (d) => (out += d));
+    const exited = new Promise<{ code: number | null; signal: string | null }>((r) => child.once('exit', (code, signal) => r({ code, signal })));
+    await eventually(() => /ECONNREFUSED|cannot reach|retry/i.test(out), 5000);
+    child.kill('SIGTERM');
+    expect(await exited, out).toEqual({ code: 0, signal: null });
+    expect(out).toContain('"msg":"stopping"');
   });
 
   it('counts and logs sd_notify messages systemd-notify cannot deliver, and keeps running', async () => {

@@ -9,6 +9,7 @@ import { freePort } from '../../gateway/dev/redis-server.js';
 import { glibcVersion } from '../../gateway/http/uws.js';
 import { eventually } from '../helpers/gateway.js';
 import { spawnGateway } from '../helpers/gateway-process.js';
+import { startFakeNotifySocket } from '../helpers/notify-socket.js';
 import { useRedis } from '../helpers/redis.js';
 
 const BIN = fileURLToPath(new URL('../../dist/gateway/main.js', import.meta.url));
@@ -111,5 +112,23 @@ describe('the process', () => {
     const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
     child.kill('SIGTERM');
     expect(await exited).toBe(0);
+  });
+
+  // systemd may stop the unit the moment it is told READY=1; the drain must not depend on how soon.
+  it('drains and exits 0 on a SIGTERM sent the moment it says it listens, READY=1 still on its way to systemd', async () => {
+    const notify = await startFakeNotifySocket();
+    try {
+      const child = spawn(process.execPath, [BIN], { env: { PATH: process.env.PATH ?? '', REDIS_URL: redis.get().server.url, PORT: '0', REDIS_PREFIX: 'proc:', OPS_PORT: '0', NOTIFY_SOCKET: notify.path } });
+      let out = '';
+      const exited = new Promise<{ code: number | null; signal: string | null }>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
+      child.stdout.on('data', (d) => {
+        out += d;
+        if (out.includes('audience-gateway listening') && child.exitCode === null && !child.killed) child.kill('SIGTERM');
+      });
+      expect(await exited, out).toEqual({ code: 0, signal: null });
+      expect(out).toContain('stopping: draining in-flight requests');
+    } finally {
+      notify.child.kill('SIGKILL');
+    }
   });
 });
