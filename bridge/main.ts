@@ -51,12 +51,12 @@ async function main(): Promise<number> {
   const log = createLogger('audience-bridge', config.logLevel);
   // Before it starts: a SIGTERM that comes just after READY=1 still stops it gracefully, and one that
   // comes while it still waits for Redis gives the start START_GRACE_MS to finish before it exits.
+  // A start that fails, before or after the signal, exits 1 with its message (below main).
   const stop = stopSignal();
   const starting = startBridge(config, { log });
-  const first = await Promise.race([starting, stop]);
-  const signal = typeof first === 'string' ? first : await stop;
-  log.info({ signal }, 'stopping');
-  const bridge = typeof first === 'string' ? await settledWithin(starting, START_GRACE_MS) : first;
+  void stop.then((signal) => log.info({ signal }, 'stopping'));
+  const bridge = await Promise.race([starting, stop.then(() => settledWithin(starting, START_GRACE_MS))]);
+  await stop;
   await bridge?.stop().catch((e: unknown) => log.error({ err: e }, 'error while stopping'));
   return 0;
 }

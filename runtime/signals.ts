@@ -13,19 +13,9 @@ export function stopSignal(): Promise<NodeJS.Signals> {
   });
 }
 
-/** What `task` resolves to, or null once it fails or `ms` pass first: a start a stop signal interrupted gets this long to finish. */
+/** What `task` resolves to, or null if `ms` pass first (a failure rejects, as the task does): a start a stop signal interrupted gets this long to finish. */
 export function settledWithin<T>(task: Promise<T>, ms: number): Promise<T | null> {
-  return new Promise((resolve) => {
-    const timer = setTimeout(() => resolve(null), ms);
-    task.then(
-      (value) => {
-        clearTimeout(timer);
-        resolve(value);
-      },
-      () => {
-        clearTimeout(timer);
-        resolve(null);
-      },
-    );
-  });
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<null>((resolve) => (timer = setTimeout(() => resolve(null), ms)));
+  return Promise.race([task, timeout]).finally(() => clearTimeout(timer));
 }

@@ -116,9 +116,9 @@ async function teardown(): Promise<void> {
 }
 
 const stop = stopSignal(); // before anything starts
-const startup = main();
-startup.catch(async (e: unknown) => {
-  if (stopping) return; // a Ctrl-C during the start: the stop below ends the process
+/** Settles once the start is over: done, or failed and (unless a stop caused it) reported. */
+const startup = main().catch(async (e: unknown) => {
+  if (stopping) return; // a Ctrl-C during the start (Redis and the bridge got it too): the stop below ends the process
   let message = e instanceof ConfigError || e instanceof Error ? e.message : String(e);
   if (/^cannot listen on /.test(message)) message += ': the port is in use (or the address is not this host\'s); PORT picks another, e.g. PORT=8081 npm start';
   process.stderr.write(`npm start: ${message}\n`);
