@@ -50,7 +50,7 @@ async function main(argv: string[]): Promise<number> {
   clearInterval(watchdog);
   stopServing();
   // both awaited before exit: exiting first could lose STOPPING=1 (systemd-notify is a child process)
-  await Promise.all([systemd.notify('STOPPING=1'), gateway.close()]).catch(() => undefined);
+  await Promise.all([systemd.notify('STOPPING=1'), gateway.close()]).catch((e: unknown) => log.error({ err: e }, 'error while stopping'));
   return 0;
 }
 
