@@ -31,7 +31,7 @@ export class HttpServer {
   constructor(opts: ServerOptions) {
     this.app = nativeUws().App();
     this.now = opts.now ?? Date.now;
-    this.hooks = { maxBodyBytes: opts.maxBodyBytes, onError: opts.onError, observe: opts.observe, settled: () => void this.inFlight-- };
+    this.hooks = { ...opts, settled: () => void this.inFlight-- };
   }
 
   /** Every method mounted on each pattern (with HEAD for GET), for the 405 answers' Allow header. */
