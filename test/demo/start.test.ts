@@ -24,15 +24,22 @@ afterEach(() => {
   for (const c of running.splice(0)) killGroup(c);
 });
 
-async function start(env: Record<string, string>): Promise<{ child: ChildProcess; out: () => string }> {
+/** `npm start`'s program on the embedded default (no REDIS_URL), in a process group of its own; its output so far in `out()`. */
+function spawnStart(env: Record<string, string>): { child: ChildProcess; out: () => string } {
   const { REDIS_URL: _, ...inherited } = process.env;
   const child = spawn(process.execPath, [START], { cwd: ROOT, env: { ...inherited, LOG_LEVEL: 'warn', ...env }, detached: true });
   running.push(child);
   let out = '';
   child.stdout.on('data', (d) => (out += d));
   child.stderr.on('data', (d) => (out += d));
-  await eventually(() => out.includes('Stop with Ctrl-C'), 20_000);
   return { child, out: () => out };
+}
+
+/** Resolves once it says "Stop with Ctrl-C". */
+async function start(env: Record<string, string>): Promise<{ child: ChildProcess; out: () => string }> {
+  const started = spawnStart(env);
+  await eventually(() => started.out().includes('Stop with Ctrl-C'), 20_000);
+  return started;
 }
 
 // stdin is /dev/null, as for a command pasted into a terminal: bash sources /etc/bash.bashrc (which
@@ -132,13 +139,10 @@ describe('npm start', () => {
     const env = await demoEnv();
     await new Promise<void>((r) => busy.listen(Number(env.PORT), '127.0.0.1', r));
     try {
-      const child = spawn(process.execPath, [START], { cwd: ROOT, env: { ...process.env, REDIS_URL: '', LOG_LEVEL: 'warn', ...env }, detached: true });
-      running.push(child);
-      let err = '';
-      child.stderr.on('data', (d) => (err += d));
+      const { child, out } = spawnStart(env);
       const code = await new Promise<number | null>((r) => child.once('exit', r));
       expect(code).toBe(1);
-      expect(err).toMatch(new RegExp(`cannot listen on 127\\.0\\.0\\.1:${env.PORT}.*in use.*PORT`));
+      expect(out()).toMatch(new RegExp(`cannot listen on 127\\.0\\.0\\.1:${env.PORT}.*in use.*PORT`));
     } finally {
       busy.close();
     }
@@ -157,17 +161,13 @@ describe('npm start', () => {
   // during the start (here: once the embedded Redis answers) stops it as quietly as one after.
   it('stops on Ctrl-C during its start too, with exit code 0 and nothing left running', async () => {
     const env = await demoEnv();
-    const child = spawn(process.execPath, [START], { cwd: ROOT, env: { ...process.env, REDIS_URL: '', LOG_LEVEL: 'warn', ...env }, detached: true });
-    running.push(child);
-    let out = '';
-    child.stdout.on('data', (d) => (out += d));
-    child.stderr.on('data', (d) => (out += d));
+    const { child, out } = spawnStart(env);
     const exited = new Promise<{ code: number | null; signal: string | null }>((r) => child.once('exit', (code, signal) => r({ code, signal })));
     await waitForRedis(Number(env.EMBEDDED_REDIS_PORT), 20_000);
     process.kill(-child.pid!, 'SIGINT');
-    expect(await exited, `npm start's output:\n${out}`).toEqual({ code: 0, signal: null });
-    expect(out).not.toContain('Stop with Ctrl-C');
-    expect(out).not.toContain('npm start:');
+    expect(await exited, `npm start's output:\n${out()}`).toEqual({ code: 0, signal: null });
+    expect(out()).not.toContain('Stop with Ctrl-C');
+    expect(out()).not.toContain('npm start:');
     await expect(waitForRedis(Number(env.EMBEDDED_REDIS_PORT), 300)).rejects.toThrow();
   });
 });
