@@ -13,7 +13,7 @@ import { loadBridgeConfig } from '../bridge/config.js';
 import { createLogger } from '../runtime/log.js';
 import { ACTION_FIELD, encodeActionEntry } from '../schemas/action-entry.js';
 import { actionStreamKey } from '../schemas/redis-keys.js';
-import { pinnedRedis } from './harness.js';
+import { pinProcess, pinnedRedis } from './harness.js';
 
 const { values } = parseArgs({ options: { actions: { type: 'string', default: '200000' }, 'tick-hz': { type: 'string', default: '100' }, 'per-tick': { type: 'string', default: '1000' }, 'read-count': { type: 'string' } } });
 const total = Number(values.actions);
@@ -25,7 +25,7 @@ function progress(what: string): void {
 }
 
 async function main(): Promise<void> {
-  spawn('taskset', ['-pc', '0', String(process.pid)], { stdio: 'ignore' });
+  await pinProcess(0);
   const redis = await pinnedRedis(1);
   const sink = spawn('taskset', ['-c', '1', process.execPath, fileURLToPath(new URL('./udp-counter.js', import.meta.url))], { stdio: ['pipe', 'pipe', 'inherit'] });
   const lines = createInterface({ input: sink.stdout });

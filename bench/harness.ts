@@ -45,9 +45,14 @@ export async function stopChild(child: ChildProcess): Promise<void> {
   await exited;
 }
 
-/** Moves a running process (this one by default) to one CPU core, or a list of them ('0-1'). */
+/**
+ * Moves a running process (this one by default), every thread of it, to one CPU core or a list of
+ * them ('0-1'). Every thread: `taskset -p` alone moves only the main thread, and a process's
+ * threads started before it (Redis's background I/O threads, which fsync the AOF; V8's helper
+ * threads) stayed free to run on the core under test (seen with `perf sched` on 2026-11-23).
+ */
 export async function pinProcess(core: number | string, pid = process.pid): Promise<void> {
-  await promisify(execFile)('taskset', ['-pc', String(core), String(pid)]);
+  await promisify(execFile)('taskset', ['-apc', String(core), String(pid)]);
 }
 
 /** redis-server with AOF on, pinned to `core`; stop() also removes its data directory. */

@@ -1,0 +1,34 @@
+// The benchmarks keep each process on its own core with pinProcess: the gateway or the bridge under
+// test on core 0, Redis and the generators on core 1. A process has threads besides its main one
+// (Redis's background I/O threads that fsync the AOF; V8's helper threads), and they must move too,
+// or they run on the core under test and are billed to it.
+import { spawn } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
+import { afterEach, describe, expect, it } from 'vitest';
+import { pinProcess } from '../../bench/harness.js';
+
+function allowedCores(pid: number): string[] {
+  return readdirSync(`/proc/${pid}/task`).map((tid) => /Cpus_allowed_list:\s*(\S+)/.exec(readFileSync(`/proc/${pid}/task/${tid}/status`, 'utf8'))![1]!);
+}
+
+let child: ReturnType<typeof spawn> | null = null;
+afterEach(() => {
+  child?.kill('SIGKILL');
+  child = null;
+});
+
+describe('pinProcess', () => {
+  it('moves every thread of a running process, not only its main thread', async () => {
+    // a Node process with a worker thread, running before it is pinned (as Redis's threads are)
+    child = spawn(process.execPath, ['-e', "new (require('node:worker_threads').Worker)('setInterval(() => {}, 1000)', { eval: true }); setInterval(() => {}, 1000); setTimeout(() => console.log('up'), 200)"], { stdio: ['ignore', 'pipe', 'inherit'] });
+    await new Promise((r) => child!.stdout!.once('data', r));
+    const pid = child.pid!;
+    const last = String(availableParallelism() - 1);
+    const before = allowedCores(pid);
+    expect(before.length).toBeGreaterThan(2); // main, V8's helpers, the worker
+    expect(before.every((c) => c === last)).toBe(false); // free to run anywhere yet (a machine of 2 cores or more)
+    await pinProcess(last, pid);
+    expect(allowedCores(pid)).toEqual(before.map(() => last));
+  });
+});
