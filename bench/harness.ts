@@ -10,10 +10,18 @@ import { freePort, startRedisServer, type RedisServer } from '../gateway/dev/red
 import { GATEWAY_NODE_FLAGS } from '../gateway/node-flags.js';
 import { createRedisClient, type RedisTarget } from '../runtime/redis.js';
 
+/** The servers spawnPinned started that are still running: a bench that fails before stopping them kills them as it exits. */
+const running = new Set<ChildProcess>();
+process.on('exit', () => {
+  for (const child of running) child.kill('SIGKILL');
+});
+
 /** Spawns `node [nodeArgs] file args` on the given CPU core (taskset), resolving once it prints `marker`. */
 /** `core` is one core, or a list taskset takes ('0-1'). */
 export async function spawnPinned(core: number | string, file: string, args: string[], env: Record<string, string>, marker: RegExp, nodeArgs: string[] = [], node = process.execPath): Promise<{ child: ChildProcess; match: RegExpMatchArray }> {
   const child = spawn('taskset', ['-c', String(core), node, ...nodeArgs, file, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
+  running.add(child);
+  child.once('exit', () => running.delete(child));
   let out = '';
   const match = await new Promise<RegExpMatchArray>((resolve, reject) => {
     child.stdout.on('data', (d) => {

@@ -2,8 +2,9 @@
 // test on core 0, Redis and the generators on core 1. A process has threads besides its main one
 // (Redis's background I/O threads that fsync the AOF; V8's helper threads), and they must move too,
 // or they run on the core under test and are billed to it.
-import { spawn } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
+import { execFile, spawn } from 'node:child_process';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { availableParallelism } from 'node:os';
 import { afterEach, describe, expect, it } from 'vitest';
 import { pinProcess } from '../../bench/harness.js';
@@ -12,10 +13,38 @@ function allowedCores(pid: number): string[] {
   return readdirSync(`/proc/${pid}/task`).map((tid) => /Cpus_allowed_list:\s*(\S+)/.exec(readFileSync(`/proc/${pid}/task/${tid}/status`, 'utf8'))![1]!);
 }
 
+/** Alive: a process whose parent has not yet collected it after its death (a zombie, state Z) is not. */
+function running(pid: number): boolean {
+  if (!existsSync(`/proc/${pid}`)) return false;
+  const state = /\) (\S)/.exec(readFileSync(`/proc/${pid}/stat`, 'utf8'))?.[1];
+  return state !== undefined && state !== 'Z';
+}
+
 let child: ReturnType<typeof spawn> | null = null;
 afterEach(() => {
   child?.kill('SIGKILL');
   child = null;
+});
+
+describe('a benchmark that fails', () => {
+  it('stops the servers it started through spawnPinned', async () => {
+    // a bench script: starts the bare uWS server, says its pid, then fails before stopping it
+    const harness = fileURLToPath(new URL('../../dist/bench/harness.js', import.meta.url));
+    const bare = fileURLToPath(new URL('../../dist/bench/bare-uws.js', import.meta.url));
+    const script = `const { spawnPinned } = await import(${JSON.stringify(harness)});
+const s = await spawnPinned(0, ${JSON.stringify(bare)}, ['0'], {}, /listening (\\d+)/);
+console.log('server', s.child.pid);
+throw new Error('the load generator failed');`;
+    const out = await new Promise<string>((resolve) => execFile(process.execPath, ['--input-type=module', '-e', script], { timeout: 20_000 }, (_err, stdout) => resolve(stdout)));
+    const pid = Number(/server (\d+)/.exec(out)?.[1]);
+    expect(pid).toBeGreaterThan(0);
+    try {
+      await new Promise((r) => setTimeout(r, 300));
+      expect(running(pid)).toBe(false);
+    } finally {
+      if (running(pid)) process.kill(pid, 'SIGKILL');
+    }
+  });
 });
 
 describe('pinProcess', () => {
