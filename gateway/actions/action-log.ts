@@ -1,10 +1,10 @@
 // Appends accepted actions to their layout's stream, by group commit: each stream has at most two
-// Lua calls (store/lua/appendActions-1.lua) in flight, and the actions accepted while both are in
-// flight wait and go to Redis together in the next call, each still its own stream entry. When
-// Redis is idle an action goes out at the end of its event-loop turn; under load the calls grow instead of
-// multiplying, so Redis and the gateway pay per call far less often than per action. Every caller's
-// promise settles once Redis answered its call, so the route answers 200 only for an action that is
-// in the stream.
+// Lua calls (store/lua/appendActions-1.lua) in flight (or more, when one turn accepted more than
+// MAX_BATCH actions), and the actions accepted while both are in flight wait and go to Redis
+// together in the next call, each still its own stream entry. When Redis is idle an action goes out
+// at the end of its event-loop turn; under load the calls grow instead of multiplying, so Redis and
+// the gateway pay per call far less often than per action. Every caller's promise settles once
+// Redis answered its call, so the route answers 200 only for an action that is in the stream.
 import type { RedisClient } from '../../runtime/redis.js';
 import { ACTION_FIELD, encodeActionEntry } from '../../schemas/action-entry.js';
 import type { ActionEntry } from '../../schemas/types.js';

@@ -1,5 +1,5 @@
 // POST /action (spec 4.3), the hot path: a cached token check, an in-memory layout lookup, pure value
-// checks, then the append (group commit: at most two calls per layout in flight); 200 only after Redis acknowledged it.
+// checks, then the append (group commit: gateway/actions/action-log.ts); 200 only after Redis acknowledged it.
 // OPTIONS answers CORS preflight.
 import { createHash } from 'node:crypto';
 import { WHOLE_DOCUMENT, describeFirstError, validateActionRequest } from '../../schemas/validators.js';
