@@ -155,13 +155,16 @@ async function main(): Promise<void> {
   progress('bridge throughput and tick lateness (bench/bridge.ts)');
   for (const [tickHz, perTick] of [[100, 1000], [1000, 100]] as const) {
     const b = await spawnPinned(0, BRIDGE_BENCH, ['--tick-hz', String(tickHz), '--per-tick', String(perTick)], {}, /ceiling set by pacing/);
-    const line = /\| drain [^\n]*\| (\d+) \| ([\d.]+) \/ ([\d.]+) \/ ([\d.]+) \|/.exec((b.match.input ?? ''));
     // It prints the marker just before stopping its own Redis: let it finish (a SIGTERM here orphaned that redis-server).
     if (b.child.exitCode === null) await new Promise((r) => b.child.once('exit', r));
-    if (line) {
+    // Two drains: a bridge just started (V8 optimises its code while it drains), then a second bridge
+    // in the same process, its code already optimised (a bridge that has been running).
+    for (const [kind, label] of [['cold', 'drain'], ['warm', 'drain again, warm']] as const) {
+      const line = new RegExp(`\\| drain \\d+ ${kind === 'cold' ? 'queued' : 'again'}[^\\n]*\\| (\\d+) \\| ([\\d.]+) / ([\\d.]+) / ([\\d.]+) \\|`).exec(b.match.input ?? '');
+      if (!line) continue;
       const [rate, p50, p99, max] = [Number(line[1]), Number(line[2]), Number(line[3]), Number(line[4])];
-      raw[`bridge_${tickHz}hz`] = { messagesPerSec: rate, latenessMs: { p50, p99, max } };
-      row(`bridge drain, ${tickHz} Hz, ≤ ${perTick}/tick`, `${rate} messages/s, tick lateness p50 ${p50} / p99 ${p99} / max ${max} ms`, '≥ 50k messages/s with lateness p99 ≤ 1 ms', rate >= 50_000 && p99 <= 1);
+      raw[`bridge_${tickHz}hz${kind === 'cold' ? '' : '_warm'}`] = { messagesPerSec: rate, latenessMs: { p50, p99, max } };
+      row(`bridge ${label}, ${tickHz} Hz, ≤ ${perTick}/tick`, `${rate} messages/s, tick lateness p50 ${p50} / p99 ${p99} / max ${max} ms`, '≥ 50k messages/s with lateness p99 ≤ 1 ms', rate >= 50_000 && p99 <= 1);
     }
   }
 

@@ -1,5 +1,6 @@
 // A UDP sink for benchmarks: counts datagrams and the OSC messages inside their bundles, and
-// prints a JSON line with the counts and first/last arrival times whenever asked (any stdin line).
+// prints a JSON line with the counts and first/last arrival times whenever asked (any stdin line;
+// the line `reset` zeroes them first).
 import { createSocket } from 'node:dgram';
 import { createInterface } from 'node:readline';
 
@@ -31,4 +32,7 @@ socket.on('message', (d) => {
   messages += count(d);
 });
 socket.bind(0, '127.0.0.1', () => process.stdout.write(`listening ${socket.address().port}\n`));
-createInterface({ input: process.stdin }).on('line', () => process.stdout.write(`${JSON.stringify({ datagrams, messages, bytes, first, last })}\n`));
+createInterface({ input: process.stdin }).on('line', (line) => {
+  if (line === 'reset') datagrams = messages = bytes = first = last = 0;
+  process.stdout.write(`${JSON.stringify({ datagrams, messages, bytes, first, last })}\n`);
+});
