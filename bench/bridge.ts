@@ -1,9 +1,9 @@
 // Bridge throughput and tick jitter on this machine: the bridge (in this process) on core 0,
 // Redis and a counting UDP sink on core 1. A backlog drained twice: by a bridge just started (V8
-// optimises its code on helper threads while it drains, which delays ticks), then, written again,
-// by a second bridge in this process whose code is optimised already (a bridge that was running).
+// optimises its code on helper threads while it drains, which delays ticks), then by the same
+// bridge, running since, whose stream is replaced by a full one (a backlog built up at once).
 // Then steady input, and 2 s idle: the bridge's own CPU between ticks.
-//   npm run bench:bridge [-- --actions 200000 --tick-hz 100]
+//   npm run bench:bridge [-- --actions 200000 --tick-hz 100] [--v8-defaults: without BRIDGE_NODE_FLAGS]
 import { spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
@@ -11,13 +11,16 @@ import { constants, PerformanceObserver, type PerformanceEntry } from 'node:perf
 import { parseArgs } from 'node:util';
 import { Redis } from 'ioredis';
 import { startBridge } from '../bridge/app.js';
+import { BRIDGE_NODE_FLAGS } from '../bridge/node-flags.js';
 import { loadBridgeConfig } from '../bridge/config.js';
 import { createLogger } from '../runtime/log.js';
 import { ACTION_FIELD, encodeActionEntry } from '../schemas/action-entry.js';
 import { actionStreamKey } from '../schemas/redis-keys.js';
-import { pinProcess, pinnedRedis } from './harness.js';
+import { pinProcess, pinnedRedis, spawnPinned } from './harness.js';
 
-const { values } = parseArgs({ options: { actions: { type: 'string', default: '200000' }, 'tick-hz': { type: 'string', default: '100' }, 'per-tick': { type: 'string', default: '1000' }, 'read-count': { type: 'string' } } });
+const { values } = parseArgs({
+  options: { actions: { type: 'string', default: '200000' }, 'tick-hz': { type: 'string', default: '100' }, 'per-tick': { type: 'string', default: '1000' }, 'read-count': { type: 'string' }, 'v8-defaults': { type: 'boolean', default: false } },
+});
 const total = Number(values.actions);
 const tickHz = Number(values['tick-hz']);
 const perTick = Number(values['per-tick']);
@@ -40,29 +43,29 @@ async function main(): Promise<void> {
   };
   const c = new Redis(redis.url);
   const key = actionStreamKey('ac:', 'bench-show');
-  const writeBacklog = async (prefix: string) => {
+  const group = 'bridge:bench';
+  /** Writes the backlog to `into` (the bridge's stream, or one that replaces it whole), from a process on core 1. */
+  const writeBacklog = async (prefix: string, into = key) => {
     progress(`writing ${total} discrete actions to the stream`);
-    const now = Date.now();
-    for (let i = 0; i < total; i += 1000) {
-      const p = c.pipeline();
-      for (let j = i; j < Math.min(total, i + 1000); j++) {
-        const entry = { v: 1 as const, id: `${prefix}${j}`, layoutId: 'bench-show', lid: j % 4, address: `/00${j % 4}`, type: 'Index' as const, value: j % 3, ts: now };
-        p.xadd(key, '*', ACTION_FIELD, encodeActionEntry(entry));
-      }
-      await p.exec();
-    }
+    const { child } = await spawnPinned(1, fileURLToPath(new URL('./write-backlog.js', import.meta.url)), [redis.url, into, group, String(total), prefix], {}, /wrote \d+/);
+    if (child.exitCode === null) await new Promise((r) => child.once('exit', r));
   };
   const config = loadBridgeConfig(
     { layout: 'bench-show', target: [`127.0.0.1:${port}`], redis: redis.url, bridgeId: 'bench', tickHz: String(tickHz), maxAgeMs: '600000' },
     { LOG_LEVEL: 'warn' },
   );
   const layouts = config.layouts.map((l) => ({ ...l, maxMessagesPerTick: perTick }));
-  /** Starts a bridge on the backlog and waits until the sink has every message (the sink counts from zero). */
-  const drain = async (what: string) => {
+  const startOne = () => startBridge({ ...config, layouts, opsPort: 0 }, { log: createLogger('audience-bridge', 'warn'), notifyEnv: {}, ...(values['read-count'] && { readCount: Number(values['read-count']) }) });
+  type Bridge = Awaited<ReturnType<typeof startOne>>;
+  /**
+   * Measures a drain until the sink has every message (counting from zero): `begin` gives it the
+   * backlog, by starting a bridge on it or by handing a running bridge a full stream.
+   */
+  const drain = async (what: string, begin: () => Promise<Bridge>) => {
     progress(`draining (${what}) with tickHz ${tickHz}, at most ${perTick} messages a tick`);
     await counts(true);
     const started = performance.now();
-    const bridge = await startBridge({ ...config, layouts, opsPort: 0 }, { log: createLogger('audience-bridge', 'warn'), notifyEnv: {}, ...(values['read-count'] && { readCount: Number(values['read-count']) }) });
+    const bridge = await begin();
     const drainTicks = watchLateTicks(bridge.counters);
     let got = await counts();
     while (got.messages < total && performance.now() - started < 120_000) {
@@ -72,15 +75,19 @@ async function main(): Promise<void> {
     return { bridge, got, lateness: bridge.counters.latencyPercentiles(), lateReport: drainTicks.stop() };
   };
   try {
-    await c.xgroup('CREATE', key, 'bridge:bench', '$', 'MKSTREAM');
     await writeBacklog('b');
-    const cold = await drain('a bridge just started: V8 optimises its code meanwhile');
-    await cold.bridge.stop();
-    // The same backlog again, to a bridge started in this process: its code is optimised already,
+    const cold = await drain('a bridge just started: V8 optimises its code meanwhile', startOne);
+    const { bridge } = cold;
+    // The same bridge, running since, gets a second backlog at once: the stream is replaced by one
+    // holding 200,000 undelivered entries (RENAME wakes its blocked read). Its code is optimised,
     // as in a bridge that has been running when a backlog builds up.
-    await writeBacklog('c');
-    const warm = await drain('a second bridge in this process, its code optimised by the first');
-    const { bridge } = warm;
+    await new Promise((r) => setTimeout(r, 1000));
+    await writeBacklog('c', `${key}:next`);
+    const warm = await drain('the same bridge, running since', async () => {
+      bridge.counters.resetLateness();
+      await c.rename(`${key}:next`, key);
+      return bridge;
+    });
 
     progress('steady 2,000 actions/s for 5 s (20 every 10 ms, written from this process)');
     bridge.counters.resetLateness();
@@ -113,7 +120,7 @@ async function main(): Promise<void> {
     const idleShare = (idleUse.user + idleUse.system) / 1000 / (performance.now() - idleStart);
     await bridge.stop();
     const cpu = process.cpuUsage();
-    process.stdout.write(`\nmachine: 2 cores, Node ${process.version}; bridge on core 0, Redis and the UDP sink on core 1\n\n`);
+    process.stdout.write(`\nmachine: 2 cores, Node ${process.version} ${process.execArgv.join(' ') || '(V8 defaults)'}; bridge on core 0, Redis and the UDP sink on core 1; peak RSS of this process ${Math.round(process.resourceUsage().maxRSS / 1024)} MiB\n\n`);
     process.stdout.write('| scenario | messages received | of sent | datagrams | messages/s | tick lateness p50 / p99 / max ms |\n|---|---|---|---|---|---|\n');
     for (const [name, d] of [[`drain ${total} queued discrete actions`, cold], [`drain ${total} again, warm`, warm]] as const) {
       const { got, lateness: l } = d;
@@ -171,7 +178,15 @@ function watchLateTicks(counters: { onLateness: (ms: number) => void }): { stop(
   };
 }
 
-main().catch((e: unknown) => {
-  process.stderr.write(`bench: ${String(e)}\n`);
-  process.exit(1);
-});
+/** The bridge runs with its unit's Node flags: without them (and without --v8-defaults), this script starts itself again with them. */
+const missing = values['v8-defaults'] ? [] : BRIDGE_NODE_FLAGS.filter((f) => !process.execArgv.includes(f));
+if (missing.length > 0) {
+  const self = spawn(process.execPath, [...process.execArgv, ...missing, fileURLToPath(import.meta.url), ...process.argv.slice(2)], { stdio: 'inherit' });
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) process.on(signal, () => self.kill(signal));
+  self.on('exit', (code) => process.exit(code ?? 1));
+} else {
+  main().catch((e: unknown) => {
+    process.stderr.write(`bench: ${String(e)}\n`);
+    process.exit(1);
+  });
+}

@@ -6,6 +6,7 @@
 import { createSocket } from 'node:dgram';
 import { fileURLToPath } from 'node:url';
 import { fromBuffer, timetagToDate, type OscPacketOutput } from 'osc-min';
+import { BRIDGE_NODE_FLAGS } from '../bridge/node-flags.js';
 import { actionRequests, percentiles, spawnPinned, stopChild, type LoadResult, type Percentiles } from './harness.js';
 import { openLoop } from './open-loop.js';
 
@@ -14,7 +15,7 @@ export const BRIDGE = fileURLToPath(new URL('../bridge/main.js', import.meta.url
 /** A bridge process for one layout on core 1 (or `core`), sending to a sink on this host. */
 export function spawnBenchBridge(o: { redisUrl: string; layoutId: string; port: number; tickHz: number; id: string; bridge?: string; core?: number; extraArgs?: string[] }) {
   const args = ['--layout', o.layoutId, '--target', `127.0.0.1:${o.port}`, '--redis', o.redisUrl, '--bridge-id', o.id, '--tick-hz', String(o.tickHz), '--ops-port', '0', ...(o.extraArgs ?? [])];
-  return spawnPinned(o.core ?? 1, o.bridge ?? BRIDGE, args, { LOG_LEVEL: 'info' }, /audience-bridge running/);
+  return spawnPinned(o.core ?? 1, o.bridge ?? BRIDGE, args, { LOG_LEVEL: 'info' }, /audience-bridge running/, [...BRIDGE_NODE_FLAGS]);
 }
 
 /** A UDP sink that decodes OSC: `onMessage` gets each message, its arrival time (Date.now) and its bundle's timetag (ms). */

@@ -9,6 +9,7 @@ import { fileURLToPath } from 'node:url';
 import { actionRequests, cpuSeconds, load, mintTokens, percentiles, pinProcess, pinnedRedis, rssMiB, seedDemo, spawnPinned, stealMeter, stopChild, wrkLoad, type LoadResult, type Percentiles, spawnPinnedGateway } from './harness.js';
 import { measureEndToEnd } from './end-to-end.js';
 import { openLoop } from './open-loop.js';
+import { BRIDGE_NODE_FLAGS } from '../bridge/node-flags.js';
 
 const BARE = fileURLToPath(new URL('./bare-uws.js', import.meta.url));
 const BRIDGE_BENCH = fileURLToPath(new URL('./bridge.js', import.meta.url));
@@ -154,7 +155,7 @@ async function main(): Promise<void> {
 
   progress('bridge throughput and tick lateness (bench/bridge.ts)');
   for (const [tickHz, perTick] of [[100, 1000], [1000, 100]] as const) {
-    const b = await spawnPinned(0, BRIDGE_BENCH, ['--tick-hz', String(tickHz), '--per-tick', String(perTick)], {}, /ceiling set by pacing/);
+    const b = await spawnPinned(0, BRIDGE_BENCH, ['--tick-hz', String(tickHz), '--per-tick', String(perTick)], {}, /ceiling set by pacing/, [...BRIDGE_NODE_FLAGS]);
     // It prints the marker just before stopping its own Redis: let it finish (a SIGTERM here orphaned that redis-server).
     if (b.child.exitCode === null) await new Promise((r) => b.child.once('exit', r));
     // Two drains: a bridge just started (V8 optimises its code while it drains), then a second bridge

@@ -70,7 +70,8 @@ symlinkSync(`../lib/${NAME}/dist/bridge/main.js`, join(stage, 'usr/bin/audience-
 symlinkSync(`../lib/${NAME}/dist/bridge/monitor.js`, join(stage, 'usr/bin/audience-osc-monitor'));
 const unit = readFileSync(join(ROOT, 'systemd/audience-bridge.service'), 'utf8')
   .replace(/^# Install: .*$/m, '# Installed by the audience-bridge package; the config is /etc/audience-control/bridge.json.')
-  .replaceAll('/usr/bin/node /opt/audience-control/dist/bridge/main.js', '/usr/bin/audience-bridge')
+  // the command's shebang carries the Node flags the unit gives node (bridge/node-flags.ts)
+  .replace(/\/usr\/bin\/node (--\S+ )*\/opt\/audience-control\/dist\/bridge\/main\.js/g, '/usr/bin/audience-bridge')
   .replace('file:///opt/audience-control/README.md', `file:///usr/share/doc/${NAME}/README.md`);
 if (unit.includes('/opt/audience-control')) throw new Error('the unit still names /opt/audience-control');
 write(join(stage, 'lib/systemd/system/audience-bridge.service'), unit);

@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { BRIDGE_NODE_FLAGS } from '../../bridge/node-flags.js';
 import { GATEWAY_NODE_FLAGS } from '../../gateway/node-flags.js';
 
 const DIR = fileURLToPath(new URL('../../systemd/', import.meta.url));
@@ -56,6 +57,30 @@ describe('the gateway heap settings', () => {
       execFile(process.execPath, [...GATEWAY_NODE_FLAGS, '-e', 'process.stdout.write("ok")'], (err, stdout, stderr) => resolve({ code: err ? 1 : 0, out: stdout + stderr }));
     });
     expect(r).toEqual({ code: 0, out: 'ok' });
+  });
+});
+
+describe('the bridge heap setting', () => {
+  const flags = BRIDGE_NODE_FLAGS.join(' ');
+
+  it('is on the unit ExecStart line and in the audience-bridge shebang', () => {
+    expect(readFileSync(`${DIR}audience-bridge.service`, 'utf8')).toMatch(new RegExp(`^ExecStart=/usr/bin/node ${flags} /\\S+/dist/bridge/main\\.js --config \\S+$`, 'm'));
+    const shebang = readFileSync(fileURLToPath(new URL('../../dist/bridge/main.js', import.meta.url)), 'utf8').split('\n')[0];
+    expect(shebang).toBe(`#!/usr/bin/env -S node ${flags}`);
+  });
+
+  it('lets the heap grow to 60 MB without a full collection, as V8 alone does not', async () => {
+    // what a drain does to the old generation, in short: 60 MB that outlives the young generation
+    const script = `const { PerformanceObserver, constants } = require('node:perf_hooks');
+let majors = 0;
+new PerformanceObserver((l) => { for (const e of l.getEntries()) if (e.detail.kind === constants.NODE_PERFORMANCE_GC_MAJOR) majors++; }).observe({ entryTypes: ['gc'] });
+const keep = [];
+for (let i = 0; i < 80; i++) { const chunk = []; for (let j = 0; j < 10000; j++) chunk.push({ a: j, b: 'x' + j }); keep.push(chunk); }
+setTimeout(() => process.stdout.write(String(majors)), 50);`;
+    const fullCollections = (flags: readonly string[]) =>
+      new Promise<number>((resolve, reject) => execFile(process.execPath, [...flags, '-e', script], (err, stdout, stderr) => (err ? reject(new Error(stderr)) : resolve(Number(stdout)))));
+    expect(await fullCollections(BRIDGE_NODE_FLAGS)).toBe(0);
+    expect(await fullCollections([])).toBeGreaterThan(0);
   });
 });
 
