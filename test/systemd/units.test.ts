@@ -69,18 +69,27 @@ describe('the bridge heap setting', () => {
     expect(shebang).toBe(`#!/usr/bin/env -S node ${flags}`);
   });
 
-  it('lets the heap grow to 60 MB without a full collection, as V8 alone does not', async () => {
-    // what a drain does to the old generation, in short: 60 MB that outlives the young generation
+  it('spares a heap growing as in a drain the full collections V8 alone runs', async () => {
+    // A drain in short: every turn makes garbage and keeps a little, which the young generation
+    // promotes, until about 45 MB are kept. V8 alone runs two full collections on the way (Node 20
+    // and 22). With the flag Node 20 runs none; Node 22's V8 still runs one early (at about 10 MB,
+    // "GC in old space requested", with or without it), and none as the heap grows.
     const script = `const { PerformanceObserver, constants } = require('node:perf_hooks');
 let majors = 0;
 new PerformanceObserver((l) => { for (const e of l.getEntries()) if (e.detail.kind === constants.NODE_PERFORMANCE_GC_MAJOR) majors++; }).observe({ entryTypes: ['gc'] });
 const keep = [];
-for (let i = 0; i < 80; i++) { const chunk = []; for (let j = 0; j < 10000; j++) chunk.push({ a: j, b: 'x' + j }); keep.push(chunk); }
-setTimeout(() => process.stdout.write(String(majors)), 50);`;
+let turn = 0;
+const step = () => {
+  for (let j = 0; j < 10000; j++) { const o = { a: j, b: 'x' + j }; if (j < 1000) keep.push(o); }
+  if (++turn < 800) setImmediate(step); else setTimeout(() => process.stdout.write(String(majors)), 50);
+};
+setTimeout(step, 300);`;
     const fullCollections = (flags: readonly string[]) =>
       new Promise<number>((resolve, reject) => execFile(process.execPath, [...flags, '-e', script], (err, stdout, stderr) => (err ? reject(new Error(stderr)) : resolve(Number(stdout)))));
-    expect(await fullCollections(BRIDGE_NODE_FLAGS)).toBe(0);
-    expect(await fullCollections([])).toBeGreaterThan(0);
+    const withFlag = await fullCollections(BRIDGE_NODE_FLAGS);
+    const without = await fullCollections([]);
+    expect(without).toBeGreaterThanOrEqual(2);
+    expect(withFlag).toBeLessThanOrEqual(1);
   });
 });
 
