@@ -25,6 +25,11 @@ async function drainBurst(layoutId: string, total: number, maxMessagesPerTick: n
   const sink = new UdpSink();
   await sink.start();
   const c = new Redis(redis.get().server.url);
+  // ioredis switches a connection to monitor mode a microtask after MONITOR's OK: a command of
+  // another client arriving in the same chunk as that OK (a new client's INFO ready check) was
+  // taken for a reply, and ioredis threw "Command queue state error" (seen once on Node 22).
+  // So every client of this Redis is ready, and quiet, before the monitor starts.
+  await Promise.all([c.ping(), redis.get().client.ping()]);
   const monitor = await c.duplicate().monitor();
   const counts: number[] = [];
   monitor.on('monitor', (_time: string, args: string[]) => {
