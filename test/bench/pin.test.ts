@@ -6,8 +6,9 @@ import { execFile, spawn } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { availableParallelism } from 'node:os';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { pinProcess } from '../../bench/harness.js';
+import { killAfterEach } from '../helpers/processes.js';
 
 function allowedCores(pid: number): string[] {
   return readdirSync(`/proc/${pid}/task`).map((tid) => /Cpus_allowed_list:\s*(\S+)/.exec(readFileSync(`/proc/${pid}/task/${tid}/status`, 'utf8'))![1]!);
@@ -20,11 +21,7 @@ function running(pid: number): boolean {
   return state !== undefined && state !== 'Z';
 }
 
-let child: ReturnType<typeof spawn> | null = null;
-afterEach(() => {
-  child?.kill('SIGKILL');
-  child = null;
-});
+const tracked = killAfterEach();
 
 describe('a benchmark that fails', () => {
   it('stops the servers it started through spawnPinned', async () => {
@@ -50,8 +47,8 @@ throw new Error('the load generator failed');`;
 describe('pinProcess', () => {
   it('moves every thread of a running process, not only its main thread', async () => {
     // a Node process with a worker thread, running before it is pinned (as Redis's threads are)
-    child = spawn(process.execPath, ['-e', "new (require('node:worker_threads').Worker)('setInterval(() => {}, 1000)', { eval: true }); setInterval(() => {}, 1000); setTimeout(() => console.log('up'), 200)"], { stdio: ['ignore', 'pipe', 'inherit'] });
-    await new Promise((r) => child!.stdout!.once('data', r));
+    const child = tracked(spawn(process.execPath, ['-e', "new (require('node:worker_threads').Worker)('setInterval(() => {}, 1000)', { eval: true }); setInterval(() => {}, 1000); setTimeout(() => console.log('up'), 200)"], { stdio: ['ignore', 'pipe', 'inherit'] }));
+    await new Promise((r) => child.stdout.once('data', r));
     const pid = child.pid!;
     const last = String(availableParallelism() - 1);
     const before = allowedCores(pid);

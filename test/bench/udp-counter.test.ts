@@ -5,7 +5,8 @@ import { spawn } from 'node:child_process';
 import { createSocket } from 'node:dgram';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { killAfterEach } from '../helpers/processes.js';
 
 const SINK = fileURLToPath(new URL('../../dist/bench/udp-counter.js', import.meta.url));
 
@@ -24,16 +25,11 @@ function bundle(...elements: Buffer[]): Buffer {
   return Buffer.concat([Buffer.from('#bundle\0'), Buffer.from([0, 0, 0, 0, 0, 0, 0, 1]), ...sized]);
 }
 
-let sink: ReturnType<typeof spawn> | null = null;
-afterEach(() => {
-  sink?.kill('SIGKILL');
-  sink = null;
-});
+const tracked = killAfterEach();
 
 describe('the bench UDP sink', () => {
   it('counts the messages inside bundles, and starts again from zero on `reset`', async () => {
-    const child = spawn(process.execPath, [SINK], { stdio: ['pipe', 'pipe', 'inherit'] });
-    sink = child;
+    const child = tracked(spawn(process.execPath, [SINK], { stdio: ['pipe', 'pipe', 'inherit'] }));
     const lines = createInterface({ input: child.stdout });
     const nextLine = () => new Promise<string>((r) => lines.once('line', r));
     const port = Number((await nextLine()).split(' ')[1]);
