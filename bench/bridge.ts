@@ -10,7 +10,7 @@ import { fileURLToPath } from 'node:url';
 import { constants, PerformanceObserver, type PerformanceEntry } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import { Redis } from 'ioredis';
-import { startBridge } from '../bridge/app.js';
+import { startBridge, type Bridge } from '../bridge/app.js';
 import { BRIDGE_NODE_FLAGS } from '../bridge/node-flags.js';
 import { loadBridgeConfig } from '../bridge/config.js';
 import { createLogger } from '../runtime/log.js';
@@ -55,8 +55,7 @@ async function main(): Promise<void> {
     { LOG_LEVEL: 'warn' },
   );
   const layouts = config.layouts.map((l) => ({ ...l, maxMessagesPerTick: perTick }));
-  const startOne = () => startBridge({ ...config, layouts, opsPort: 0 }, { log: createLogger('audience-bridge', 'warn'), notifyEnv: {}, ...(values['read-count'] && { readCount: Number(values['read-count']) }) });
-  type Bridge = Awaited<ReturnType<typeof startOne>>;
+  const startOne = (): Promise<Bridge> => startBridge({ ...config, layouts, opsPort: 0 }, { log: createLogger('audience-bridge', 'warn'), notifyEnv: {}, ...(values['read-count'] && { readCount: Number(values['read-count']) }) });
   /**
    * Measures a drain until the sink has every message (counting from zero): `begin` gives it the
    * backlog, by starting a bridge on it or by handing a running bridge a full stream.
