@@ -4,6 +4,7 @@
 // bridge, running since, whose stream is replaced by a full one (a backlog built up at once).
 // Then steady input, and 2 s idle: the bridge's own CPU between ticks.
 //   npm run bench:bridge [-- --actions 200000 --tick-hz 100] [--v8-defaults: without BRIDGE_NODE_FLAGS]
+//     [--helpers-keep-priority: V8's and libuv's threads not made SCHED_IDLE, see bridge/thread-priority.ts]
 import { spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
@@ -19,7 +20,7 @@ import { actionStreamKey } from '../schemas/redis-keys.js';
 import { pinProcess, pinnedRedis, spawnPinned } from './harness.js';
 
 const { values } = parseArgs({
-  options: { actions: { type: 'string', default: '200000' }, 'tick-hz': { type: 'string', default: '100' }, 'per-tick': { type: 'string', default: '1000' }, 'read-count': { type: 'string' }, 'v8-defaults': { type: 'boolean', default: false } },
+  options: { actions: { type: 'string', default: '200000' }, 'tick-hz': { type: 'string', default: '100' }, 'per-tick': { type: 'string', default: '1000' }, 'read-count': { type: 'string' }, 'v8-defaults': { type: 'boolean', default: false }, 'helpers-keep-priority': { type: 'boolean', default: false } },
 });
 const total = Number(values.actions);
 const tickHz = Number(values['tick-hz']);
@@ -55,7 +56,7 @@ async function main(): Promise<void> {
     { LOG_LEVEL: 'warn' },
   );
   const layouts = config.layouts.map((l) => ({ ...l, maxMessagesPerTick: perTick }));
-  const startOne = (): Promise<Bridge> => startBridge({ ...config, layouts, opsPort: 0 }, { log: createLogger('audience-bridge', 'warn'), notifyEnv: {}, ...(values['read-count'] && { readCount: Number(values['read-count']) }) });
+  const startOne = (): Promise<Bridge> => startBridge({ ...config, layouts, opsPort: 0 }, { log: createLogger('audience-bridge', 'warn'), notifyEnv: {}, yieldHelperThreads: !values['helpers-keep-priority'], ...(values['read-count'] && { readCount: Number(values['read-count']) }) });
   /**
    * Measures a drain until the sink has every message (counting from zero): `begin` gives it the
    * backlog, by starting a bridge on it or by handing a running bridge a full stream.
@@ -119,7 +120,7 @@ async function main(): Promise<void> {
     const idleShare = (idleUse.user + idleUse.system) / 1000 / (performance.now() - idleStart);
     await bridge.stop();
     const cpu = process.cpuUsage();
-    process.stdout.write(`\nmachine: 2 cores, Node ${process.version} ${process.execArgv.join(' ') || '(V8 defaults)'}; bridge on core 0, Redis and the UDP sink on core 1; peak RSS of this process ${Math.round(process.resourceUsage().maxRSS / 1024)} MiB\n\n`);
+    process.stdout.write(`\nmachine: 2 cores, Node ${process.version} ${process.execArgv.join(' ') || '(V8 defaults)'}, helper threads ${values['helpers-keep-priority'] ? 'at normal priority' : 'SCHED_IDLE'}; bridge on core 0, Redis and the UDP sink on core 1; peak RSS of this process ${Math.round(process.resourceUsage().maxRSS / 1024)} MiB\n\n`);
     process.stdout.write('| scenario | messages received | of sent | datagrams | messages/s | tick lateness p50 / p99 / max ms |\n|---|---|---|---|---|---|\n');
     for (const [name, d] of [[`drain ${total} queued discrete actions`, cold], [`drain ${total} again, warm`, warm]] as const) {
       const { got, lateness: l } = d;

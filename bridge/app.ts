@@ -12,6 +12,8 @@ import { Presence } from './presence.js';
 import { connectBridgeRedis, connectWithRetry } from '../runtime/redis.js';
 import { LayoutScheduler } from './scheduler.js';
 import { SystemdNotifier } from '../runtime/systemd.js';
+import { yieldHelperThreads } from './thread-priority.js';
+import { tickClockReady } from './tick-clock.js';
 
 /**
  * The reader stops while a target has this many ticks' worth of messages queued. Two keep every
@@ -48,6 +50,12 @@ export interface BridgeOptions {
    * 4.97, 4.61, 3.94 against 5.95, 4.81, 5.03, 5.74 ms at 3 % less throughput)
    */
   readCount?: number;
+  /**
+   * Make every thread but the event loop and the tick clock SCHED_IDLE before the schedule starts
+   * (thread-priority.ts). For the bridge's own process (main.ts, bench:bridge): it changes the
+   * whole process, so a test that runs a bridge inside its runner leaves it off (the default).
+   */
+  yieldHelperThreads?: boolean;
 }
 
 const STATUS_EVERY_MS = 5000;
@@ -116,6 +124,10 @@ export async function startBridge(config: BridgeConfig, opts: BridgeOptions): Pr
     const problems = [...consumers, ...schedulers].map((x) => x.problem()).filter((p): p is string => p !== null);
     return Promise.resolve(problems.length > 0 ? problems.join('; ') : null);
   });
+  if (opts.yieldHelperThreads) {
+    const yielded = await yieldHelperThreads([await tickClockReady()]);
+    log.info(yielded, yielded.skipped ? 'helper threads keep their priority' : 'helper threads yield to the send schedule');
+  }
   for (const s of schedulers) s.start();
   for (const c of consumers) c.start();
   await notifier.notify('READY=1', `STATUS=${counters.status()}`);

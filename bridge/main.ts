@@ -53,7 +53,7 @@ async function main(): Promise<number> {
   // comes while it still waits for Redis gives the start START_GRACE_MS to finish before it exits.
   // A start that fails, before or after the signal, exits 1 with its message (below main).
   const stop = stopSignal();
-  const starting = startBridge(config, { log });
+  const starting = startBridge(config, { log, yieldHelperThreads: true });
   void stop.then((signal) => log.info({ signal }, 'stopping'));
   const bridge = await Promise.race([starting, stop.then(() => settledWithin(starting, START_GRACE_MS))]);
   await stop;

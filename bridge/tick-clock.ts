@@ -18,6 +18,15 @@ interface Shared {
 
 const WORKER_SOURCE = `
 const { parentPort, workerData } = require('node:worker_threads');
+// Its name and thread id, for top -H and for the bridge, which keeps this thread's priority (see
+// thread-priority.ts); the first message, before any wake.
+let tid = 0;
+try {
+  const fs = require('node:fs');
+  tid = Number(fs.readlinkSync('/proc/thread-self').split('/').pop());
+  fs.writeFileSync('/proc/thread-self/comm', 'tick-clock');
+} catch {} // not Linux: no thread ids to keep, and the name is only a courtesy
+parentPort.postMessage({ tid });
 const generation = new Int32Array(workerData.generation);
 const deadline = new BigInt64Array(workerData.deadline);
 for (;;) {
@@ -40,8 +49,8 @@ interface Waiter {
 interface Clock {
   worker: Worker;
   shared: Shared;
-  /** resolves once the thread runs */
-  online: Promise<void>;
+  /** resolves once the thread runs, with its thread id (0 where there is none to tell) */
+  online: Promise<number>;
   /** the wait (its performance.now() due time) the thread's deadline was last set for */
   armedFor?: number;
 }
@@ -55,11 +64,12 @@ function startClock(): Clock {
   const deadline = new SharedArrayBuffer(8);
   const worker = new Worker(WORKER_SOURCE, { eval: true, name: 'tick-clock', workerData: { generation, deadline } });
   const shared = { generation: new Int32Array(generation), deadline: new BigInt64Array(deadline) };
-  const online = new Promise<void>((r) => {
-    worker.once('online', r);
-    worker.once('error', () => r()); // the schedule starts all the same, on timers
+  let told: (tid: number) => void = () => {};
+  const online = new Promise<number>((r) => {
+    told = r;
+    worker.once('error', () => r(0)); // the schedule starts all the same, on timers
   });
-  worker.on('message', wakeDue);
+  worker.on('message', (m: 0 | { tid: number }) => (m === 0 ? wakeDue() : told(m.tid)));
   worker.on('error', (e: Error) => {
     // Cannot happen short of a broken runtime. The waits still end, on Node timers (up to about
     // 1 ms late), and the next sleepUntil starts another thread. Said on stderr (the journal).
@@ -100,8 +110,11 @@ function armWorker(): void {
   else worker.unref(); // an idle clock does not keep the process alive
 }
 
-/** Starts the clock's thread ahead of the first wait (which would otherwise be late by its start-up); resolves once it runs. */
-export function tickClockReady(): Promise<void> {
+/**
+ * Starts the clock's thread ahead of the first wait (which would otherwise be late by its start-up);
+ * resolves once it runs, with its thread id (0 where the platform has none to tell).
+ */
+export function tickClockReady(): Promise<number> {
   clock ??= startClock();
   if (waiters.length === 0) clock.worker.unref();
   return clock.online;
