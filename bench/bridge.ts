@@ -5,7 +5,10 @@
 // Then steady input, and 2 s idle: the bridge's own CPU between ticks.
 //   npm run bench:bridge [-- --actions 200000 --tick-hz 100] [--v8-defaults: without BRIDGE_NODE_FLAGS]
 //     [--helpers-keep-priority: V8's and libuv's threads not made SCHED_IDLE, see bridge/thread-priority.ts]
+//     [--helpers-on-send-cpu: every thread of the bridge on core 0, instead of its send path on core 0
+//      (sendCpu 0) and its other threads on core 1]
 import { spawn } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { constants, PerformanceObserver, type PerformanceEntry } from 'node:perf_hooks';
@@ -20,7 +23,7 @@ import { actionStreamKey } from '../schemas/redis-keys.js';
 import { pinProcess, pinnedRedis, spawnPinned } from './harness.js';
 
 const { values } = parseArgs({
-  options: { actions: { type: 'string', default: '200000' }, 'tick-hz': { type: 'string', default: '100' }, 'per-tick': { type: 'string', default: '1000' }, 'read-count': { type: 'string' }, 'v8-defaults': { type: 'boolean', default: false }, 'helpers-keep-priority': { type: 'boolean', default: false } },
+  options: { actions: { type: 'string', default: '200000' }, 'tick-hz': { type: 'string', default: '100' }, 'per-tick': { type: 'string', default: '1000' }, 'read-count': { type: 'string' }, 'v8-defaults': { type: 'boolean', default: false }, 'helpers-keep-priority': { type: 'boolean', default: false }, 'helpers-on-send-cpu': { type: 'boolean', default: false } },
 });
 const total = Number(values.actions);
 const tickHz = Number(values['tick-hz']);
@@ -31,7 +34,10 @@ function progress(what: string): void {
 }
 
 async function main(): Promise<void> {
-  await pinProcess(0);
+  // The send path (event loop and tick clock) keeps to core 0 (sendCpu), the bridge's other threads
+  // to core 1, as on a venue host given --send-cpu; or, to compare, every thread on core 0.
+  const sharedCore = values['helpers-on-send-cpu'];
+  await pinProcess(sharedCore ? 0 : '0,1');
   const redis = await pinnedRedis(1);
   const sink = spawn('taskset', ['-c', '1', process.execPath, fileURLToPath(new URL('./udp-counter.js', import.meta.url))], { stdio: ['pipe', 'pipe', 'inherit'] });
   const lines = createInterface({ input: sink.stdout });
@@ -56,7 +62,7 @@ async function main(): Promise<void> {
     { LOG_LEVEL: 'warn' },
   );
   const layouts = config.layouts.map((l) => ({ ...l, maxMessagesPerTick: perTick }));
-  const startOne = (): Promise<Bridge> => startBridge({ ...config, layouts, opsPort: 0 }, { log: createLogger('audience-bridge', 'warn'), notifyEnv: {}, yieldHelperThreads: !values['helpers-keep-priority'], ...(values['read-count'] && { readCount: Number(values['read-count']) }) });
+  const startOne = (): Promise<Bridge> => startBridge({ ...config, layouts, opsPort: 0, ...(!sharedCore && { sendCpu: 0 }) }, { log: createLogger('audience-bridge', 'warn'), notifyEnv: {}, prioritiseSendPath: !values['helpers-keep-priority'], ...(values['read-count'] && { readCount: Number(values['read-count']) }) });
   /**
    * Measures a drain until the sink has every message (counting from zero): `begin` gives it the
    * backlog, by starting a bridge on it or by handing a running bridge a full stream.
@@ -120,7 +126,7 @@ async function main(): Promise<void> {
     const idleShare = (idleUse.user + idleUse.system) / 1000 / (performance.now() - idleStart);
     await bridge.stop();
     const cpu = process.cpuUsage();
-    process.stdout.write(`\nmachine: 2 cores, Node ${process.version} ${process.execArgv.join(' ') || '(V8 defaults)'}, helper threads ${values['helpers-keep-priority'] ? 'at normal priority' : 'SCHED_IDLE'}; bridge on core 0, Redis and the UDP sink on core 1; peak RSS of this process ${Math.round(process.resourceUsage().maxRSS / 1024)} MiB\n\n`);
+    process.stdout.write(`\nmachine: 2 cores, Node ${process.version} ${process.execArgv.join(' ') || '(V8 defaults)'}, helper threads ${values['helpers-keep-priority'] ? 'at normal priority' : 'SCHED_IDLE'}; ${sharedCore ? 'every thread of the bridge on core 0' : "the bridge's send path on core 0 (sendCpu 0), its other threads on core 1"}, Redis and the UDP sink on core 1; CPU of the bridge's other threads ${helperCpuSeconds().toFixed(2)} s; peak RSS of this process ${Math.round(process.resourceUsage().maxRSS / 1024)} MiB\n\n`);
     process.stdout.write('| scenario | messages received | of sent | datagrams | messages/s | tick lateness p50 / p99 / max ms |\n|---|---|---|---|---|---|\n');
     for (const [name, d] of [[`drain ${total} queued discrete actions`, cold], [`drain ${total} again, warm`, warm]] as const) {
       const { got, lateness: l } = d;
@@ -138,6 +144,17 @@ async function main(): Promise<void> {
     sink.kill();
     await redis.stop();
   }
+}
+
+/** CPU time (user + system) of this process's threads but the main one and the tick clock, so far. */
+function helperCpuSeconds(): number {
+  let ticks = 0;
+  for (const t of readdirSync('/proc/self/task')) {
+    if (Number(t) === process.pid || readFileSync(`/proc/self/task/${t}/comm`, 'utf8').trim() === 'tick-clock') continue;
+    const f = readFileSync(`/proc/self/task/${t}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    ticks += Number(f[11]) + Number(f[12]); // utime, stime (fields 14 and 15)
+  }
+  return ticks / 100; // USER_HZ
 }
 
 /**

@@ -12,7 +12,7 @@ import { Presence } from './presence.js';
 import { connectBridgeRedis, connectWithRetry } from '../runtime/redis.js';
 import { LayoutScheduler } from './scheduler.js';
 import { SystemdNotifier } from '../runtime/systemd.js';
-import { yieldHelperThreads } from './thread-priority.js';
+import { prioritiseSendPath, sendCpuProblem } from './thread-priority.js';
 import { tickClockReady } from './tick-clock.js';
 
 /**
@@ -51,11 +51,12 @@ export interface BridgeOptions {
    */
   readCount?: number;
   /**
-   * Make every thread but the event loop and the tick clock SCHED_IDLE before the schedule starts
-   * (thread-priority.ts). For the bridge's own process (main.ts, bench:bridge): it changes the
-   * whole process, so a test that runs a bridge inside its runner leaves it off (the default).
+   * Before the schedule starts, make every thread but the event loop and the tick clock SCHED_IDLE,
+   * and with the config's sendCpu give those two that CPU (thread-priority.ts). For the bridge's
+   * own process (main.ts, bench:bridge): it changes the whole process, so a test that runs a
+   * bridge inside its runner leaves it off (the default).
    */
-  yieldHelperThreads?: boolean;
+  prioritiseSendPath?: boolean;
 }
 
 const STATUS_EVERY_MS = 5000;
@@ -63,6 +64,9 @@ const STATUS_EVERY_MS = 5000;
 export async function startBridge(config: BridgeConfig, opts: BridgeOptions): Promise<Bridge> {
   const { log } = opts;
   const now = opts.now ?? Date.now;
+  // refused before anything connects: the CPUs are placed just before the schedule starts
+  const cpuProblem = opts.prioritiseSendPath && config.sendCpu !== undefined ? sendCpuProblem(config.sendCpu) : null;
+  if (cpuProblem) throw new Error(cpuProblem);
   const counters = new BridgeCounters();
   const notifier = new SystemdNotifier(opts.notifyEnv ?? process.env, (e) => {
     counters.notifyFailures++;
@@ -124,9 +128,10 @@ export async function startBridge(config: BridgeConfig, opts: BridgeOptions): Pr
     const problems = [...consumers, ...schedulers].map((x) => x.problem()).filter((p): p is string => p !== null);
     return Promise.resolve(problems.length > 0 ? problems.join('; ') : null);
   });
-  if (opts.yieldHelperThreads) {
-    const yielded = await yieldHelperThreads([await tickClockReady()]);
-    log.info(yielded, yielded.skipped ? 'helper threads keep their priority' : 'helper threads yield to the send schedule');
+  if (opts.prioritiseSendPath) {
+    const placed = await prioritiseSendPath(await tickClockReady(), config.sendCpu);
+    if (placed.skipped || placed.unchanged > 0) log.warn(placed, 'helper threads keep their priority (some or all): ticks may wait for them on a busy core');
+    else log.info(placed, 'helper threads yield to the send schedule');
   }
   for (const s of schedulers) s.start();
   for (const c of consumers) c.start();

@@ -32,6 +32,8 @@ export interface BridgeConfig {
   readonly logLevel: string;
   readonly opsPort: number;
   readonly opsHost: string;
+  /** the CPU the event loop and the tick clock keep to (thread-priority.ts); absent: no pinning */
+  readonly sendCpu?: number;
   readonly layouts: readonly BridgeLayout[];
 }
 
@@ -52,6 +54,7 @@ export interface BridgeFlags {
   maxAgeMs?: string;
   booleans?: string;
   opsPort?: string;
+  sendCpu?: string;
 }
 
 /** "host:port", "[v6]:port" -> {host, port}; the port stays a string if it is not a number, for the schema to name. */
@@ -108,9 +111,13 @@ export function loadBridgeConfig(flags: BridgeFlags, env: NodeJS.ProcessEnv = pr
   const nodes = parseClusterNodes(flags.redisClusterNodes ?? env.REDIS_CLUSTER_NODES);
   if (nodes) raw.redisClusterNodes = nodes;
   if (flags.bridgeId) raw.bridgeId = flags.bridgeId;
-  if (flags.opsPort !== undefined) {
-    if (!/^\d+$/.test(flags.opsPort)) throw new BridgeConfigError(`--ops-port must be a whole number, not ${JSON.stringify(flags.opsPort)}`);
-    raw.opsPort = Number(flags.opsPort);
+  for (const [key, flag, v] of [
+    ['opsPort', '--ops-port', flags.opsPort],
+    ['sendCpu', '--send-cpu', flags.sendCpu],
+  ] as const) {
+    if (v === undefined) continue;
+    if (!/^\d+$/.test(v)) throw new BridgeConfigError(`${flag} must be a whole number, not ${JSON.stringify(v)}`);
+    raw[key] = Number(v);
   }
   raw.bridgeId ??= hostname().replace(/[^A-Za-z0-9_.-]/g, '-').slice(0, 64) || 'bridge';
   if (env.REDIS_PREFIX !== undefined && raw.redisPrefix === undefined) raw.redisPrefix = env.REDIS_PREFIX;

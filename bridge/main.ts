@@ -22,6 +22,7 @@ const program = new Command('audience-bridge')
   .option('--playout-delay-ms <n>', 'bundle timetag = gateway receive time + this (default 0: immediately)')
   .option('--max-age-ms <n>', 'drop actions older than this (default 2000)')
   .option('--ops-port <n>', 'port of /metrics, /healthz, /readyz (default 9465; 0 picks a free one)')
+  .option('--send-cpu <n>', 'run the event loop and the tick clock on this CPU only, the other threads on the rest (default: none)')
   .option('--booleans <mode>', 'Toggle encoding for --target: int (1/0) or TF (OSC T/F) (default int)')
   .option('--check-config', 'validate the configuration and exit')
   .exitOverride();
@@ -53,7 +54,7 @@ async function main(): Promise<number> {
   // comes while it still waits for Redis gives the start START_GRACE_MS to finish before it exits.
   // A start that fails, before or after the signal, exits 1 with its message (below main).
   const stop = stopSignal();
-  const starting = startBridge(config, { log, yieldHelperThreads: true });
+  const starting = startBridge(config, { log, prioritiseSendPath: true });
   void stop.then((signal) => log.info({ signal }, 'stopping'));
   const bridge = await Promise.race([starting, stop.then(() => settledWithin(starting, START_GRACE_MS))]);
   await stop;

@@ -1,55 +1,111 @@
 // The send schedule gets the core first. Two threads keep time: the event loop (reads, ticks,
 // sends) and the tick clock (tick-clock.ts). Every other thread of the process (V8's compiler and
 // GC helpers, libuv's pool) is made SCHED_IDLE: it runs only when no normal thread wants the core,
-// and a waking tick preempts it at once. On a core the bridge shares with them, V8's helpers
-// otherwise held ticks back while they optimised the bridge's code (bench:bridge, 1,000 Hz: tick
-// lateness p99 while draining 0.30 to 0.92 ms with this against 1.28 to 2.10 ms without, on a bridge
-// already running; see bench/README.md). On a host with a free core they run there as before; on a
-// busy one they wait, which delays optimised code and concurrent GC work, and a name lookup in
-// libuv's pool, but never a tick. Lowering a thread's own priority needs no privilege; it is done
-// once, at start, with util-linux's chrt (no Node API sets a thread's policy). Where chrt cannot,
-// the thread gets nice 19 (os.setPriority of a thread id affects that thread only, on Linux).
-// Threads started later (none, in a running bridge on this machine) keep the normal policy.
+// and a waking tick preempts it at once. Lowering a thread's own priority needs no privilege; it is
+// done once, at start, with util-linux's chrt (no Node API sets a thread's policy). Where chrt
+// cannot, the thread gets nice 19 (os.setPriority of a thread id affects that thread only, on Linux).
+//
+// With `sendCpu`, the two also get a CPU of their own: they keep to that CPU, and every other thread
+// to the other CPUs the process may use (util-linux's taskset). A helper that only yields still
+// keeps the send path's CPU busy whenever the event loop waits, and on a virtual machine a vCPU
+// that never idles is the one the host takes away: on this project's 2-core VM, a spin loop on one
+// core lost 12 to 16 slices of 0.5 to 4 ms in 5 s while the other core was busy, and none while it
+// was idle (bench/README.md). Draining a backlog with V8's helpers on the send path's core, tick
+// lateness p99 was 2.2 to 2.9 ms; with them on the other core, 0.8 to 1.0 ms.
+//
+// Threads started later (none, in a running bridge on this machine) keep the normal policy and the
+// process's CPUs.
 import { execFile } from 'node:child_process';
-import { readdirSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { setPriority } from 'node:os';
 import { promisify } from 'node:util';
 import { isMainThread } from 'node:worker_threads';
 
-export interface HelperThreadsYield {
+const run = promisify(execFile);
+
+export interface SendPathPlacement {
   /** threads made SCHED_IDLE */
   idle: number;
   /** threads given nice 19 instead (chrt failed for them) */
   nice: number;
+  /** threads left as they were (both refused: a seccomp filter, say) */
+  unchanged: number;
+  /** the CPU of the event loop and the tick clock, and the CPUs of every other thread (sendCpu given) */
+  sendCpu?: number;
+  helperCpus?: string;
   /** why nothing was changed, if so */
   skipped?: string;
 }
 
+/** The CPUs this process may run on (Cpus_allowed_list of /proc/self/status, e.g. "0-3,6"). */
+export function allowedCpus(status = readFileSync('/proc/self/status', 'utf8')): number[] {
+  const list = /^Cpus_allowed_list:\s*(\S+)/m.exec(status)?.[1] ?? '';
+  return list.split(',').flatMap((part) => {
+    const [from = NaN, to = from] = part.split('-').map(Number);
+    return Number.isNaN(from) || Number.isNaN(to) ? [] : Array.from({ length: to - from + 1 }, (_, i) => from + i);
+  });
+}
+
+/** "0,2,3" -> "0,2-3" (taskset's list form). */
+function cpuList(cpus: readonly number[]): string {
+  const parts: string[] = [];
+  for (let i = 0; i < cpus.length; i++) {
+    let j = i;
+    while (j + 1 < cpus.length && cpus[j + 1] === cpus[j]! + 1) j++;
+    parts.push(i === j ? `${cpus[i]}` : `${cpus[i]}-${cpus[j]}`);
+    i = j;
+  }
+  return parts.join(',');
+}
+
+/** Why this process cannot give `sendCpu` to its send path (not a CPU it may use, or its only one), or null. */
+export function sendCpuProblem(sendCpu: number): string | null {
+  if (process.platform !== 'linux') return null; // nothing is placed there (see prioritiseSendPath)
+  const allowed = allowedCpus();
+  if (!allowed.includes(sendCpu)) return `sendCpu ${sendCpu} is not one of the CPUs this process may use (${cpuList(allowed)})`;
+  if (allowed.length === 1) return `sendCpu ${sendCpu} is the only CPU this process may use: its other threads would have none left`;
+  return null;
+}
+
 /**
- * Makes every thread of this process but the main one and `keep` yield the core (SCHED_IDLE, else
- * nice 19). Only on Linux, and only from the process's main thread (a worker thread, as in a test
- * runner, would demote the thread that runs the bridge).
+ * Makes every thread of this process but the main one and `clockThread` yield the core (SCHED_IDLE,
+ * else nice 19), and with `sendCpu` places the two on that CPU and the rest on the other allowed
+ * CPUs. Throws for a `sendCpu` the process may not use, or one that leaves no other CPU. Only on
+ * Linux, and only from the process's main thread (a worker thread, as in a test runner, would
+ * demote the thread that runs the bridge).
  */
-export async function yieldHelperThreads(keep: readonly number[]): Promise<HelperThreadsYield> {
-  if (process.platform !== 'linux') return { idle: 0, nice: 0, skipped: `no thread ids on ${process.platform}` };
-  if (!isMainThread) return { idle: 0, nice: 0, skipped: 'not the main thread of its process' };
+export async function prioritiseSendPath(clockThread: number, sendCpu?: number): Promise<SendPathPlacement> {
+  if (process.platform !== 'linux') return { idle: 0, nice: 0, unchanged: 0, skipped: `no thread ids on ${process.platform}` };
+  if (!isMainThread) return { idle: 0, nice: 0, unchanged: 0, skipped: 'not the main thread of its process' };
   const helpers = readdirSync('/proc/self/task')
     .map(Number)
-    .filter((tid) => tid !== process.pid && !keep.includes(tid));
+    .filter((tid) => tid !== process.pid && tid !== clockThread);
+  let placed: Pick<SendPathPlacement, 'sendCpu' | 'helperCpus'> = {};
+  if (sendCpu !== undefined) {
+    const problem = sendCpuProblem(sendCpu);
+    if (problem) throw new Error(problem);
+    const rest = cpuList(allowedCpus().filter((c) => c !== sendCpu));
+    await Promise.all([
+      ...[process.pid, ...(clockThread ? [clockThread] : [])].map((tid) => run('taskset', ['-p', '-c', String(sendCpu), String(tid)])),
+      ...helpers.map((tid) => run('taskset', ['-p', '-c', rest, String(tid)]).catch(() => undefined)), // one that ended meanwhile
+    ]);
+    placed = { sendCpu, helperCpus: rest };
+  }
   const done = await Promise.all(
     helpers.map((tid) =>
-      promisify(execFile)('chrt', ['--idle', '--pid', '0', String(tid)]).then(
+      run('chrt', ['--idle', '--pid', '0', String(tid)]).then(
         () => 'idle' as const,
         () => {
           try {
             setPriority(tid, 19);
             return 'nice' as const;
           } catch {
-            return 'gone' as const; // it ended meanwhile
+            return existsSync(`/proc/self/task/${tid}`) ? ('unchanged' as const) : ('gone' as const); // refused, or it ended meanwhile
           }
         },
       ),
     ),
   );
-  return { idle: done.filter((d) => d === 'idle').length, nice: done.filter((d) => d === 'nice').length };
+  const count = (what: string) => done.filter((d) => d === what).length;
+  return { idle: count('idle'), nice: count('nice'), unchanged: count('unchanged'), ...placed };
 }

@@ -70,6 +70,11 @@ describe('--check-config', () => {
     expect((await run(['--layout', 'show', '--check-config'])).stderr).toMatch(/at least one --target/);
     expect((await run(['--layout', 'show', '--target', 'nohost', '--check-config'])).stderr).toMatch(/not HOST:PORT/);
     expect((await run(['--layout', 'show', '--target', 'h:1', '--tick-hz', 'fast', '--check-config'])).stderr).toMatch(/--tick-hz must be a whole number/);
+    expect((await run(['--layout', 'show', '--target', 'h:1', '--send-cpu', 'first', '--check-config'])).stderr).toMatch(/--send-cpu must be a whole number/);
+    expect((await run(['--config', configFile({ redisUrl: 'redis://127.0.0.1:1', prefix: 'x:', layouts: [{ layoutId: 'show', targets: [{ host: 'a', port: 1 }] }] }), '--send-cpu', '1', '--check-config'])).code).toBe(0);
+    const file = configFile({ redisUrl: 'redis://127.0.0.1:1', prefix: 'x:', layouts: [] });
+    writeFileSync(file, JSON.stringify({ redisUrl: 'redis://127.0.0.1:1', sendCpu: -1, layouts: [{ layoutId: 'show', targets: [{ host: 'a', port: 1 }] }] }));
+    expect((await run(['--config', file, '--check-config'])).stderr).toMatch(/sendCpu must be at least 0/);
     expect((await run(['--check-config'])).code).toBe(2);
   });
 });

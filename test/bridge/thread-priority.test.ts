@@ -1,9 +1,12 @@
 // The bridge process's threads: the send schedule's two threads (the event loop and the tick clock)
 // keep the normal policy, and every other thread (V8's compiler and GC helpers, libuv's pool) runs
-// as SCHED_IDLE, so on a busy core it never holds a tick back. Read from /proc, as `top -H` would.
+// as SCHED_IDLE, so on a busy core it never holds a tick back; with --send-cpu the two keep to that
+// CPU and the others to the rest. Read from /proc, as `top -H` would.
+import { execFile } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { configFile, spawnBridge, stopProcess } from '../helpers/bridge.js';
+import { allowedCpus } from '../../bridge/thread-priority.js';
+import { BRIDGE_BIN, configFile, spawnBridge, stopProcess } from '../helpers/bridge.js';
 import { killAfterEach } from '../helpers/processes.js';
 import { useRedis } from '../helpers/redis.js';
 import { UdpSink } from '../helpers/udp-sink.js';
@@ -18,6 +21,7 @@ interface ThreadInfo {
   tid: number;
   name: string;
   policy: number;
+  cpus: string;
 }
 
 /** Every thread of `pid`: its name (comm) and scheduling policy (field 41 of its stat line). */
@@ -26,7 +30,8 @@ function threadsOf(pid: number): ThreadInfo[] {
     const stat = readFileSync(`/proc/${pid}/task/${t}/stat`, 'utf8');
     // the name is in parentheses and may hold spaces: the fields after it start at field 3
     const after = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return { tid: Number(t), name: readFileSync(`/proc/${pid}/task/${t}/comm`, 'utf8').trim(), policy: Number(after[41 - 3]) };
+    const status = readFileSync(`/proc/${pid}/task/${t}/status`, 'utf8');
+    return { tid: Number(t), name: readFileSync(`/proc/${pid}/task/${t}/comm`, 'utf8').trim(), policy: Number(after[41 - 3]), cpus: /^Cpus_allowed_list:\s*(\S+)/m.exec(status)![1]! };
   });
 }
 
@@ -52,5 +57,50 @@ describe('the bridge process gives its send schedule the core first', () => {
     } finally {
       await sink.stop();
     }
+  });
+
+  it('with --send-cpu, keeps the event loop and the tick clock on that CPU and every other thread on the rest', async () => {
+    const [first, second] = allowedCpus();
+    expect(second, 'this test needs a machine with two CPUs').toBeDefined();
+    const sink = new UdpSink();
+    await sink.start();
+    try {
+      const file = configFile({ redisUrl: redis.get().server.url, prefix: 'tp2:', layouts: [{ layoutId: 'show', tickHz: 1000, targets: [{ host: '127.0.0.1', port: sink.port }] }] });
+      const { child, output } = await spawnBridge(['--config', file, '--send-cpu', String(second)], {}, 10_000, ['taskset', '-c', `${first},${second}`, process.execPath, BRIDGE_BIN]);
+      track(child);
+      const threads = threadsOf(child.pid!);
+      const send = threads.filter((t) => t.tid === child.pid || t.name === 'tick-clock');
+      const others = threads.filter((t) => !send.includes(t));
+      expect(send.map((t) => t.cpus), JSON.stringify(threads)).toEqual([String(second), String(second)]);
+      expect(others.length, JSON.stringify(threads)).toBeGreaterThanOrEqual(4);
+      expect(others.filter((t) => t.cpus !== String(first) || t.policy !== SCHED_IDLE), JSON.stringify(threads)).toEqual([]);
+      expect(output()).toContain(`"sendCpu":${second},"helperCpus":"${first}"`);
+      expect(await stopProcess(child)).toBe(0);
+    } finally {
+      await sink.stop();
+    }
+  });
+
+  it('refuses a --send-cpu it may not use, or one that would leave its other threads no CPU, before it connects', async () => {
+    const [first] = allowedCpus();
+    const file = configFile({ redisUrl: 'redis://127.0.0.1:1', prefix: 'tp3:', layouts: [{ layoutId: 'show', targets: [{ host: '127.0.0.1', port: 9 }] }] });
+    const runBridge = (command: string[]) =>
+      new Promise<{ code: number | null; stderr: string }>((resolve) => {
+        const c = execFile(command[0]!, command.slice(1), { env: { PATH: process.env.PATH ?? '' }, timeout: 10_000 }, (err, _stdout, stderr) => resolve({ code: err ? (c.exitCode ?? 1) : 0, stderr }));
+        track(c);
+      });
+    const notAllowed = await runBridge([process.execPath, BRIDGE_BIN, '--config', file, '--send-cpu', '4095']);
+    expect(notAllowed.code).toBe(1);
+    expect(notAllowed.stderr).toMatch(/sendCpu 4095 is not one of the CPUs this process may use/);
+    const alone = await runBridge(['taskset', '-c', String(first), process.execPath, BRIDGE_BIN, '--config', file, '--send-cpu', String(first)]);
+    expect(alone.code).toBe(1);
+    expect(alone.stderr).toMatch(new RegExp(`sendCpu ${first} is the only CPU this process may use`));
+  });
+});
+
+describe('allowedCpus', () => {
+  it('reads the kernel\'s list of ranges', () => {
+    expect(allowedCpus('Name:\tnode\nCpus_allowed_list:\t0-3,6,8-9\n')).toEqual([0, 1, 2, 3, 6, 8, 9]);
+    expect(allowedCpus('Cpus_allowed_list:\t5\n')).toEqual([5]);
   });
 });
