@@ -77,6 +77,8 @@ export function sendCpuProblem(sendCpu: number): string | null {
 export async function prioritiseSendPath(clockThread: number, sendCpu?: number): Promise<SendPathPlacement> {
   if (process.platform !== 'linux') return { idle: 0, nice: 0, unchanged: 0, skipped: `no thread ids on ${process.platform}` };
   if (!isMainThread) return { idle: 0, nice: 0, unchanged: 0, skipped: 'not the main thread of its process' };
+  // Without the clock's id the clock would be demoted with the helpers: leave every thread as it is.
+  if (!clockThread) return { idle: 0, nice: 0, unchanged: 0, skipped: "the tick clock's thread id is unknown" };
   const helpers = readdirSync('/proc/self/task')
     .map(Number)
     .filter((tid) => tid !== process.pid && tid !== clockThread);

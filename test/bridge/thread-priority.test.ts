@@ -5,7 +5,7 @@
 import { execFile } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { allowedCpus } from '../../bridge/thread-priority.js';
+import { allowedCpus, prioritiseSendPath } from '../../bridge/thread-priority.js';
 import { BRIDGE_BIN, configFile, spawnBridge, stopProcess } from '../helpers/bridge.js';
 import { killAfterEach } from '../helpers/processes.js';
 import { useRedis } from '../helpers/redis.js';
@@ -95,6 +95,14 @@ describe('the bridge process gives its send schedule the core first', () => {
     const alone = await runBridge(['taskset', '-c', String(first), process.execPath, BRIDGE_BIN, '--config', file, '--send-cpu', String(first)]);
     expect(alone.code).toBe(1);
     expect(alone.stderr).toMatch(new RegExp(`sendCpu ${first} is the only CPU this process may use`));
+  });
+});
+
+describe('prioritiseSendPath', () => {
+  it("changes nothing when it does not know the tick clock's thread, which would otherwise be demoted with the helpers", async () => {
+    const before = threadsOf(process.pid);
+    expect(await prioritiseSendPath(0)).toEqual({ idle: 0, nice: 0, unchanged: 0, skipped: "the tick clock's thread id is unknown" });
+    expect(threadsOf(process.pid).filter((t) => before.some((b) => b.tid === t.tid && b.policy !== t.policy))).toEqual([]);
   });
 });
 
