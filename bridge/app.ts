@@ -130,7 +130,7 @@ export async function startBridge(config: BridgeConfig, opts: BridgeOptions): Pr
   });
   if (opts.prioritiseSendPath) {
     const placed = await prioritiseSendPath(await tickClockReady(), config.sendCpu);
-    if (placed.skipped || placed.unchanged > 0) log.warn(placed, 'helper threads keep their priority (some or all): ticks may wait for them on a busy core');
+    if (placed.skipped || placed.unchanged > 0 || placed.unplaced > 0) log.warn(placed, 'helper threads keep their priority or CPU (some or all): ticks may wait for them on a busy core');
     else log.info(placed, 'helper threads yield to the send schedule');
   }
   for (const s of schedulers) s.start();

@@ -10,8 +10,9 @@
 // keeps the send path's CPU busy whenever the event loop waits, and on a virtual machine a vCPU
 // that never idles is the one the host takes away: on this project's 2-core VM, a spin loop on one
 // core lost 12 to 16 slices of 0.5 to 4 ms in 5 s while the other core was busy, and none while it
-// was idle (bench/README.md). Draining a backlog with V8's helpers on the send path's core, tick
-// lateness p99 was 2.2 to 2.9 ms; with them on the other core, 0.8 to 1.0 ms.
+// was idle (bench/README.md). Draining a backlog at 1,000 Hz just after a start, tick lateness p99
+// was 2.30 and 3.13 ms with V8's helpers on the send path's core, 0.98 and 0.54 ms with them on
+// the other core (bench:bridge, interleaved).
 //
 // Threads started later (none, in a running bridge on this machine) keep the normal policy and the
 // process's CPUs.
@@ -30,6 +31,8 @@ export interface SendPathPlacement {
   nice: number;
   /** threads left as they were (both refused: a seccomp filter, say) */
   unchanged: number;
+  /** with sendCpu: threads taskset could not move off the send path's CPU */
+  unplaced: number;
   /** the CPU of the event loop and the tick clock, and the CPUs of every other thread (sendCpu given) */
   sendCpu?: number;
   helperCpus?: string;
@@ -46,23 +49,11 @@ export function allowedCpus(status = readFileSync('/proc/self/status', 'utf8')):
   });
 }
 
-/** "0,2,3" -> "0,2-3" (taskset's list form). */
-function cpuList(cpus: readonly number[]): string {
-  const parts: string[] = [];
-  for (let i = 0; i < cpus.length; i++) {
-    let j = i;
-    while (j + 1 < cpus.length && cpus[j + 1] === cpus[j]! + 1) j++;
-    parts.push(i === j ? `${cpus[i]}` : `${cpus[i]}-${cpus[j]}`);
-    i = j;
-  }
-  return parts.join(',');
-}
-
 /** Why this process cannot give `sendCpu` to its send path (not a CPU it may use, or its only one), or null. */
 export function sendCpuProblem(sendCpu: number): string | null {
   if (process.platform !== 'linux') return null; // nothing is placed there (see prioritiseSendPath)
   const allowed = allowedCpus();
-  if (!allowed.includes(sendCpu)) return `sendCpu ${sendCpu} is not one of the CPUs this process may use (${cpuList(allowed)})`;
+  if (!allowed.includes(sendCpu)) return `sendCpu ${sendCpu} is not one of the CPUs this process may use (${allowed.join(',')})`;
   if (allowed.length === 1) return `sendCpu ${sendCpu} is the only CPU this process may use: its other threads would have none left`;
   return null;
 }
@@ -75,21 +66,31 @@ export function sendCpuProblem(sendCpu: number): string | null {
  * demote the thread that runs the bridge).
  */
 export async function prioritiseSendPath(clockThread: number, sendCpu?: number): Promise<SendPathPlacement> {
-  if (process.platform !== 'linux') return { idle: 0, nice: 0, unchanged: 0, skipped: `no thread ids on ${process.platform}` };
-  if (!isMainThread) return { idle: 0, nice: 0, unchanged: 0, skipped: 'not the main thread of its process' };
+  const none = { idle: 0, nice: 0, unchanged: 0, unplaced: 0 };
+  if (process.platform !== 'linux') return { ...none, skipped: `no thread ids on ${process.platform}` };
+  if (!isMainThread) return { ...none, skipped: 'not the main thread of its process' };
   // Without the clock's id the clock would be demoted with the helpers: leave every thread as it is.
-  if (!clockThread) return { idle: 0, nice: 0, unchanged: 0, skipped: "the tick clock's thread id is unknown" };
+  if (!clockThread) return { ...none, skipped: "the tick clock's thread id is unknown" };
   const helpers = readdirSync('/proc/self/task')
     .map(Number)
     .filter((tid) => tid !== process.pid && tid !== clockThread);
+  /** A call about `tid` failed: was it refused (the thread is still there), or did the thread end meanwhile? */
+  const refused = (tid: number) => existsSync(`/proc/self/task/${tid}`);
   let placed: Pick<SendPathPlacement, 'sendCpu' | 'helperCpus'> = {};
+  let unplaced = 0;
   if (sendCpu !== undefined) {
     const problem = sendCpuProblem(sendCpu);
     if (problem) throw new Error(problem);
-    const rest = cpuList(allowedCpus().filter((c) => c !== sendCpu));
+    const rest = allowedCpus()
+      .filter((c) => c !== sendCpu)
+      .join(',');
     await Promise.all([
-      ...[process.pid, ...(clockThread ? [clockThread] : [])].map((tid) => run('taskset', ['-p', '-c', String(sendCpu), String(tid)])),
-      ...helpers.map((tid) => run('taskset', ['-p', '-c', rest, String(tid)]).catch(() => undefined)), // one that ended meanwhile
+      ...[process.pid, clockThread].map((tid) => run('taskset', ['-p', '-c', String(sendCpu), String(tid)])),
+      ...helpers.map((tid) =>
+        run('taskset', ['-p', '-c', rest, String(tid)]).catch(() => {
+          if (refused(tid)) unplaced++;
+        }),
+      ),
     ]);
     placed = { sendCpu, helperCpus: rest };
   }
@@ -102,12 +103,12 @@ export async function prioritiseSendPath(clockThread: number, sendCpu?: number):
             setPriority(tid, 19);
             return 'nice' as const;
           } catch {
-            return existsSync(`/proc/self/task/${tid}`) ? ('unchanged' as const) : ('gone' as const); // refused, or it ended meanwhile
+            return refused(tid) ? ('unchanged' as const) : ('gone' as const);
           }
         },
       ),
     ),
   );
   const count = (what: string) => done.filter((d) => d === what).length;
-  return { idle: count('idle'), nice: count('nice'), unchanged: count('unchanged'), ...placed };
+  return { idle: count('idle'), nice: count('nice'), unchanged: count('unchanged'), unplaced, ...placed };
 }

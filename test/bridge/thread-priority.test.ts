@@ -101,7 +101,7 @@ describe('the bridge process gives its send schedule the core first', () => {
 describe('prioritiseSendPath', () => {
   it("changes nothing when it does not know the tick clock's thread, which would otherwise be demoted with the helpers", async () => {
     const before = threadsOf(process.pid);
-    expect(await prioritiseSendPath(0)).toEqual({ idle: 0, nice: 0, unchanged: 0, skipped: "the tick clock's thread id is unknown" });
+    expect(await prioritiseSendPath(0)).toEqual({ idle: 0, nice: 0, unchanged: 0, unplaced: 0, skipped: "the tick clock's thread id is unknown" });
     expect(threadsOf(process.pid).filter((t) => before.some((b) => b.tid === t.tid && b.policy !== t.policy))).toEqual([]);
   });
 });
