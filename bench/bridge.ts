@@ -8,7 +8,6 @@
 //     [--helpers-on-send-cpu: every thread of the bridge on core 0, instead of its send path on core 0
 //      (sendCpu 0) and its other threads on core 1]
 import { spawn } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { constants, PerformanceObserver, type PerformanceEntry } from 'node:perf_hooks';
@@ -20,7 +19,7 @@ import { loadBridgeConfig } from '../bridge/config.js';
 import { createLogger } from '../runtime/log.js';
 import { ACTION_FIELD, encodeActionEntry } from '../schemas/action-entry.js';
 import { actionStreamKey } from '../schemas/redis-keys.js';
-import { pinProcess, pinnedRedis, spawnPinned } from './harness.js';
+import { pinProcess, pinnedRedis, spawnPinned, threadsOf } from './harness.js';
 
 const { values } = parseArgs({
   options: { actions: { type: 'string', default: '200000' }, 'tick-hz': { type: 'string', default: '100' }, 'per-tick': { type: 'string', default: '1000' }, 'read-count': { type: 'string' }, 'v8-defaults': { type: 'boolean', default: false }, 'helpers-keep-priority': { type: 'boolean', default: false }, 'helpers-on-send-cpu': { type: 'boolean', default: false } },
@@ -146,15 +145,11 @@ async function main(): Promise<void> {
   }
 }
 
-/** CPU time (user + system) of this process's threads but the main one and the tick clock, so far. */
+/** CPU time of this process's threads but the main one and the tick clock, so far. */
 function helperCpuSeconds(): number {
-  let ticks = 0;
-  for (const t of readdirSync('/proc/self/task')) {
-    if (Number(t) === process.pid || readFileSync(`/proc/self/task/${t}/comm`, 'utf8').trim() === 'tick-clock') continue;
-    const f = readFileSync(`/proc/self/task/${t}/stat`, 'utf8').split(') ')[1]!.split(' ');
-    ticks += Number(f[11]) + Number(f[12]); // utime, stime (fields 14 and 15)
-  }
-  return ticks / 100; // USER_HZ
+  return threadsOf(process.pid)
+    .filter((t) => t.tid !== process.pid && t.name !== 'tick-clock')
+    .reduce((sum, t) => sum + t.cpuSeconds, 0);
 }
 
 /**

@@ -1,6 +1,6 @@
 // Bench plumbing: processes pinned to cores, an embedded Redis, seeding, and autocannon runs.
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
@@ -61,6 +61,45 @@ export async function stopChild(child: ChildProcess): Promise<void> {
  */
 export async function pinProcess(core: number | string, pid = process.pid): Promise<void> {
   await promisify(execFile)('taskset', ['-apc', String(core), String(pid)]);
+}
+
+/** One thread of a process, as /proc shows it (what `top -H` and `taskset -p` read). */
+export interface ThreadInfo {
+  tid: number;
+  /** comm: "node", or the name a thread gave itself ("tick-clock") */
+  name: string;
+  /** scheduling policy: 0 SCHED_OTHER, 5 SCHED_IDLE */
+  policy: number;
+  nice: number;
+  /** the CPUs it may run on, as the kernel lists them ("0-1") */
+  cpus: string;
+  /** user + system CPU time so far */
+  cpuSeconds: number;
+}
+
+/** Every thread of `pid` (a thread that ends while it is read is left out). */
+export function threadsOf(pid: number): ThreadInfo[] {
+  return readdirSync(`/proc/${pid}/task`).flatMap((t) => {
+    try {
+      const stat = readFileSync(`/proc/${pid}/task/${t}/stat`, 'utf8');
+      // the name is in parentheses and may hold spaces: the fields after it start at field 3
+      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      const field = (n: number) => Number(f[n - 3]);
+      const status = readFileSync(`/proc/${pid}/task/${t}/status`, 'utf8');
+      return [
+        {
+          tid: Number(t),
+          name: stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')),
+          policy: field(41),
+          nice: field(19),
+          cpus: /^Cpus_allowed_list:\s*(\S+)/m.exec(status)![1]!,
+          cpuSeconds: (field(14) + field(15)) / 100, // utime + stime, in USER_HZ ticks
+        },
+      ];
+    } catch {
+      return []; // it ended meanwhile
+    }
+  });
 }
 
 /** redis-server with AOF on, pinned to `core`; stop() also removes its data directory. */

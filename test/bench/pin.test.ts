@@ -3,15 +3,15 @@
 // (Redis's background I/O threads that fsync the AOF; V8's helper threads), and they must move too,
 // or they run on the core under test and are billed to it.
 import { execFile, spawn } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { availableParallelism } from 'node:os';
 import { describe, expect, it } from 'vitest';
-import { pinProcess } from '../../bench/harness.js';
+import { pinProcess, threadsOf } from '../../bench/harness.js';
 import { killAfterEach } from '../helpers/processes.js';
 
 function allowedCores(pid: number): string[] {
-  return readdirSync(`/proc/${pid}/task`).map((tid) => /Cpus_allowed_list:\s*(\S+)/.exec(readFileSync(`/proc/${pid}/task/${tid}/status`, 'utf8'))![1]!);
+  return threadsOf(pid).map((t) => t.cpus);
 }
 
 /** Alive: a process whose parent has not yet collected it after its death (a zombie, state Z) is not. */

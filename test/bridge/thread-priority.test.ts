@@ -3,8 +3,8 @@
 // as SCHED_IDLE, so on a busy core it never holds a tick back; with --send-cpu the two keep to that
 // CPU and the others to the rest. Read from /proc, as `top -H` would.
 import { execFile } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
+import { threadsOf } from '../../bench/harness.js';
 import { allowedCpus, prioritiseSendPath } from '../../bridge/thread-priority.js';
 import { BRIDGE_BIN, configFile, spawnBridge, stopProcess } from '../helpers/bridge.js';
 import { killAfterEach } from '../helpers/processes.js';
@@ -16,24 +16,6 @@ const SCHED_IDLE = 5;
 
 const redis = useRedis();
 const track = killAfterEach();
-
-interface ThreadInfo {
-  tid: number;
-  name: string;
-  policy: number;
-  cpus: string;
-}
-
-/** Every thread of `pid`: its name (comm) and scheduling policy (field 41 of its stat line). */
-function threadsOf(pid: number): ThreadInfo[] {
-  return readdirSync(`/proc/${pid}/task`).map((t) => {
-    const stat = readFileSync(`/proc/${pid}/task/${t}/stat`, 'utf8');
-    // the name is in parentheses and may hold spaces: the fields after it start at field 3
-    const after = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    const status = readFileSync(`/proc/${pid}/task/${t}/status`, 'utf8');
-    return { tid: Number(t), name: readFileSync(`/proc/${pid}/task/${t}/comm`, 'utf8').trim(), policy: Number(after[41 - 3]), cpus: /^Cpus_allowed_list:\s*(\S+)/m.exec(status)![1]! };
-  });
-}
 
 describe('the bridge process gives its send schedule the core first', () => {
   it('keeps the event loop and the tick clock at the normal policy and runs every other thread as SCHED_IDLE', async () => {
@@ -53,6 +35,26 @@ describe('the bridge process gives its send schedule the core first', () => {
       expect(others.length, JSON.stringify(threads)).toBeGreaterThanOrEqual(4);
       expect(others.filter((t) => t.policy !== SCHED_IDLE), JSON.stringify(threads)).toEqual([]);
       expect(output()).toMatch(/helper threads yield to the send schedule/);
+      expect(await stopProcess(child)).toBe(0);
+    } finally {
+      await sink.stop();
+    }
+  });
+
+  it('gives the other threads nice 19 where chrt cannot run, and says so', async () => {
+    const sink = new UdpSink();
+    await sink.start();
+    try {
+      const file = configFile({ redisUrl: redis.get().server.url, prefix: 'tp4:', layouts: [{ layoutId: 'show', targets: [{ host: '127.0.0.1', port: sink.port }] }] });
+      // a PATH with no chrt on it (the bridge itself needs nothing from PATH without NOTIFY_SOCKET)
+      const { child, output } = await spawnBridge(['--config', file], { PATH: '/nonexistent' });
+      track(child);
+      const threads = threadsOf(child.pid!);
+      const others = threads.filter((t) => t.tid !== child.pid && t.name !== 'tick-clock');
+      expect(others.length, JSON.stringify(threads)).toBeGreaterThanOrEqual(4);
+      expect(others.filter((t) => t.policy !== SCHED_OTHER || t.nice !== 19), JSON.stringify(threads)).toEqual([]);
+      expect(threads.filter((t) => !others.includes(t)).map((t) => t.nice)).toEqual([0, 0]);
+      expect(output()).toMatch(new RegExp(`"idle":0,"nice":${others.length},"unchanged":0`));
       expect(await stopProcess(child)).toBe(0);
     } finally {
       await sink.stop();
