@@ -6,24 +6,14 @@ import { createSocket } from 'node:dgram';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { oscMinBundle, oscMinPacket } from '../helpers/osc-oracle.js';
 import { killAfterEach } from '../helpers/processes.js';
 
 const SINK = fileURLToPath(new URL('../../dist/bench/udp-counter.js', import.meta.url));
 
-/** An OSC message with no arguments: its address, then an empty type tag string, each padded to 4 bytes. */
-function message(address: string): Buffer {
-  const pad = (s: string) => Buffer.concat([Buffer.from(s), Buffer.alloc(4 - (s.length % 4))]);
-  return Buffer.concat([pad(address), pad(',')]);
-}
-
-function bundle(...elements: Buffer[]): Buffer {
-  const sized = elements.map((e) => {
-    const size = Buffer.alloc(4);
-    size.writeInt32BE(e.length);
-    return Buffer.concat([size, e]);
-  });
-  return Buffer.concat([Buffer.from('#bundle\0'), Buffer.from([0, 0, 0, 0, 0, 0, 0, 1]), ...sized]);
-}
+/** An OSC message with no arguments, or a bundle of such messages (osc-min, the tests' oracle). */
+const message = (address: string) => oscMinPacket({ address, args: [] });
+const bundle = (...addresses: string[]) => oscMinBundle([0, 1], addresses.map((address) => ({ address, args: [] })));
 
 const tracked = killAfterEach();
 
@@ -49,7 +39,7 @@ describe('the bench UDP sink', () => {
       throw new Error(`the sink did not get ${datagrams} datagrams`);
     };
     try {
-      await send(bundle(message('/1'), message('/2')));
+      await send(bundle('/1', '/2'));
       await send(message('/3'));
       const before = await until(2);
       expect(before).toMatchObject({ datagrams: 2, messages: 3 });
@@ -58,7 +48,7 @@ describe('the bench UDP sink', () => {
       expect(await ask('reset')).toEqual({ datagrams: 0, messages: 0, bytes: 0, first: 0, last: 0 });
 
       await new Promise((r) => setTimeout(r, 5));
-      await send(bundle(message('/4')));
+      await send(bundle('/4'));
       const after = await until(1);
       expect(after).toMatchObject({ datagrams: 1, messages: 1 });
       expect(after.first).toBeGreaterThan(before.last); // measured from the datagram after the reset

@@ -39,6 +39,11 @@ export function oscMinMessage(e: OscEntry, booleans: BooleanMode): { address: st
 
 const bytes = (view: DataView) => Buffer.from(view.buffer, view.byteOffset, view.byteLength);
 
+/** osc-min's bytes for any packet: a message or a bundle. */
+export function oscMinPacket(packet: OscPacketInput): Buffer {
+  return bytes(toBuffer(packet));
+}
+
 /** osc-min's bytes for an entry's message. */
 export function oscMinEncode(e: OscEntry, booleans: BooleanMode): Buffer {
   return bytes(toBuffer(oscMinMessage(e, booleans)));
