@@ -43,6 +43,19 @@ describe.each(UNITS)('%s', (unit) => {
   });
 });
 
+describe('the bridge unit and its thread placement (bridge/thread-priority.ts)', () => {
+  it('lets through, after denying @resources, only the calls that lower and place its own threads, and no real-time policy', () => {
+    const text = readFileSync(`${DIR}audience-bridge.service`, 'utf8');
+    const filters = [...text.matchAll(/^SystemCallFilter=(.*)$/gm)].map((m) => m[1]!);
+    const denied = filters.findIndex((f) => f.startsWith('~') && f.split(' ').includes('@resources'));
+    expect(denied).toBeGreaterThanOrEqual(0);
+    const allowedAgain = filters.slice(denied + 1).filter((f) => !f.startsWith('~')).flatMap((f) => f.split(' '));
+    // chrt (sched_setscheduler or sched_setattr), taskset (sched_setaffinity), os.setPriority (setpriority)
+    expect(allowedAgain.sort()).toEqual(['sched_setaffinity', 'sched_setattr', 'sched_setscheduler', 'setpriority']);
+    expect(text).toMatch(/^RestrictRealtime=yes$/m);
+  });
+});
+
 describe('the gateway heap settings', () => {
   const flags = GATEWAY_NODE_FLAGS.join(' ');
 
