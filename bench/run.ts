@@ -154,14 +154,15 @@ async function main(): Promise<void> {
   }
 
   progress('bridge throughput and tick lateness (bench/bridge.ts)');
+  // bench/bridge.ts keeps the bridge's send path to core 0 (sendCpu 0) and its other threads to
+  // core 1, as on a venue host given --send-cpu; each row says so.
+  const RIG = ', send path on core 0 (--send-cpu 0)';
   for (const [tickHz, perTick] of [[100, 1000], [1000, 100]] as const) {
     const b = await spawnPinned(0, BRIDGE_BENCH, ['--tick-hz', String(tickHz), '--per-tick', String(perTick)], {}, /ceiling set by pacing/, [...BRIDGE_NODE_FLAGS]);
     // It prints the marker just before stopping its own Redis: let it finish (a SIGTERM here orphaned that redis-server).
     if (b.child.exitCode === null) await new Promise((r) => b.child.once('exit', r));
     // Two drains (bench/bridge.ts): a bridge just started, while V8 optimises its code, then the
-    // same bridge, running since, handed a second backlog at once. Its send path keeps to core 0
-    // (sendCpu 0) and its other threads to core 1, as on a venue host given --send-cpu.
-    const RIG = ', send path on core 0 (--send-cpu 0)';
+    // same bridge, running since, handed a second backlog at once.
     const drains = [
       { label: 'drain', key: '', line: /\| drain \d+ queued [^\n]*\| (\d+) \| ([\d.]+) \/ ([\d.]+) \/ ([\d.]+) \|/ },
       { label: 'drain again, warm', key: '_warm', line: /\| drain \d+ again, warm[^\n]*\| (\d+) \| ([\d.]+) \/ ([\d.]+) \/ ([\d.]+) \|/ },
