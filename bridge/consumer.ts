@@ -16,6 +16,7 @@ import type { BridgeCounters, LayoutCounters } from './counters.js';
 import type { Logger } from '../runtime/log.js';
 import type { LayoutScheduler } from './scheduler.js';
 import { createGroup, groupName, isMissingGroup } from './stream-group.js';
+import { sendStreamCommand } from './stream-command.js';
 
 export interface ConsumerSettings {
   prefix: string;
@@ -181,7 +182,7 @@ export class LayoutConsumer {
     const args: (string | number)[] = ['GROUP', this.group, this.s.bridgeId, 'COUNT', count];
     if (block) args.push('BLOCK', this.s.blockMs);
     args.push('STREAMS', this.stream, from);
-    const reply = (await this.reader.call('XREADGROUP', ...args)) as StreamReply;
+    const reply = await sendStreamCommand<StreamReply>(this.reader, 'XREADGROUP', args);
     const entries = reply?.[0]?.[1] ?? [];
     await this.handle(entries);
     return entries;
@@ -189,7 +190,7 @@ export class LayoutConsumer {
 
   private async reclaim(): Promise<void> {
     this.lastReclaim = this.now();
-    const reply = (await this.ops.call('XAUTOCLAIM', this.stream, this.group, this.s.bridgeId, this.s.reclaimIdleMs, this.claimCursor, 'COUNT', this.s.count)) as [string, RawEntry[], string[]?];
+    const reply = await sendStreamCommand<[string, RawEntry[], string[]?]>(this.ops, 'XAUTOCLAIM', [this.stream, this.group, this.s.bridgeId, this.s.reclaimIdleMs, this.claimCursor, 'COUNT', this.s.count]);
     this.claimCursor = reply[0];
     // Redis 7 drops claimed entries whose data is gone from the pending list and names them here.
     const deleted = this.newlyLost(reply[2] ?? []);
