@@ -14,7 +14,8 @@
 // Cluster redirections all call `resolve` and `reject` as methods of the command (a Cluster sets
 // its own `reject` on the command and calls this one with the command as `this`). These two
 // commands have no argument transformer in ioredis and are sent without a callback, so the
-// promise is the command's own.
+// promise is the command's own; the bridge's clients set no keyPrefix (the prefix is part of each
+// key) and no showFriendlyErrorStack, which `call()` would otherwise pass on.
 import { Command } from 'ioredis';
 import type { RedisClient } from '../runtime/redis.js';
 
