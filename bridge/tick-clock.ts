@@ -64,12 +64,14 @@ function startClock(): Clock {
   const deadline = new SharedArrayBuffer(8);
   const worker = new Worker(WORKER_SOURCE, { eval: true, name: 'tick-clock', workerData: { generation, deadline } });
   const shared = { generation: new Int32Array(generation), deadline: new BigInt64Array(deadline) };
-  let told: (tid: number) => void = () => {};
+  // The thread's first message is its id; every one after it, 0, a wake.
   const online = new Promise<number>((r) => {
-    told = r;
+    worker.once('message', (m: { tid: number }) => r(m.tid));
     worker.once('error', () => r(0)); // the schedule starts all the same, on timers
   });
-  worker.on('message', (m: 0 | { tid: number }) => (m === 0 ? wakeDue() : told(m.tid)));
+  worker.on('message', (m: 0 | { tid: number }) => {
+    if (m === 0) wakeDue();
+  });
   worker.on('error', (e: Error) => {
     // Cannot happen short of a broken runtime. The waits still end, on Node timers (up to about
     // 1 ms late), and the next sleepUntil starts another thread. Said on stderr (the journal).
