@@ -1,9 +1,9 @@
 // audience-bridge as systemd runs it: configuration checks, sd_notify on a fake NOTIFY_SOCKET,
 // kill -9 and restart, and the destinations it registers.
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
-import { BRIDGE_BIN, configFile, spawnBridge, stopProcess } from '../helpers/bridge.js';
+import { BRIDGE_BIN, configFile, runBridge, spawnBridge, stopProcess } from '../helpers/bridge.js';
 import { DEMO_LAYOUT, eventually, getLayout, postAction, useGatewayWithToken } from '../helpers/gateway.js';
 import { sample, scrape } from '../helpers/metrics.js';
 import { useRedis } from '../helpers/redis.js';
@@ -17,18 +17,10 @@ afterEach(() => {
   for (const c of children.splice(0)) c.kill('SIGKILL');
 });
 
-function run(args: string[], env: Record<string, string> = {}): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    execFile(process.execPath, [BRIDGE_BIN, ...args], { env: { PATH: process.env.PATH ?? '', ...env }, timeout: 10_000 }, (err, stdout, stderr) =>
-      resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
-    );
-  });
-}
-
 describe('--check-config', () => {
   const base = { redisUrl: 'redis://127.0.0.1:1', prefix: 'x:' };
   it('accepts a valid file and says what it serves', async () => {
-    const r = await run(['--config', configFile({ ...base, layouts: [{ layoutId: 'show', targets: [{ host: '10.0.0.5', port: 9000, booleans: 'TF' }] }] }), '--check-config']);
+    const r = await runBridge(['--config', configFile({ ...base, layouts: [{ layoutId: 'show', targets: [{ host: '10.0.0.5', port: 9000, booleans: 'TF' }] }] }), '--check-config']);
     expect(r.code).toBe(0);
     expect(r.stdout).toContain('configuration OK (1 layout(s)');
   });
@@ -42,13 +34,13 @@ describe('--check-config', () => {
     [{ layoutId: 'show', tickHz: 'fast', targets: [{ host: 'a', port: 1 }] }, /layouts\[0\]\.tickHz must be a whole number/],
     [{ targets: [{ host: 'a', port: 1 }] }, /missing "layoutId"/],
   ])('refuses %j, naming the bad key', async (layout, message) => {
-    const r = await run(['--config', configFile({ ...base, layouts: [layout] }), '--check-config']);
+    const r = await runBridge(['--config', configFile({ ...base, layouts: [layout] }), '--check-config']);
     expect(r.code).toBe(2);
     expect(r.stderr).toMatch(message);
   });
 
   it('says an empty layouts list in words: at least one layout', async () => {
-    const r = await run(['--config', configFile({ ...base, layouts: [] }), '--check-config']);
+    const r = await runBridge(['--config', configFile({ ...base, layouts: [] }), '--check-config']);
     expect(r.code).toBe(2);
     expect(r.stderr).toMatch(/layouts must list at least 1 layout/);
     expect(r.stderr).not.toMatch(/must NOT have/);
@@ -57,25 +49,25 @@ describe('--check-config', () => {
   it('tells a file it could read but not parse by line and column', async () => {
     const file = configFile({ ...base, layouts: [{ layoutId: 'show', targets: [{ host: 'a', port: 1 }] }] });
     writeFileSync(file, '{\n  "layouts": [\n    { "layoutId": "show",\n');
-    const r = await run(['--config', file, '--check-config']);
+    const r = await runBridge(['--config', file, '--check-config']);
     expect(r.code).toBe(2);
     expect(r.stderr).toMatch(/is not valid JSON \(line 4, column 1\)/);
     expect(r.stderr).not.toMatch(/cannot read/);
-    const missing = await run(['--config', `${file}.absent`, '--check-config']);
+    const missing = await runBridge(['--config', `${file}.absent`, '--check-config']);
     expect(missing.stderr).toMatch(/cannot read .*\.absent/);
   });
 
   it('checks the flag form too', async () => {
-    expect((await run(['--layout', 'show', '--target', '127.0.0.1:9000', '--target', '[::1]:9001', '--check-config'])).code).toBe(0);
-    expect((await run(['--layout', 'show', '--check-config'])).stderr).toMatch(/at least one --target/);
-    expect((await run(['--layout', 'show', '--target', 'nohost', '--check-config'])).stderr).toMatch(/not HOST:PORT/);
-    expect((await run(['--layout', 'show', '--target', 'h:1', '--tick-hz', 'fast', '--check-config'])).stderr).toMatch(/--tick-hz must be a whole number/);
-    expect((await run(['--layout', 'show', '--target', 'h:1', '--send-cpu', 'first', '--check-config'])).stderr).toMatch(/--send-cpu must be a whole number/);
-    expect((await run(['--config', configFile({ redisUrl: 'redis://127.0.0.1:1', prefix: 'x:', layouts: [{ layoutId: 'show', targets: [{ host: 'a', port: 1 }] }] }), '--send-cpu', '1', '--check-config'])).code).toBe(0);
+    expect((await runBridge(['--layout', 'show', '--target', '127.0.0.1:9000', '--target', '[::1]:9001', '--check-config'])).code).toBe(0);
+    expect((await runBridge(['--layout', 'show', '--check-config'])).stderr).toMatch(/at least one --target/);
+    expect((await runBridge(['--layout', 'show', '--target', 'nohost', '--check-config'])).stderr).toMatch(/not HOST:PORT/);
+    expect((await runBridge(['--layout', 'show', '--target', 'h:1', '--tick-hz', 'fast', '--check-config'])).stderr).toMatch(/--tick-hz must be a whole number/);
+    expect((await runBridge(['--layout', 'show', '--target', 'h:1', '--send-cpu', 'first', '--check-config'])).stderr).toMatch(/--send-cpu must be a whole number/);
+    expect((await runBridge(['--config', configFile({ redisUrl: 'redis://127.0.0.1:1', prefix: 'x:', layouts: [{ layoutId: 'show', targets: [{ host: 'a', port: 1 }] }] }), '--send-cpu', '1', '--check-config'])).code).toBe(0);
     const file = configFile({ redisUrl: 'redis://127.0.0.1:1', prefix: 'x:', layouts: [] });
     writeFileSync(file, JSON.stringify({ redisUrl: 'redis://127.0.0.1:1', sendCpu: -1, layouts: [{ layoutId: 'show', targets: [{ host: 'a', port: 1 }] }] }));
-    expect((await run(['--config', file, '--check-config'])).stderr).toMatch(/sendCpu must be at least 0/);
-    expect((await run(['--check-config'])).code).toBe(2);
+    expect((await runBridge(['--config', file, '--check-config'])).stderr).toMatch(/sendCpu must be at least 0/);
+    expect((await runBridge(['--check-config'])).code).toBe(2);
   });
 });
 

@@ -2,11 +2,10 @@
 // keep the normal policy, and every other thread (V8's compiler and GC helpers, libuv's pool) runs
 // as SCHED_IDLE, so on a busy core it never holds a tick back; with --send-cpu the two keep to that
 // CPU and the others to the rest. Read from /proc, as `top -H` would.
-import { execFile } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
 import { threadsOf } from '../../bench/harness.js';
 import { allowedCpus, prioritiseSendPath } from '../../bridge/thread-priority.js';
-import { BRIDGE_BIN, configFile, spawnBridge, stopProcess } from '../helpers/bridge.js';
+import { BRIDGE_BIN, configFile, runBridge, spawnBridge, stopProcess } from '../helpers/bridge.js';
 import { killAfterEach } from '../helpers/processes.js';
 import { useRedis } from '../helpers/redis.js';
 import { UdpSink } from '../helpers/udp-sink.js';
@@ -86,15 +85,10 @@ describe('the bridge process gives its send schedule the core first', () => {
   it('refuses a --send-cpu it may not use, or one that would leave its other threads no CPU, before it connects', async () => {
     const [first] = allowedCpus();
     const file = configFile({ redisUrl: 'redis://127.0.0.1:1', prefix: 'tp3:', layouts: [{ layoutId: 'show', targets: [{ host: '127.0.0.1', port: 9 }] }] });
-    const runBridge = (command: string[]) =>
-      new Promise<{ code: number | null; stderr: string }>((resolve) => {
-        const c = execFile(command[0]!, command.slice(1), { env: { PATH: process.env.PATH ?? '' }, timeout: 10_000 }, (err, _stdout, stderr) => resolve({ code: err ? (c.exitCode ?? 1) : 0, stderr }));
-        track(c);
-      });
-    const notAllowed = await runBridge([process.execPath, BRIDGE_BIN, '--config', file, '--send-cpu', '4095']);
+    const notAllowed = await runBridge(['--config', file, '--send-cpu', '4095']);
     expect(notAllowed.code).toBe(1);
     expect(notAllowed.stderr).toMatch(/sendCpu 4095 is not one of the CPUs this process may use/);
-    const alone = await runBridge(['taskset', '-c', String(first), process.execPath, BRIDGE_BIN, '--config', file, '--send-cpu', String(first)]);
+    const alone = await runBridge(['--config', file, '--send-cpu', String(first)], {}, ['taskset', '-c', String(first), process.execPath, BRIDGE_BIN]);
     expect(alone.code).toBe(1);
     expect(alone.stderr).toMatch(new RegExp(`sendCpu ${first} is the only CPU this process may use`));
   });

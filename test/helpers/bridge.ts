@@ -1,5 +1,5 @@
 // Bridges over a real Redis, sending to real UDP sockets: in-process, or as the real process.
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -34,6 +34,23 @@ export async function startTestBridge(o: TestBridgeOptions): Promise<{ bridge: B
   const config = loadBridgeConfig({ config: configFile(o) }, {});
   const bridge = await startBridge(config, { log: createLogger('audience-bridge', 'silent'), notifyEnv: {}, blockMs: 200, ...(o.reclaimIdleMs && { reclaimIdleMs: o.reclaimIdleMs }) });
   return { bridge, config };
+}
+
+/**
+ * Runs audience-bridge to its exit (killed after 10 s): its exit code, stdout and stderr. `command`
+ * is what runs it (say, under taskset), the bridge's arguments follow it.
+ */
+export function runBridge(
+  args: string[],
+  env: Record<string, string> = {},
+  command: readonly string[] = [process.execPath, BRIDGE_BIN],
+): Promise<{ code: number; stdout: string; stderr: string }> {
+  const [program = '', ...before] = command;
+  return new Promise((resolve) => {
+    execFile(program, [...before, ...args], { env: { PATH: process.env.PATH ?? '', ...env }, timeout: 10_000 }, (err, stdout, stderr) =>
+      resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
+    );
+  });
 }
 
 /**
