@@ -64,8 +64,7 @@ describe('--check-config', () => {
     expect((await runBridge(['--layout', 'show', '--target', 'h:1', '--tick-hz', 'fast', '--check-config'])).stderr).toMatch(/--tick-hz must be a whole number/);
     expect((await runBridge(['--layout', 'show', '--target', 'h:1', '--send-cpu', 'first', '--check-config'])).stderr).toMatch(/--send-cpu must be a whole number/);
     expect((await runBridge(['--config', configFile({ redisUrl: 'redis://127.0.0.1:1', prefix: 'x:', layouts: [{ layoutId: 'show', targets: [{ host: 'a', port: 1 }] }] }), '--send-cpu', '1', '--check-config'])).code).toBe(0);
-    const file = configFile({ redisUrl: 'redis://127.0.0.1:1', prefix: 'x:', layouts: [] });
-    writeFileSync(file, JSON.stringify({ redisUrl: 'redis://127.0.0.1:1', sendCpu: -1, layouts: [{ layoutId: 'show', targets: [{ host: 'a', port: 1 }] }] }));
+    const file = configFile({ redisUrl: 'redis://127.0.0.1:1', prefix: 'x:', sendCpu: -1, layouts: [{ layoutId: 'show', targets: [{ host: 'a', port: 1 }] }] });
     expect((await runBridge(['--config', file, '--check-config'])).stderr).toMatch(/sendCpu must be at least 0/);
     expect((await runBridge(['--check-config'])).code).toBe(2);
   });

@@ -20,12 +20,14 @@ export interface TestBridgeOptions {
   presenceTtlMs?: number;
   /** reclaim entries pending longer than this (default 30 s) */
   reclaimIdleMs?: number;
+  /** the config file's sendCpu (thread-priority.ts) */
+  sendCpu?: number;
 }
 
 /** Writes a config file, as a venue technician would. */
 export function configFile(o: TestBridgeOptions): string {
   const file = join(mkdtempSync(join(tmpdir(), 'ac-bridge-')), 'bridge.json');
-  const body = { bridgeId: o.bridgeId ?? 'test-bridge', redisUrl: o.redisUrl, redisPrefix: o.prefix, logLevel: 'silent', opsPort: 0, ...(o.presenceTtlMs && { presenceTtlMs: o.presenceTtlMs }), layouts: o.layouts };
+  const body = { bridgeId: o.bridgeId ?? 'test-bridge', redisUrl: o.redisUrl, redisPrefix: o.prefix, logLevel: 'silent', opsPort: 0, ...(o.presenceTtlMs && { presenceTtlMs: o.presenceTtlMs }), ...(o.sendCpu !== undefined && { sendCpu: o.sendCpu }), layouts: o.layouts };
   writeFileSync(file, JSON.stringify(body));
   return file;
 }
