@@ -3,9 +3,9 @@
 // The API-key routes send no CORS headers at all, so a browser page cannot call them cross-origin
 // and an API key has no reason to ever sit in client code.
 import { AppError } from '../errors.js';
-import { errorReply, type Reply } from './reply.js';
+import { errorReply, headerBytes, type Header, type Reply } from './reply.js';
 
-type Headers = readonly (readonly [string, string])[];
+type Headers = readonly Header[];
 
 export class CorsPolicy {
   private readonly any: boolean;
@@ -17,11 +17,11 @@ export class CorsPolicy {
     this.allowed = new Set(this.any ? [] : spec.split(',').map((o) => o.trim().replace(/\/$/, '')).filter(Boolean));
   }
 
-  private static readonly ANY: Headers = [
+  private static readonly ANY = headerBytes([
     ['access-control-allow-origin', '*'],
     ['access-control-expose-headers', 'x-request-id'],
-  ];
-  private static readonly VARY: Headers = [['vary', 'Origin']];
+  ]);
+  private static readonly VARY = headerBytes([['vary', 'Origin']]);
 
   allows(origin: string): boolean {
     return this.any || this.allowed.has(origin);

@@ -4,10 +4,10 @@
 import type { HttpResponse } from 'uWebSockets.js';
 import { AppError } from '../errors.js';
 import type { BodySink } from './body.js';
-import { errorReply, internalError, send, type Reply } from './reply.js';
+import { errorReply, internalError, send, type Header, type Reply } from './reply.js';
 import { LATER, type CapturedHeader, type RequestHead, type Responder, type Route } from './route.js';
 
-const NO_HEADERS: readonly (readonly [string, string])[] = [];
+const NO_HEADERS: readonly Header[] = [];
 
 /** What an exchange needs of its server. */
 export interface ExchangeHooks {
@@ -26,7 +26,7 @@ export class Exchange implements RequestHead, Responder, BodySink {
   private done = false;
   private readonly started = performance.now();
   /** the route's headers on every reply, errors included (CORS) */
-  private readonly extra: readonly (readonly [string, string])[];
+  private readonly extra: readonly Header[];
 
   constructor(
     private readonly hooks: ExchangeHooks,

@@ -1,17 +1,27 @@
 // Writing replies: JSON bodies, the error body shape, status lines. Every write happens inside
-// res.cork (one syscall) and only if the client has not gone away.
-import type { HttpResponse } from 'uWebSockets.js';
+// res.cork (one syscall) and only if the client has not gone away. What every reply writes the same
+// (status lines, header names, the bodies and headers made once) goes to uWS as bytes made at start:
+// a string costs uWS a UTF-8 length pass and a copy on every write.
+import type { HttpResponse, RecognizedString } from 'uWebSockets.js';
 import { AppError, ERRORS } from '../errors.js';
+
+/** A reply header: strings, or bytes for one that never changes (see `headerBytes`). */
+export type Header = readonly [RecognizedString, RecognizedString];
 
 export interface Reply {
   status: number;
   /** serialised as JSON, unless `raw` is given */
   body: unknown;
-  headers?: readonly (readonly [string, string])[];
+  headers?: readonly Header[];
   /** a non-JSON body (the admin page's static files) */
   raw?: { contentType: string; data: Buffer | string };
   /** `body` already encoded: a reply made once and sent many times (see `prepared`) */
-  json?: string;
+  json?: Buffer;
+}
+
+/** Headers that never change, as the bytes uWS writes (made once, at start). */
+export function headerBytes(headers: readonly (readonly [string, string])[]): readonly Header[] {
+  return headers.map(([k, v]) => [Buffer.from(k, 'latin1'), Buffer.from(v, 'latin1')] as const);
 }
 
 const STATUS_TEXT: Record<number, string> = {
@@ -30,6 +40,10 @@ const STATUS_TEXT: Record<number, string> = {
   500: '500 Internal Server Error',
   503: '503 Service Unavailable',
 };
+const STATUS_LINE = new Map(Object.entries(STATUS_TEXT).map(([code, text]) => [Number(code), Buffer.from(text, 'latin1')]));
+const REQUEST_ID = Buffer.from('x-request-id', 'latin1');
+const CONTENT_TYPE = Buffer.from('content-type', 'latin1');
+const JSON_TYPE = Buffer.from('application/json', 'latin1');
 
 export function ok(body: unknown, headers?: Reply['headers']): Reply {
   return headers ? { status: 200, body, headers } : { status: 200, body };
@@ -37,7 +51,7 @@ export function ok(body: unknown, headers?: Reply['headers']): Reply {
 
 /** The same reply with its body encoded now, for an answer that never changes (no JSON.stringify per request). */
 export function prepared(reply: Reply): Reply {
-  return { ...reply, json: JSON.stringify(reply.body) };
+  return { ...reply, json: Buffer.from(JSON.stringify(reply.body)) };
 }
 
 /** `{"success": false, "error": {"code", "message"}}` with the code's status. */
@@ -57,20 +71,20 @@ export function internalError(): AppError {
  * read, so it cannot be parsed as the next request); `headOnly` (a HEAD request) sends the headers
  * and the Content-Length but not the body.
  */
-export function send(res: HttpResponse, requestId: string, reply: Reply, common: readonly (readonly [string, string])[], close = false, headOnly = false): void {
+export function send(res: HttpResponse, requestId: string, reply: Reply, common: readonly Header[], close = false, headOnly = false): void {
   res.cork(() => {
-    res.writeStatus(STATUS_TEXT[reply.status] ?? String(reply.status));
-    res.writeHeader('x-request-id', requestId);
+    res.writeStatus(STATUS_LINE.get(reply.status) ?? String(reply.status));
+    res.writeHeader(REQUEST_ID, requestId);
     for (const [k, v] of common) res.writeHeader(k, v);
     if (reply.headers) for (const [k, v] of reply.headers) res.writeHeader(k, v);
     if (reply.status === 204) {
       res.endWithoutBody(0, close);
     } else if (reply.raw) {
-      res.writeHeader('content-type', reply.raw.contentType);
+      res.writeHeader(CONTENT_TYPE, reply.raw.contentType);
       if (headOnly) res.endWithoutBody(Buffer.byteLength(reply.raw.data), close);
       else res.end(reply.raw.data, close);
     } else {
-      res.writeHeader('content-type', 'application/json');
+      res.writeHeader(CONTENT_TYPE, JSON_TYPE);
       const body = reply.json ?? JSON.stringify(reply.body);
       if (headOnly) res.endWithoutBody(Buffer.byteLength(body), close);
       else res.end(body, close);

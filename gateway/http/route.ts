@@ -1,7 +1,7 @@
 // What a route is to the HTTP edge: the request head it reads, how it answers (a reply, a promise
 // of one, or later through its responder), and the headers it may capture. Shared by the server,
 // which mounts routes, each request's Exchange, and the routes themselves.
-import type { Reply } from './reply.js';
+import type { Header, Reply } from './reply.js';
 
 /**
  * The request headers a route may ask for (uWS only lets us read them before the first await), each
@@ -63,6 +63,6 @@ export interface Route {
   /** capture the peer's address (uWS only gives it before the first await) */
   remoteAddress?: boolean;
   /** extra headers on every reply of this route, errors included (CORS) */
-  replyHeaders?: (head: RequestHead) => readonly (readonly [string, string])[];
+  replyHeaders?: (head: RequestHead) => readonly Header[];
   handle: (head: RequestHead, body: Buffer | null, respond: Responder) => Promise<Reply> | Reply | typeof LATER;
 }
