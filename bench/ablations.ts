@@ -35,7 +35,7 @@ export const ABLATIONS: Ablation[] = [
     name: 'framing-check',
     step: 'duplicate Content-Length check: one req.forEach pass over every header (which also captures the route\'s), against a getHeader per captured header',
     how: 'removed',
-    edits: [{ file: SERVER, find: 'const contentLengths = this.readHeaders(req, route, headers);', replace: 'for (const h of this.headersOf(route)) headers[h] = req.getHeader(h); const contentLengths = 0;' }],
+    edits: [{ file: SERVER, find: 'const contentLengths = this.readHeaders(req, route, wanted, headers);', replace: 'for (const h of wanted) headers[h] = req.getHeader(h); const contentLengths = 0;' }],
   },
   {
     name: 'request-id',
@@ -47,7 +47,7 @@ export const ABLATIONS: Ablation[] = [
     name: 'header-capture',
     step: 'header reads: a fresh 13-header record per request, one getHeader per captured header (6 for /action)',
     how: 'doubled',
-    edits: [{ file: SERVER, find: 'const headers = new CapturedHeaders();', replace: 'const headers0 = new CapturedHeaders(); for (const h of this.headersOf(route)) headers0[h] = req.getHeader(h); const headers = new CapturedHeaders();' }],
+    edits: [{ file: SERVER, find: 'const headers = new CapturedHeaders();', replace: 'const headers0 = new CapturedHeaders(); for (const h of wanted) headers0[h] = req.getHeader(h); const headers = new CapturedHeaders();' }],
   },
   {
     name: 'token-cache',

@@ -16,6 +16,8 @@ export interface ServerOptions extends Omit<ExchangeHooks, 'settled'> {
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,64}$/;
+/** The parameters of a route without any (shared: nothing writes to it). */
+const NO_PARAMS: readonly string[] = [];
 
 export class HttpServer {
   readonly app: TemplatedApp;
@@ -40,8 +42,11 @@ export class HttpServer {
   /** Mounts a route; a GET route also answers HEAD (the same answer without its body). */
   mount(route: Route): this {
     const register = this.app[route.method].bind(this.app) as (p: string, h: (res: HttpResponse, req: HttpRequest) => void) => void;
-    register(route.pattern, (res, req) => this.serve(route, res, req));
-    if (route.method === 'get') this.app.head(route.pattern, (res, req) => this.serve(route, res, req));
+    // What each request of the route needs that does not change: its headers and, but for `any`, its method.
+    const headers = this.headersOf(route);
+    const method = route.method === 'any' ? null : route.method === 'del' ? 'delete' : route.method;
+    register(route.pattern, (res, req) => this.serve(route, headers, method ?? req.getMethod(), res, req));
+    if (route.method === 'get') this.app.head(route.pattern, (res, req) => this.serve(route, headers, 'head', res, req));
     if (route.method !== 'any') {
       const methods = this.allowed.get(route.pattern) ?? new Set<string>();
       for (const m of route.method === 'get' ? ['GET', 'HEAD'] : [route.method === 'del' ? 'DELETE' : route.method.toUpperCase()]) methods.add(m);
@@ -56,16 +61,16 @@ export class HttpServer {
     return [...this.allowed].map(([pattern, methods]) => ({ pattern, allow: [...methods].sort((a, b) => order.indexOf(a) - order.indexOf(b)).join(', ') }));
   }
 
-  private serve(route: Route, res: HttpResponse, req: HttpRequest): void {
+  /** `method` is what uWS's getMethod says (lower case), `wanted` the route's headers (`headersOf`). */
+  private serve(route: Route, wanted: readonly CapturedHeader[], method: string, res: HttpResponse, req: HttpRequest): void {
     this.inFlight++;
     const headers = new CapturedHeaders();
-    const contentLengths = this.readHeaders(req, route, headers);
+    const contentLengths = this.readHeaders(req, route, wanted, headers);
     const given = headers['x-request-id'];
     const id = given && REQUEST_ID.test(given) ? given : `${this.bootId}-${(++this.seq).toString(36)}`;
-    const params: string[] = [];
-    for (let i = 0; i < (route.params ?? 0); i++) params.push(decodeURIComponentSafe(req.getParameter(i) ?? ''));
+    const params = route.params ? paramsOf(req, route.params) : NO_PARAMS;
     const remoteAddress = route.remoteAddress === true ? Buffer.from(res.getRemoteAddressAsText()).toString() : '';
-    const ex = new Exchange(this.hooks, route, res, id, req.getMethod(), params, headers, this.now(), remoteAddress);
+    const ex = new Exchange(this.hooks, route, res, id, method, params, headers, this.now(), remoteAddress);
     res.onAborted(() => ex.abort());
     if (!route.body) return ex.run(null);
     // RFC 9112 6.3: several Content-Length headers frame the body ambiguously (a proxy in front may
@@ -84,8 +89,7 @@ export class HttpServer {
    * for the framing check, so its headers are taken in that same one pass (uWS makes a string of
    * each header either way); any other route reads just its own with getHeader.
    */
-  private readHeaders(req: HttpRequest, route: Route, into: Record<CapturedHeader, string>): number {
-    const wanted = this.headersOf(route);
+  private readHeaders(req: HttpRequest, route: Route, wanted: readonly CapturedHeader[], into: Record<CapturedHeader, string>): number {
     if (!route.body) {
       for (const h of wanted) into[h] = req.getHeader(h);
       return 0;
@@ -103,16 +107,9 @@ export class HttpServer {
     return lengths;
   }
 
-  private readonly headerLists = new WeakMap<Route, readonly CapturedHeader[]>();
-
   /** The headers read for a route: its own, the request id, and the body's type and length. */
   private headersOf(route: Route): readonly CapturedHeader[] {
-    let list = this.headerLists.get(route);
-    if (!list) {
-      list = [...new Set<CapturedHeader>(['x-request-id', ...(route.body ? (['content-type', 'content-length'] as const) : []), ...(route.headers ?? [])])];
-      this.headerLists.set(route, list);
-    }
-    return list;
+    return [...new Set<CapturedHeader>(['x-request-id', ...(route.body ? (['content-type', 'content-length'] as const) : []), ...(route.headers ?? [])])];
   }
 
   /** Listens and resolves with the bound port (useful with port 0). */
@@ -133,6 +130,12 @@ export class HttpServer {
     const until = Date.now() + drainMs;
     while (this.inFlight > 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 10));
   }
+}
+
+function paramsOf(req: HttpRequest, count: number): string[] {
+  const params: string[] = [];
+  for (let i = 0; i < count; i++) params.push(decodeURIComponentSafe(req.getParameter(i) ?? ''));
+  return params;
 }
 
 function decodeURIComponentSafe(s: string): string {
