@@ -19,9 +19,12 @@ export interface Reply {
   json?: Buffer;
 }
 
-/** Headers that never change, as the bytes uWS writes (made once, at start). */
+/** Text that never changes (ASCII), as the bytes uWS writes: made once, at start. */
+const bytes = (text: string): Buffer => Buffer.from(text, 'latin1');
+
+/** Headers that never change, as the bytes uWS writes. */
 export function headerBytes(headers: readonly (readonly [string, string])[]): readonly Header[] {
-  return headers.map(([k, v]) => [Buffer.from(k, 'latin1'), Buffer.from(v, 'latin1')] as const);
+  return headers.map(([k, v]) => [bytes(k), bytes(v)] as const);
 }
 
 const STATUS_TEXT: Record<number, string> = {
@@ -40,10 +43,10 @@ const STATUS_TEXT: Record<number, string> = {
   500: '500 Internal Server Error',
   503: '503 Service Unavailable',
 };
-const STATUS_LINE = new Map(Object.entries(STATUS_TEXT).map(([code, text]) => [Number(code), Buffer.from(text, 'latin1')]));
-const REQUEST_ID = Buffer.from('x-request-id', 'latin1');
-const CONTENT_TYPE = Buffer.from('content-type', 'latin1');
-const JSON_TYPE = Buffer.from('application/json', 'latin1');
+const STATUS_LINE = new Map(Object.entries(STATUS_TEXT).map(([code, text]) => [Number(code), bytes(text)]));
+const REQUEST_ID = bytes('x-request-id');
+const CONTENT_TYPE = bytes('content-type');
+const JSON_TYPE = bytes('application/json');
 
 export function ok(body: unknown, headers?: Reply['headers']): Reply {
   return headers ? { status: 200, body, headers } : { status: 200, body };
