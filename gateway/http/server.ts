@@ -42,14 +42,16 @@ export class HttpServer {
   /** Mounts a route; a GET route also answers HEAD (the same answer without its body). */
   mount(route: Route): this {
     const register = this.app[route.method].bind(this.app) as (p: string, h: (res: HttpResponse, req: HttpRequest) => void) => void;
-    // What each request of the route needs that does not change: its headers and, but for `any`, its method.
+    // What each request of the route needs that does not change: its headers and, but for `any`, its
+    // method (lower case, as uWS's getMethod says it).
     const headers = this.headersOf(route);
-    const method = route.method === 'any' ? null : route.method === 'del' ? 'delete' : route.method;
-    register(route.pattern, (res, req) => this.serve(route, headers, method ?? req.getMethod(), res, req));
-    if (route.method === 'get') this.app.head(route.pattern, (res, req) => this.serve(route, headers, 'head', res, req));
-    if (route.method !== 'any') {
+    const method = route.method === 'del' ? 'delete' : route.method;
+    if (method === 'any') register(route.pattern, (res, req) => this.serve(route, headers, req.getMethod(), res, req));
+    else register(route.pattern, (res, req) => this.serve(route, headers, method, res, req));
+    if (method === 'get') this.app.head(route.pattern, (res, req) => this.serve(route, headers, 'head', res, req));
+    if (method !== 'any') {
       const methods = this.allowed.get(route.pattern) ?? new Set<string>();
-      for (const m of route.method === 'get' ? ['GET', 'HEAD'] : [route.method === 'del' ? 'DELETE' : route.method.toUpperCase()]) methods.add(m);
+      for (const m of method === 'get' ? ['GET', 'HEAD'] : [method.toUpperCase()]) methods.add(m);
       this.allowed.set(route.pattern, methods);
     }
     return this;
