@@ -152,6 +152,12 @@ export function percentiles(sorted: ArrayLike<number>): Percentiles {
   return { p50: at(0.5), p99: at(0.99), p999: at(0.999), max: sorted[sorted.length - 1] ?? NaN };
 }
 
+/** The item in the middle when ordered by `key` (of an even number, the upper of the two middle ones). */
+export function medianBy<T>(items: readonly T[], key: (item: T) => number): T {
+  if (items.length === 0) throw new Error('medianBy: no items');
+  return [...items].sort((a, b) => key(a) - key(b))[Math.floor(items.length / 2)]!;
+}
+
 export interface LoadResult {
   name: string;
   requestsPerSec: number;

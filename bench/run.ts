@@ -6,7 +6,7 @@ import { promisify } from 'node:util';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { fileURLToPath } from 'node:url';
-import { actionRequests, cpuSeconds, load, mintTokens, percentiles, pinProcess, pinnedRedis, rssMiB, seedDemo, spawnPinned, stealMeter, stopChild, wrkLoad, type LoadResult, type Percentiles, spawnPinnedGateway } from './harness.js';
+import { actionRequests, cpuSeconds, load, medianBy, mintTokens, percentiles, pinProcess, pinnedRedis, rssMiB, seedDemo, spawnPinned, stealMeter, stopChild, wrkLoad, type LoadResult, type Percentiles, spawnPinnedGateway } from './harness.js';
 import { measureEndToEnd } from './end-to-end.js';
 import { openLoop } from './open-loop.js';
 import { BRIDGE_NODE_FLAGS } from '../bridge/node-flags.js';
@@ -114,7 +114,7 @@ async function main(): Promise<void> {
     }
     raw.hostStealDuringPairs = stealPairs();
     await stopChild(bare.child);
-    const median = [...pairs].sort((x, y) => x.ratio - y.ratio)[Math.floor(pairs.length / 2)]!;
+    const median = medianBy(pairs, (p) => p.ratio);
     const { bare: ceiling, action } = median;
     raw.ratioPairs = pairs;
     raw.ceiling = ceiling;
