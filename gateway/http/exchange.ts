@@ -4,10 +4,10 @@
 import type { HttpResponse } from 'uWebSockets.js';
 import { AppError } from '../errors.js';
 import type { BodySink } from './body.js';
-import { errorReply, internalError, send, type Header, type Reply } from './reply.js';
+import { errorReply, headerBytes, internalError, send, type Header, type Reply } from './reply.js';
 import { LATER, type CapturedHeader, type RequestHead, type Responder, type Route } from './route.js';
 
-const NO_HEADERS: readonly Header[] = [];
+const NO_HEADERS = headerBytes([]);
 
 /** What an exchange needs of its server. */
 export interface ExchangeHooks {

@@ -17,14 +17,21 @@ export interface Reply {
   raw?: { contentType: string; data: Buffer | string };
   /** `body` already encoded: a reply made once and sent many times (see `prepared`) */
   json?: Buffer;
+  /** a prepared reply's head with each constant header list it was sent with (see `headOf`) */
+  heads?: WeakMap<readonly Header[], Buffer>;
 }
 
 /** Text that never changes (ASCII), as the bytes uWS writes: made once, at start. */
 const bytes = (text: string): Buffer => Buffer.from(text, 'latin1');
 
+/** The header lists made by `headerBytes`, with their lines as text: the same on every reply, so a prepared reply's head may hold them. */
+const constantLines = new WeakMap<readonly Header[], string>();
+
 /** Headers that never change, as the bytes uWS writes. */
 export function headerBytes(headers: readonly (readonly [string, string])[]): readonly Header[] {
-  return headers.map(([k, v]) => [bytes(k), bytes(v)] as const);
+  const list = headers.map(([k, v]) => [bytes(k), bytes(v)] as const);
+  constantLines.set(list, headers.map(([k, v]) => `\r\n${k}: ${v}`).join(''));
+  return list;
 }
 
 const STATUS_TEXT: Record<number, string> = {
@@ -54,7 +61,25 @@ export function ok(body: unknown, headers?: Reply['headers']): Reply {
 
 /** The same reply with its body encoded now, for an answer that never changes (no JSON.stringify per request). */
 export function prepared(reply: Reply): Reply {
-  return { ...reply, json: Buffer.from(JSON.stringify(reply.body)) };
+  return { ...reply, json: Buffer.from(JSON.stringify(reply.body)), heads: new WeakMap() };
+}
+
+/**
+ * A prepared reply's status line, the route's constant headers (`common`, made by `headerBytes`)
+ * and its content type, as the bytes of one write: uWS's writeStatus sends `HTTP/1.1 <status>\r\n`,
+ * so a status followed by header lines is the whole head but for the request id and the length,
+ * which follow it. Five calls into uWS become one. Made once per reply and list; undefined for a
+ * reply that is not prepared, has headers of its own, or a list that may change.
+ */
+function headOf(reply: Reply, common: readonly Header[]): Buffer | undefined {
+  let head = reply.heads?.get(common);
+  if (head === undefined && reply.heads && !reply.headers) {
+    const lines = constantLines.get(common);
+    if (lines === undefined) return undefined;
+    head = bytes(`${STATUS_TEXT[reply.status] ?? reply.status}${lines}\r\ncontent-type: application/json`);
+    reply.heads.set(common, head);
+  }
+  return head;
 }
 
 /** `{"success": false, "error": {"code", "message"}}` with the code's status. */
@@ -76,6 +101,14 @@ export function internalError(): AppError {
  */
 export function send(res: HttpResponse, requestId: string, reply: Reply, common: readonly Header[], close = false, headOnly = false): void {
   res.cork(() => {
+    const head = headOf(reply, common);
+    if (head) {
+      res.writeStatus(head);
+      res.writeHeader(REQUEST_ID, requestId);
+      if (headOnly) res.endWithoutBody(reply.json!.length, close);
+      else res.end(reply.json, close);
+      return;
+    }
     res.writeStatus(STATUS_LINE.get(reply.status) ?? String(reply.status));
     res.writeHeader(REQUEST_ID, requestId);
     for (const [k, v] of common) res.writeHeader(k, v);

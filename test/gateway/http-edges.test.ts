@@ -118,6 +118,26 @@ describe('every response', () => {
     expect(a.headers.get('x-request-id')).not.toBe(b.headers.get('x-request-id'));
   });
 
+  it('answers an accepted action with one well-formed head: each header once, CORS, the JSON type and the body length', async () => {
+    const body = JSON.stringify({ layoutId: g.t.layoutId, lid: 1, type: 'Button' });
+    const r = await raw(g.t.gw.port, [
+      `POST /action HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nAuthorization: Bearer ${g.token}\r\nX-Request-Id: once-1\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n${body}`,
+    ]);
+    const [head, payload] = r.text.split('\r\n\r\n');
+    const [status, ...lines] = head!.split('\r\n');
+    expect(status).toBe('HTTP/1.1 200 OK');
+    const names = lines.map((l) => l.slice(0, l.indexOf(':')).toLowerCase());
+    expect(lines.every((l) => /^[A-Za-z-]+: \S.*$/.test(l))).toBe(true);
+    expect(new Set(names).size).toBe(names.length);
+    const header = (n: string) => lines.find((l) => l.toLowerCase().startsWith(`${n}: `))?.slice(n.length + 2);
+    expect(header('x-request-id')).toBe('once-1');
+    expect(header('access-control-allow-origin')).toBe('*');
+    expect(header('access-control-expose-headers')).toBe('x-request-id');
+    expect(header('content-type')).toBe('application/json');
+    expect(payload).toBe('{"success":true}');
+    expect(Number(header('content-length'))).toBe(payload!.length);
+  });
+
   it('uses the error body shape for 404 and 405', async () => {
     const nf = await call(`${g.t.url}/nowhere`);
     expect(nf.status).toBe(404);
