@@ -1,5 +1,5 @@
-// The verified-token cache is keyed by a token's signature; a hit also needs the presented token's
-// fingerprint to match the verified one's. The fingerprint must tell apart any change of the token.
+// The verified-token cache is keyed by a token's fingerprint; a hit also needs the presented token to
+// end in the verified one's signature. The fingerprint must tell apart any change of the token.
 import { describe, expect, it } from 'vitest';
 import { tokenFingerprint } from '../../gateway/auth/audience-tokens.js';
 
