@@ -110,7 +110,13 @@ export const ABLATIONS: Ablation[] = [
     name: 'reply-body',
     step: 'reply body: JSON.stringify of {success: true} per request, put back (the 200 body is encoded once)',
     how: 'added',
-    edits: [{ file: REPLY, find: 'const body = reply.json ?? JSON.stringify(reply.body);', replace: 'const body = JSON.stringify(reply.body);' }],
+    edits: [{ file: REPLY, find: 'res.end(reply.json, close);', replace: 'res.end(JSON.stringify(reply.body), close);' }],
+  },
+  {
+    name: 'reply-head',
+    step: 'reply head: status line, CORS headers and content type as five calls into uWS, put back (one write made once)',
+    how: 'added',
+    edits: [{ file: REPLY, find: 'const head = headOf(reply, common);', replace: 'const head = undefined;' }],
   },
   {
     name: 'auto-pipelining',
