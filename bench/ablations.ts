@@ -114,7 +114,7 @@ export const ABLATIONS: Ablation[] = [
   },
   {
     name: 'reply-head',
-    step: 'reply head: status line, CORS headers and content type as five calls into uWS, put back (one write made once)',
+    step: 'reply head: status line, CORS headers and content type as four calls into uWS, put back (one write made once)',
     how: 'added',
     edits: [{ file: REPLY, find: 'const head = headOf(reply, common);', replace: 'const head = undefined;' }],
   },

@@ -24,13 +24,16 @@ export interface Reply {
 /** Text that never changes (ASCII), as the bytes uWS writes: made once, at start. */
 const bytes = (text: string): Buffer => Buffer.from(text, 'latin1');
 
-/** The header lists made by `headerBytes`, with their lines as text: the same on every reply, so a prepared reply's head may hold them. */
+/** Headers as the text of their lines, each after the line before it (`\r\nname: value`). */
+const linesOf = (headers: readonly (readonly [string, string])[]): string => headers.map(([k, v]) => `\r\n${k}: ${v}`).join('');
+
+/** The header lists made by `headerBytes`, with their lines: the same on every reply, so a prepared reply's head may hold them. */
 const constantLines = new WeakMap<readonly Header[], string>();
 
 /** Headers that never change, as the bytes uWS writes. */
 export function headerBytes(headers: readonly (readonly [string, string])[]): readonly Header[] {
   const list = headers.map(([k, v]) => [bytes(k), bytes(v)] as const);
-  constantLines.set(list, headers.map(([k, v]) => `\r\n${k}: ${v}`).join(''));
+  constantLines.set(list, linesOf(headers));
   return list;
 }
 
@@ -52,8 +55,8 @@ const STATUS_TEXT: Record<number, string> = {
 };
 const STATUS_LINE = new Map(Object.entries(STATUS_TEXT).map(([code, text]) => [Number(code), bytes(text)]));
 const REQUEST_ID = bytes('x-request-id');
-const CONTENT_TYPE = bytes('content-type');
-const JSON_TYPE = bytes('application/json');
+const JSON_CONTENT_TYPE = ['content-type', 'application/json'] as const;
+const [CONTENT_TYPE, JSON_TYPE] = headerBytes([JSON_CONTENT_TYPE])[0]!;
 
 export function ok(body: unknown, headers?: Reply['headers']): Reply {
   return headers ? { status: 200, body, headers } : { status: 200, body };
@@ -68,7 +71,7 @@ export function prepared(reply: Reply): Reply {
  * A prepared reply's status line, the route's constant headers (`common`, made by `headerBytes`)
  * and its content type, as the bytes of one write: uWS's writeStatus sends `HTTP/1.1 <status>\r\n`,
  * so a status followed by header lines is the whole head but for the request id and the length,
- * which follow it. Five calls into uWS become one. Made once per reply and list; undefined for a
+ * which follow it. Four calls into uWS become one. Made once per reply and list; undefined for a
  * reply that is not prepared, has headers of its own, or a list that may change.
  */
 function headOf(reply: Reply, common: readonly Header[]): Buffer | undefined {
@@ -76,7 +79,7 @@ function headOf(reply: Reply, common: readonly Header[]): Buffer | undefined {
   if (head === undefined && reply.heads && !reply.headers) {
     const lines = constantLines.get(common);
     if (lines === undefined) return undefined;
-    head = bytes(`${STATUS_TEXT[reply.status] ?? reply.status}${lines}\r\ncontent-type: application/json`);
+    head = bytes(`${STATUS_TEXT[reply.status] ?? reply.status}${lines}${linesOf([JSON_CONTENT_TYPE])}`);
     reply.heads.set(common, head);
   }
   return head;
