@@ -2,14 +2,10 @@
 // token to end in the cached token's signature. A fingerprint is easy to collide on purpose (FNV-1a
 // is invertible a word at a time), so this forges a token with a cached token's fingerprint and
 // another signature: it must go to jose and be refused, never be answered from the cache.
-import { SignJWT } from 'jose';
 import { describe, expect, it } from 'vitest';
-import { AudienceTokens, TOKEN_TYP, tokenFingerprint } from '../../gateway/auth/audience-tokens.js';
-import type { SigningKeyring } from '../../gateway/auth/signing-keyring.js';
+import { AudienceTokens, tokenFingerprint } from '../../gateway/auth/audience-tokens.js';
+import { keyring, mintToken, revocations, settings } from '../helpers/audience-token.js';
 
-const secret = new Uint8Array(32).fill(7);
-const keyring = { status: () => 'active', secret: () => secret, signer: () => ({ kid: 'sk_1', secret }) } as unknown as SigningKeyring;
-const revocations = { isRevoked: () => false, trackTokenKey: () => Promise.resolve() };
 const ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_';
 const PRIME = 0x01000193;
 
@@ -53,22 +49,11 @@ function collide(token: string, seed = 1): string {
   throw new Error('no collision found');
 }
 
-async function mint(): Promise<string> {
-  return new SignJWT({ layoutId: 'show', team: 'team_1', keyId: 'ak_1' })
-    .setProtectedHeader({ alg: 'HS256', typ: TOKEN_TYP, kid: 'sk_1' })
-    .setIssuer('iss')
-    .setAudience('aud')
-    .setSubject('aud_x')
-    .setIssuedAt()
-    .setExpirationTime('5m')
-    .sign(secret);
-}
-
 describe('the verified-token cache', () => {
   it('refuses a token forged to have a cached token fingerprint but another signature, and keeps the cached one', async () => {
     const lookups: boolean[] = [];
-    const tokens = new AudienceTokens({ issuer: 'iss', audience: 'aud', ttlSeconds: 600, cacheMax: 10 }, keyring, revocations, Date.now, (hit) => lookups.push(hit));
-    const token = await mint();
+    const tokens = new AudienceTokens(settings, keyring(), revocations, Date.now, (hit) => lookups.push(hit));
+    const token = await mintToken();
     expect((await tokens.verify(token)).layoutId).toBe('show'); // verified by jose, now cached
     const forged = collide(token);
     expect(forged).not.toBe(token);
