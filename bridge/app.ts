@@ -52,9 +52,9 @@ export interface BridgeOptions {
   readCount?: number;
   /**
    * Before the schedule starts, make every thread but the event loop and the tick clock SCHED_IDLE,
-   * and with the config's sendCpu give those two that CPU (thread-priority.ts). For the bridge's
-   * own process (main.ts, bench:bridge): it changes the whole process, so a test that runs a
-   * bridge inside its runner leaves it off (the default).
+   * or with the config's sendCpu give those two that CPU and the others the rest
+   * (thread-priority.ts). For the bridge's own process (main.ts, bench:bridge): it changes the
+   * whole process, so a test that runs a bridge inside its runner leaves it off (the default).
    */
   prioritiseSendPath?: boolean;
 }
@@ -131,7 +131,7 @@ export async function startBridge(config: BridgeConfig, opts: BridgeOptions): Pr
   if (opts.prioritiseSendPath) {
     const placed = await prioritiseSendPath(await tickClockReady(), config.sendCpu);
     if (placed.skipped || placed.unchanged > 0 || placed.unplaced > 0) log.warn(placed, 'helper threads keep their priority or CPU (some or all): ticks may wait for them on a busy core');
-    else log.info(placed, 'helper threads yield to the send schedule');
+    else log.info(placed, placed.sendCpu === undefined ? 'helper threads yield to the send schedule' : "helper threads keep off the send path's CPU");
   }
   for (const s of schedulers) s.start();
   for (const c of consumers) c.start();

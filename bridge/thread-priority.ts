@@ -1,9 +1,10 @@
 // The send schedule gets the core first. Two threads keep time: the event loop (reads, ticks,
-// sends) and the tick clock (tick-clock.ts). Every other thread of the process (V8's compiler and
-// GC helpers, libuv's pool) is made SCHED_IDLE: it runs only when no normal thread wants the core,
-// and a waking tick preempts it at once. Lowering a thread's own priority needs no privilege; it is
-// done once, at start, with util-linux's chrt (no Node API sets a thread's policy). Where chrt
-// cannot, the thread gets nice 19 (os.setPriority of a thread id affects that thread only, on Linux).
+// sends) and the tick clock (tick-clock.ts). Sharing their CPU, every other thread of the process
+// (V8's compiler and GC helpers, libuv's pool) is made SCHED_IDLE: it runs only when no normal
+// thread wants the core, and a waking tick preempts it at once. Lowering a thread's own priority
+// needs no privilege; it is done once, at start, with util-linux's chrt (no Node API sets a
+// thread's policy). Where chrt cannot, the thread gets nice 19 (os.setPriority of a thread id
+// affects that thread only, on Linux).
 //
 // With `sendCpu`, the two also get a CPU of their own: they keep to that CPU, and every other thread
 // to the other CPUs the process may use (util-linux's taskset). A helper that only yields still
@@ -13,6 +14,13 @@
 // was idle (bench/README.md). Draining a backlog at 1,000 Hz just after a start, tick lateness p99
 // was 2.30 and 3.13 ms with V8's helpers on the send path's core, 0.98 and 0.54 ms with them on
 // the other core (bench:bridge, interleaved).
+//
+// Off the send path's CPU the helpers keep the normal policy, because the event loop sometimes
+// waits for them: V8 stops every thread that holds the heap (its compiler threads) before it
+// collects, and without --single-threaded-gc (node-flags.ts) waits for its helpers to finish their
+// share of each young collection. A SCHED_IDLE helper on a CPU another process kept busy (Redis,
+// in bench:bridge) ran tens of milliseconds late, and the event loop with it: young collections of
+// 15 to 42 ms and ticks as late, the event loop asleep in a futex until that helper ran (perf).
 //
 // Threads started later (none, in a running bridge on this machine) keep the normal policy and the
 // process's CPUs.
@@ -25,13 +33,13 @@ import { isMainThread } from 'node:worker_threads';
 const run = promisify(execFile);
 
 export interface SendPathPlacement {
-  /** threads made SCHED_IDLE */
+  /** threads made SCHED_IDLE (with sendCpu, only those left on its CPU) */
   idle: number;
   /** threads given nice 19 instead (chrt failed for them) */
   nice: number;
   /** threads left as they were (both refused: a seccomp filter, say) */
   unchanged: number;
-  /** with sendCpu: threads taskset could not move off the send path's CPU */
+  /** with sendCpu: threads taskset could not move off the send path's CPU (they yield instead) */
   unplaced: number;
   /** the CPU of the event loop and the tick clock, and the CPUs of every other thread (sendCpu given) */
   sendCpu?: number;
@@ -59,11 +67,11 @@ export function sendCpuProblem(sendCpu: number): string | null {
 }
 
 /**
- * Makes every thread of this process but the main one and `clockThread` yield the core (SCHED_IDLE,
- * else nice 19), and with `sendCpu` places the two on that CPU and the rest on the other allowed
- * CPUs. Throws for a `sendCpu` the process may not use, or one that leaves no other CPU. Only on
- * Linux, and only from the process's main thread (a worker thread, as in a test runner, would
- * demote the thread that runs the bridge).
+ * Without `sendCpu`, makes every thread of this process but the main one and `clockThread` yield the
+ * core (SCHED_IDLE, else nice 19); with `sendCpu`, places the two on that CPU and the rest, at their
+ * normal policy, on the other allowed CPUs. Throws for a `sendCpu` the process may not use, or one
+ * that leaves no other CPU. Only on Linux, and only from the process's main thread (a worker thread,
+ * as in a test runner, would demote the thread that runs the bridge).
  */
 export async function prioritiseSendPath(clockThread: number, sendCpu?: number): Promise<SendPathPlacement> {
   const none = { idle: 0, nice: 0, unchanged: 0, unplaced: 0 };
@@ -76,26 +84,32 @@ export async function prioritiseSendPath(clockThread: number, sendCpu?: number):
     .filter((tid) => tid !== process.pid && tid !== clockThread);
   /** A call about `tid` failed: was it refused (the thread is still there), or did the thread end meanwhile? */
   const refused = (tid: number) => existsSync(`/proc/self/task/${tid}`);
-  let placed: Pick<SendPathPlacement, 'sendCpu' | 'helperCpus'> = {};
+  // Placed off the send path's CPU, a helper keeps its policy; one that stays on it (or every one,
+  // without sendCpu) yields.
+  let toDemote = helpers;
   let unplaced = 0;
+  let placed: Pick<SendPathPlacement, 'sendCpu' | 'helperCpus'> = {};
   if (sendCpu !== undefined) {
     const problem = sendCpuProblem(sendCpu);
     if (problem) throw new Error(problem);
     const rest = allowedCpus()
       .filter((c) => c !== sendCpu)
       .join(',');
+    const stayed: number[] = [];
     await Promise.all([
       ...[process.pid, clockThread].map((tid) => run('taskset', ['-p', '-c', String(sendCpu), String(tid)])),
       ...helpers.map((tid) =>
         run('taskset', ['-p', '-c', rest, String(tid)]).catch(() => {
-          if (refused(tid)) unplaced++;
+          if (refused(tid)) stayed.push(tid);
         }),
       ),
     ]);
+    toDemote = stayed;
+    unplaced = stayed.length;
     placed = { sendCpu, helperCpus: rest };
   }
   const done = await Promise.all(
-    helpers.map((tid) =>
+    toDemote.map((tid) =>
       run('chrt', ['--idle', '--pid', '0', String(tid)]).then(
         () => 'idle' as const,
         () => {

@@ -1,7 +1,8 @@
 // The bridge process's threads: the send schedule's two threads (the event loop and the tick clock)
 // keep the normal policy, and every other thread (V8's compiler and GC helpers, libuv's pool) runs
 // as SCHED_IDLE, so on a busy core it never holds a tick back; with --send-cpu the two keep to that
-// CPU and the others to the rest. Read from /proc, as `top -H` would.
+// CPU and the others to the rest, at the normal policy (there, SCHED_IDLE would only make the event
+// loop wait for a helper starved by whatever else runs on those CPUs). Read from /proc, as `top -H` would.
 import { describe, expect, it } from 'vitest';
 import { threadsOf } from '../../bench/harness.js';
 import { allowedCpus, prioritiseSendPath } from '../../bridge/thread-priority.js';
@@ -60,7 +61,7 @@ describe('the bridge process gives its send schedule the core first', () => {
     }
   });
 
-  it('with --send-cpu, keeps the event loop and the tick clock on that CPU and every other thread on the rest', async () => {
+  it('with --send-cpu, keeps the event loop and the tick clock on that CPU and every other thread on the rest, at the normal policy', async () => {
     const [first, second] = allowedCpus();
     expect(second, 'this test needs a machine with two CPUs').toBeDefined();
     const sink = new UdpSink();
@@ -74,8 +75,11 @@ describe('the bridge process gives its send schedule the core first', () => {
       const others = threads.filter((t) => !send.includes(t));
       expect(send.map((t) => t.cpus), JSON.stringify(threads)).toEqual([String(second), String(second)]);
       expect(others.length, JSON.stringify(threads)).toBeGreaterThanOrEqual(4);
-      expect(others.filter((t) => t.cpus !== String(first) || t.policy !== SCHED_IDLE), JSON.stringify(threads)).toEqual([]);
+      // A helper the event loop waits for (V8 stops every thread that touches the heap before it
+      // collects) must not be starved there by a busy CPU: SCHED_IDLE made scavenges of up to 42 ms.
+      expect(others.filter((t) => t.cpus !== String(first) || t.policy !== SCHED_OTHER), JSON.stringify(threads)).toEqual([]);
       expect(output()).toContain(`"sendCpu":${second},"helperCpus":"${first}"`);
+      expect(output()).toMatch(/helper threads keep off the send path's CPU/);
       expect(await stopProcess(child)).toBe(0);
     } finally {
       await sink.stop();
