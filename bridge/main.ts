@@ -1,4 +1,4 @@
-#!/usr/bin/env -S node --initial-heap-size=96
+#!/usr/bin/env -S node --initial-heap-size=96 --single-threaded-gc
 // audience-bridge: reads layouts' action streams and sends them as timed OSC/UDP to the displays.
 // Wiring only: flags -> config -> bridge -> signals. See the README's "Bridge" section.
 import { Command, CommanderError } from 'commander';
