@@ -17,6 +17,7 @@ import { startBridge, type Bridge } from '../bridge/app.js';
 import { BRIDGE_NODE_FLAGS } from '../bridge/node-flags.js';
 import { loadBridgeConfig } from '../bridge/config.js';
 import { createLogger } from '../runtime/log.js';
+import { entryId } from '../gateway/actions/entry-id.js';
 import { ACTION_FIELD, encodeActionEntry } from '../schemas/action-entry.js';
 import { actionStreamKey } from '../schemas/redis-keys.js';
 import { pinProcess, pinnedRedis, spawnPinned, threadsOf } from './harness.js';
@@ -51,9 +52,9 @@ async function main(): Promise<void> {
   const key = actionStreamKey('ac:', 'bench-show');
   const group = 'bridge:bench';
   /** Writes the backlog to `into` (the bridge's stream, or one that replaces it whole), from a process on core 1. */
-  const writeBacklog = async (prefix: string, into = key) => {
+  const writeBacklog = async (into = key) => {
     progress(`writing ${total} discrete actions to the stream`);
-    const { child } = await spawnPinned(1, fileURLToPath(new URL('./write-backlog.js', import.meta.url)), [redis.url, into, group, String(total), prefix], {}, /wrote \d+/);
+    const { child } = await spawnPinned(1, fileURLToPath(new URL('./write-backlog.js', import.meta.url)), [redis.url, into, group, String(total)], {}, /wrote \d+/);
     if (child.exitCode === null) await new Promise((r) => child.once('exit', r));
   };
   const config = loadBridgeConfig(
@@ -80,14 +81,14 @@ async function main(): Promise<void> {
     return { bridge, got, lateness: bridge.counters.latencyPercentiles(), lateReport: drainTicks.stop() };
   };
   try {
-    await writeBacklog('b');
+    await writeBacklog();
     const cold = await drain('a bridge just started: V8 optimises its code meanwhile', startOne);
     const { bridge } = cold;
     // The same bridge, running since, gets a second backlog at once: the stream is replaced by one
     // holding 200,000 undelivered entries (RENAME wakes its blocked read). Its code is optimised,
     // as in a bridge that has been running when a backlog builds up.
     await new Promise((r) => setTimeout(r, 1000));
-    await writeBacklog('c', `${key}:next`);
+    await writeBacklog(`${key}:next`);
     const warm = await drain('the same bridge, running since', async () => {
       bridge.counters.resetLateness();
       await c.rename(`${key}:next`, key);
@@ -104,7 +105,7 @@ async function main(): Promise<void> {
       const timer = setInterval(() => {
         const p = c.pipeline();
         for (let j = 0; j < 20; j++, written++) {
-          p.xadd(key, '*', ACTION_FIELD, encodeActionEntry({ v: 1, id: `s${written}`, layoutId: 'bench-show', lid: 1, address: '/001', type: 'Button', value: null, ts: tsNow() }));
+          p.xadd(key, '*', ACTION_FIELD, encodeActionEntry({ v: 1, id: entryId(), layoutId: 'bench-show', lid: 1, address: '/001', type: 'Button', value: null, ts: tsNow() }));
         }
         void p.exec();
         if (written >= steadyTotal) {

@@ -2,11 +2,17 @@
 // the gateway would: bench:bridge runs the bridge in its own process, and a backlog written from
 // there left the bridge a heap full of the writer's garbage, collected while it drained.
 // Creates the bridge's consumer group at 0 first, so every entry is undelivered.
-//   node dist/bench/write-backlog.js <redis url> <stream key> <group> <count> <id prefix>
+// Each entry's id is a random UUID, as the gateway makes them (gateway/actions/entry-id.ts). Ids of
+// ten characters or fewer ("b123456", as this bench once wrote) are not what the bridge reads: V8's
+// JSON.parse interns string values that short, so every id went into V8's string table, which
+// grew with each drain, and each time it grew the bridge stopped for a copy of the whole table:
+// 1.1 to 8.7 ms (perf, StringTable::Data::Resize), ticks as late.
+//   node dist/bench/write-backlog.js <redis url> <stream key> <group> <count>
 import { Redis } from 'ioredis';
+import { entryId } from '../gateway/actions/entry-id.js';
 import { ACTION_FIELD, encodeActionEntry } from '../schemas/action-entry.js';
 
-const [url, key, group, count, prefix] = process.argv.slice(2) as [string, string, string, string, string];
+const [url, key, group, count] = process.argv.slice(2) as [string, string, string, string];
 const total = Number(count);
 const redis = new Redis(url);
 try {
@@ -15,7 +21,7 @@ try {
   for (let i = 0; i < total; i += 1000) {
     const p = redis.pipeline();
     for (let j = i; j < Math.min(total, i + 1000); j++) {
-      p.xadd(key, '*', ACTION_FIELD, encodeActionEntry({ v: 1, id: `${prefix}${j}`, layoutId: 'bench-show', lid: j % 4, address: `/00${j % 4}`, type: 'Index', value: j % 3, ts: now }));
+      p.xadd(key, '*', ACTION_FIELD, encodeActionEntry({ v: 1, id: entryId(), layoutId: 'bench-show', lid: j % 4, address: `/00${j % 4}`, type: 'Index', value: j % 3, ts: now }));
     }
     await p.exec();
   }
