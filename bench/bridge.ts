@@ -4,7 +4,8 @@
 // bridge, running since, whose stream is replaced by a full one (a backlog built up at once).
 // Then steady input, and 2 s idle: the bridge's own CPU between ticks.
 //   npm run bench:bridge [-- --actions 200000 --tick-hz 100] [--v8-defaults: without BRIDGE_NODE_FLAGS]
-//     [--helpers-keep-priority: V8's and libuv's threads not made SCHED_IDLE, see bridge/thread-priority.ts]
+//     [--helpers-keep-priority: the bridge's threads left as they are: neither placed nor made
+//      SCHED_IDLE, see bridge/thread-priority.ts]
 //     [--helpers-on-send-cpu: every thread of the bridge on core 0, instead of its send path on core 0
 //      (sendCpu 0) and its other threads on core 1]
 import { spawn } from 'node:child_process';
@@ -126,7 +127,7 @@ async function main(): Promise<void> {
     const idleShare = (idleUse.user + idleUse.system) / 1000 / (performance.now() - idleStart);
     await bridge.stop();
     const cpu = process.cpuUsage();
-    process.stdout.write(`\nmachine: 2 cores, Node ${process.version} ${process.execArgv.join(' ') || '(V8 defaults)'}, helper threads ${values['helpers-keep-priority'] ? 'at normal priority' : 'SCHED_IDLE'}; ${sharedCore ? 'every thread of the bridge on core 0' : "the bridge's send path on core 0 (sendCpu 0), its other threads on core 1"}, Redis and the UDP sink on core 1; CPU of the bridge's other threads ${helperCpuSeconds().toFixed(2)} s; peak RSS of this process ${Math.round(process.resourceUsage().maxRSS / 1024)} MiB\n\n`);
+    process.stdout.write(`\nmachine: 2 cores, Node ${process.version} ${process.execArgv.join(' ') || '(V8 defaults)'}, ${values['helpers-keep-priority'] ? 'threads left as they were (no placement, normal priority)' : sharedCore ? 'every thread of the bridge on core 0, its helper threads SCHED_IDLE' : "the bridge's send path on core 0 (sendCpu 0), its other threads on core 1 at normal priority"}, Redis and the UDP sink on core 1; CPU of the bridge's other threads ${helperCpuSeconds().toFixed(2)} s; peak RSS of this process ${Math.round(process.resourceUsage().maxRSS / 1024)} MiB\n\n`);
     process.stdout.write('| scenario | messages received | of sent | datagrams | messages/s | tick lateness p50 / p99 / max ms |\n|---|---|---|---|---|---|\n');
     for (const [name, d] of [[`drain ${total} queued discrete actions`, cold], [`drain ${total} again, warm`, warm]] as const) {
       const { got, lateness: l } = d;
