@@ -73,7 +73,7 @@ describe('the gateway heap settings', () => {
   });
 });
 
-describe('the bridge heap setting', () => {
+describe("the bridge's Node flags", () => {
   const flags = BRIDGE_NODE_FLAGS.join(' ');
 
   it('is on the unit ExecStart line and in the audience-bridge shebang', () => {
