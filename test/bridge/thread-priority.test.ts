@@ -3,6 +3,9 @@
 // as SCHED_IDLE, so on a busy core it never holds a tick back; with --send-cpu the two keep to that
 // CPU and the others to the rest, at the normal policy (there, SCHED_IDLE would only make the event
 // loop wait for a helper starved by whatever else runs on those CPUs). Read from /proc, as `top -H` would.
+import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { threadsOf } from '../../bench/harness.js';
 import { allowedCpus, prioritiseSendPath } from '../../bridge/thread-priority.js';
@@ -83,6 +86,42 @@ describe('the bridge process gives its send schedule the core first', () => {
       expect(await stopProcess(child)).toBe(0);
     } finally {
       await sink.stop();
+    }
+  });
+
+  it('with --send-cpu, lets a helper thread that cannot be moved off that CPU yield instead, and warns', async () => {
+    const [first, second] = allowedCpus();
+    expect(second, 'this test needs a machine with two CPUs').toBeDefined();
+    // A taskset on PATH that places the event loop and the tick clock but refuses every other thread
+    // (as a seccomp filter or a cgroup might): those stay on the send path's CPU.
+    const bin = mkdtempSync(join(tmpdir(), 'ac-taskset-'));
+    writeFileSync(
+      join(bin, 'taskset'),
+      `#!/bin/sh
+tid="$4"
+if [ "$tid" != "$(awk '/^Tgid:/ { print $2 }' /proc/$tid/status)" ] && [ "$(cat /proc/$tid/comm)" != tick-clock ]; then echo "taskset: refused" >&2; exit 1; fi
+exec /usr/bin/taskset "$@"
+`,
+    );
+    chmodSync(join(bin, 'taskset'), 0o755);
+    const sink = new UdpSink();
+    await sink.start();
+    try {
+      const file = configFile({ redisUrl: redis.get().server.url, prefix: 'tp5:', layouts: [{ layoutId: 'show', targets: [{ host: '127.0.0.1', port: sink.port }] }] });
+      const { child, output } = await spawnBridge(['--config', file, '--send-cpu', String(second)], { PATH: `${bin}:${process.env.PATH ?? ''}` }, 10_000, ['/usr/bin/taskset', '-c', `${first},${second}`, process.execPath, BRIDGE_BIN]);
+      track(child);
+      const threads = threadsOf(child.pid!);
+      const send = threads.filter((t) => t.tid === child.pid || t.name === 'tick-clock');
+      const others = threads.filter((t) => !send.includes(t));
+      expect(send.map((t) => t.cpus), JSON.stringify(threads)).toEqual([String(second), String(second)]);
+      expect(others.length, JSON.stringify(threads)).toBeGreaterThanOrEqual(4);
+      expect(others.filter((t) => t.policy !== SCHED_IDLE), JSON.stringify(threads)).toEqual([]);
+      expect(output()).toContain(`"idle":${others.length},"nice":0,"unchanged":0,"unplaced":${others.length}`);
+      expect(output()).toMatch(/helper threads keep their priority or CPU/);
+      expect(await stopProcess(child)).toBe(0);
+    } finally {
+      await sink.stop();
+      rmSync(bin, { recursive: true, force: true });
     }
   });
 
