@@ -17,7 +17,7 @@ export interface Reply {
   raw?: { contentType: string; data: Buffer | string };
   /** `body` already encoded: a reply made once and sent many times (see `prepared`) */
   json?: Buffer;
-  /** a prepared reply's head with each constant header list it was sent with (see `headOf`) */
+  /** a prepared JSON reply's head with each constant header list it was sent with (see `headOf`) */
   heads?: WeakMap<readonly Header[], Buffer>;
 }
 
@@ -62,9 +62,13 @@ export function ok(body: unknown, headers?: Reply['headers']): Reply {
   return headers ? { status: 200, body, headers } : { status: 200, body };
 }
 
-/** The same reply with its body encoded now, for an answer that never changes (no JSON.stringify per request). */
+/**
+ * The same reply with its body encoded now, for an answer that never changes (no JSON.stringify per
+ * request). A JSON reply with a body and no headers of its own also keeps its heads (`headOf`).
+ */
 export function prepared(reply: Reply): Reply {
-  return { ...reply, json: Buffer.from(JSON.stringify(reply.body)), heads: new WeakMap() };
+  const oneHead = !reply.headers && !reply.raw && reply.status !== 204;
+  return { ...reply, json: Buffer.from(JSON.stringify(reply.body)), ...(oneHead && { heads: new WeakMap() }) };
 }
 
 /**
@@ -72,11 +76,11 @@ export function prepared(reply: Reply): Reply {
  * and its content type, as the bytes of one write: uWS's writeStatus sends `HTTP/1.1 <status>\r\n`,
  * so a status followed by header lines is the whole head but for the request id and the length,
  * which follow it. Four calls into uWS become one. Made once per reply and list; undefined for a
- * reply that is not prepared, has headers of its own, or a list that may change.
+ * reply without heads (see `prepared`), or a list that may change.
  */
 function headOf(reply: Reply, common: readonly Header[]): Buffer | undefined {
   let head = reply.heads?.get(common);
-  if (head === undefined && reply.heads && !reply.headers) {
+  if (head === undefined && reply.heads) {
     const lines = constantLines.get(common);
     if (lines === undefined) return undefined;
     head = bytes(`${STATUS_TEXT[reply.status] ?? reply.status}${lines}${linesOf([JSON_CONTENT_TYPE])}`);
