@@ -75,6 +75,9 @@ describe('the gateway heap settings', () => {
 
 describe("the bridge's Node flags", () => {
   const flags = BRIDGE_NODE_FLAGS.join(' ');
+  /** Runs `script` in a Node started with `nodeFlags`, and reads the number it prints. */
+  const numberPrintedBy = (nodeFlags: readonly string[], script: string) =>
+    new Promise<number>((resolve, reject) => execFile(process.execPath, [...nodeFlags, '-e', script], (err, stdout, stderr) => (err ? reject(new Error(stderr)) : resolve(Number(stdout)))));
 
   it('is on the unit ExecStart line and in the audience-bridge shebang', () => {
     expect(readFileSync(`${DIR}audience-bridge.service`, 'utf8')).toMatch(new RegExp(`^ExecStart=/usr/bin/node ${flags} /\\S+/dist/bridge/main\\.js --config \\S+$`, 'm'));
@@ -97,15 +100,13 @@ const step = () => {
   if (++turn < 800) setImmediate(step); else setTimeout(() => process.stdout.write(String(majors)), 50);
 };
 setTimeout(step, 300);`;
-    const fullCollections = (flags: readonly string[]) =>
-      new Promise<number>((resolve, reject) => execFile(process.execPath, [...flags, '-e', script], (err, stdout, stderr) => (err ? reject(new Error(stderr)) : resolve(Number(stdout)))));
-    const withFlag = await fullCollections(BRIDGE_NODE_FLAGS);
-    const without = await fullCollections([]);
+    const withFlag = await numberPrintedBy(BRIDGE_NODE_FLAGS, script);
+    const without = await numberPrintedBy([], script);
     expect(without).toBeGreaterThanOrEqual(2);
     expect(withFlag).toBeLessThanOrEqual(1);
   });
 
-  it("collects garbage on the main thread alone, so a collection never waits for a helper thread", async () => {
+  it('collects garbage on the main thread alone, so a collection never waits for a helper thread', async () => {
     // Young objects made fast, a third kept for a while: V8 alone gives its helper threads part of
     // every scavenge (about 120 ms of their CPU time here), and the main thread waits at the end of
     // each for the helpers to finish. The bridge's helpers may be starved on a busy CPU (a 42 ms
@@ -124,10 +125,8 @@ const ticks = (tid) => { const f = fs.readFileSync('/proc/self/task/' + tid + '/
 let helpers = 0;
 for (const t of fs.readdirSync('/proc/self/task')) if (Number(t) !== process.pid) helpers += ticks(t);
 process.stdout.write(String(sink > 0 ? helpers : -1));`;
-    const helperTicks = (flags: readonly string[]) =>
-      new Promise<number>((resolve, reject) => execFile(process.execPath, [...flags, '-e', script], (err, stdout, stderr) => (err ? reject(new Error(stderr)) : resolve(Number(stdout)))));
-    const withFlags = await helperTicks(BRIDGE_NODE_FLAGS);
-    const heapFloorOnly = await helperTicks(BRIDGE_NODE_FLAGS.filter((f) => f.startsWith('--initial-heap-size')));
+    const withFlags = await numberPrintedBy(BRIDGE_NODE_FLAGS, script);
+    const heapFloorOnly = await numberPrintedBy(BRIDGE_NODE_FLAGS.filter((f) => f.startsWith('--initial-heap-size')), script);
     expect(heapFloorOnly).toBeGreaterThanOrEqual(5);
     expect(withFlags).toBeLessThanOrEqual(2);
   });
