@@ -127,7 +127,13 @@ async function main(): Promise<void> {
     const idleShare = (idleUse.user + idleUse.system) / 1000 / (performance.now() - idleStart);
     await bridge.stop();
     const cpu = process.cpuUsage();
-    process.stdout.write(`\nmachine: 2 cores, Node ${process.version} ${process.execArgv.join(' ') || '(V8 defaults)'}, ${values['helpers-keep-priority'] ? 'threads left as they were (no placement, normal priority)' : sharedCore ? 'every thread of the bridge on core 0, its helper threads SCHED_IDLE' : "the bridge's send path on core 0 (sendCpu 0), its other threads on core 1 at normal priority"}, Redis and the UDP sink on core 1; CPU of the bridge's other threads ${helperCpuSeconds().toFixed(2)} s; peak RSS of this process ${Math.round(process.resourceUsage().maxRSS / 1024)} MiB\n\n`);
+    // what bridge/thread-priority.ts did to the bridge's threads in this run
+    const threads = values['helpers-keep-priority']
+      ? 'threads left as they were (no placement, normal priority)'
+      : sharedCore
+        ? 'every thread of the bridge on core 0, its helper threads SCHED_IDLE'
+        : "the bridge's send path on core 0 (sendCpu 0), its other threads on core 1 at normal priority";
+    process.stdout.write(`\nmachine: 2 cores, Node ${process.version} ${process.execArgv.join(' ') || '(V8 defaults)'}, ${threads}, Redis and the UDP sink on core 1; CPU of the bridge's other threads ${helperCpuSeconds().toFixed(2)} s; peak RSS of this process ${Math.round(process.resourceUsage().maxRSS / 1024)} MiB\n\n`);
     process.stdout.write('| scenario | messages received | of sent | datagrams | messages/s | tick lateness p50 / p99 / max ms |\n|---|---|---|---|---|---|\n');
     for (const [name, d] of [[`drain ${total} queued discrete actions`, cold], [`drain ${total} again, warm`, warm]] as const) {
       const { got, lateness: l } = d;
