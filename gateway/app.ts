@@ -19,6 +19,8 @@ import { CorsPolicy } from './http/cors.js';
 import { HttpServer } from './http/server.js';
 import { DestinationCounts } from './layouts/destinations.js';
 import { LayoutCache } from './layouts/layout-cache.js';
+import { MintLimits, ParticipantLimits } from './limits/participant-limits.js';
+import { SummaryLog } from './summary-log.js';
 import type { Logger } from '../runtime/log.js';
 import { GatewayMetrics } from './metrics.js';
 import { startOpsServer } from '../runtime/ops-server.js';
@@ -107,6 +109,10 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
   watchConnection(redis, log, 'redis', () => closing, recheckAll);
   watchConnection(subscriber, log, 'redis subscriber', () => closing);
 
+  // A flood of refusals is one log line per interval, not one per request.
+  const refusals = new SummaryLog(log, 'warn', 'requests refused by a rate limit (count of the interval)', 10_000, now);
+  const participants = new ParticipantLimits(config.participantsTracked, now, (kind) => refusals.count(kind));
+  const mints = new MintLimits({ ratePerSecond: config.mintRatePerSecond, burst: config.mintBurst }, now, () => refusals.count('mints'));
   const actions = new ActionLog(redis, stores.keys, config.streamMaxLen, timed, (e) => log.error({ err: e }, 'an append waiter threw'));
   const deps: RouteDeps = {
     apiKeys,
@@ -125,6 +131,12 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
     metrics,
     keys: stores.keys,
     idempotencyTtlSeconds: config.idempotencyTtlSeconds,
+    participants,
+    mints,
+    actionRates: {
+      actions: { ratePerSecond: config.actionRatePerSecond, burst: config.actionBurst },
+      strings: { ratePerSecond: config.stringRatePerSecond, burst: config.stringBurst },
+    },
   };
 
   const server = new HttpServer({
@@ -166,6 +178,9 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
       closing = true; // at once: Redis going away from now on is part of stopping, not news
       await server.close(drainMs);
       deps.crowd.stop();
+      participants.stop();
+      mints.stop();
+      refusals.flush();
       await ops.close();
       listener.stop();
       redis.disconnect();

@@ -21,6 +21,14 @@ export interface GatewayConfig {
   readonly tokenCacheMax: number;
   readonly cacheRecheckMs: number;
   readonly idempotencyTtlSeconds: number;
+  readonly idempotencyKeysPerParticipant: number;
+  readonly actionRatePerSecond: number;
+  readonly actionBurst: number;
+  readonly stringRatePerSecond: number;
+  readonly stringBurst: number;
+  readonly participantsTracked: number;
+  readonly mintRatePerSecond: number;
+  readonly mintBurst: number;
   readonly corsOrigins: string;
   readonly crowdFoldMs: number;
   readonly streamMaxLen: number;

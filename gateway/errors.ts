@@ -28,6 +28,7 @@ export const ERRORS = {
   invalid_value: { status: 400, message: 'The value does not fit the control.' },
   idempotency_key_invalid: { status: 400, message: 'Idempotency-Key must be 1 to 64 of A-Z a-z 0-9 . _ : -' },
   idempotency_key_reused: { status: 409, message: 'This Idempotency-Key was used for another action; use a new key for a new action.' },
+  rate_limited: { status: 429, message: 'Too many requests; wait as Retry-After says.' },
   // availability
   unavailable: { status: 503, message: 'The service cannot reach its data store; try again shortly.' },
   internal: { status: 500, message: 'Unexpected error.' },

@@ -35,11 +35,20 @@ export interface Page {
   controls: Control[];
 }
 
+/** A layout's own per-participant rates (`limits` of layout-definition.schema.json), over the gateway's defaults. */
+export interface LayoutLimits {
+  actionsPerSecond?: number;
+  actionBurst?: number;
+  stringsPerSecond?: number;
+  stringBurst?: number;
+}
+
 /** What `audiencectl layout import` reads (layout-definition.schema.json). */
 export interface LayoutDefinition {
   layoutId: string;
   name: string;
   activePageId: string;
+  limits?: LayoutLimits;
   pages: Page[];
 }
 

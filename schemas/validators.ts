@@ -58,7 +58,7 @@ export const validateActionEntry = compile<ActionEntry>(ajv, 'action-entry.schem
 export const validateCrowdSummary = compile<CrowdSummary>(ajv, 'crowd-summary.schema.json');
 
 export const validateAdminLogin = compile<{ email: string; password: string }>(ajv, 'admin-requests.schema.json#/$defs/login');
-export const validateAdminCreateKey = compile<{ name?: string; layouts?: string[] }>(ajv, 'admin-requests.schema.json#/$defs/createKey');
+export const validateAdminCreateKey = compile<{ name?: string; layouts?: string[]; mintRate?: number; mintBurst?: number }>(ajv, 'admin-requests.schema.json#/$defs/createKey');
 export const validateAdminActivate = compile<{ pageId: string }>(ajv, 'admin-requests.schema.json#/$defs/activate');
 
 /** One validator per control type for the action's value. */

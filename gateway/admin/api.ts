@@ -111,7 +111,13 @@ export function adminApiRoutes(d: AdminDeps): Route[] {
       async handle(head, raw) {
         const { session } = await d.guard.require(head, true);
         const body = parseBody(raw, validateAdminCreateKey);
-        const created = await orUnavailable(d.stores.apiKeys.create(session.teamId, { ...(body.name !== undefined && { name: body.name }), ...(body.layouts && { layouts: body.layouts }) }));
+        const created = await orUnavailable(d.stores.apiKeys.create(session.teamId, {
+            ...(body.name !== undefined && { name: body.name }),
+            ...(body.layouts && { layouts: body.layouts }),
+            ...(body.mintRate !== undefined && { mintRate: body.mintRate }),
+            ...(body.mintBurst !== undefined && { mintBurst: body.mintBurst }),
+          }),
+        );
         // The only time the secret is shown.
         return json({ keyId: created.keyId, apiKey: created.apiKey, key: created.info });
       },

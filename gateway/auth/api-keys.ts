@@ -16,6 +16,9 @@ export interface AuthedKey {
   keyId: string;
   teamId: string;
   scope: KeyScope;
+  /** the key's own mint rate and burst, if it has them */
+  mintRate?: number | undefined;
+  mintBurst?: number | undefined;
 }
 
 const KEY_ID = /^ak_[0-9a-f]{16}$/;
@@ -114,7 +117,7 @@ export class ApiKeyAuth {
     const record = entry.record;
     if (record.revokedAt !== null || this.revoked.has(record.keyId)) throw new AppError('api_key_revoked');
     this.noteUse(record.keyId);
-    return { keyId: record.keyId, teamId: record.teamId, scope: record.scope };
+    return { keyId: record.keyId, teamId: record.teamId, scope: record.scope, mintRate: record.mintRate, mintBurst: record.mintBurst };
   }
 
   private noteUse(keyId: string): void {

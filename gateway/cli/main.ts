@@ -124,17 +124,28 @@ leaf(layout, 'activate', 'make a page the active one (every gateway switches at 
     }),
   );
 
+/** A number given on the command line, or invalid_argument naming the option. */
+function numberArgument(option: string, text: string): number {
+  const n = Number(text);
+  if (text.trim() === '' || !Number.isFinite(n)) throw new AppError('invalid_argument', `${option} must be a number; got ${JSON.stringify(text)}`);
+  return n;
+}
+
 const key = program.command('key').description('API keys');
 leaf(key, 'create', 'issue an API key; its secret is printed this once')
   .requiredOption('--team <teamId>', 'owning team')
   .option('--name <label>', 'a label to recognise the key by')
   .option('--layouts <ids>', "comma-separated allow-list (default: all of the team's layouts)")
+  .option('--mint-rate <perSecond>', 'audience tokens a second this key may keep minting, per gateway process (default: MINT_RATE_PER_SECOND)')
+  .option('--mint-burst <count>', 'audience tokens this key may mint at once after a pause (default: MINT_BURST)')
   .action(
-    run(async ({ stores, out }, opts: { team: string; name?: string; layouts?: string }) => {
+    run(async ({ stores, out }, opts: { team: string; name?: string; layouts?: string; mintRate?: string; mintBurst?: string }) => {
       await stores.teams.require(opts.team);
       const created = await stores.apiKeys.create(opts.team, {
         ...(opts.name !== undefined && { name: opts.name }),
         ...(opts.layouts !== undefined && { layouts: opts.layouts.split(',') }),
+        ...(opts.mintRate !== undefined && { mintRate: numberArgument('--mint-rate', opts.mintRate) }),
+        ...(opts.mintBurst !== undefined && { mintBurst: numberArgument('--mint-burst', opts.mintBurst) }),
       });
       out.result(
         { keyId: created.keyId, apiKey: created.apiKey },

@@ -19,7 +19,7 @@ export class CorsPolicy {
 
   private static readonly ANY = headerBytes([
     ['access-control-allow-origin', '*'],
-    ['access-control-expose-headers', 'x-request-id'],
+    ['access-control-expose-headers', 'x-request-id, retry-after'],
   ]);
   private static readonly VARY = headerBytes([['vary', 'Origin']]);
 
@@ -33,7 +33,7 @@ export class CorsPolicy {
     if (!origin || !this.allowed.has(origin)) return CorsPolicy.VARY;
     return [
       ['access-control-allow-origin', origin],
-      ['access-control-expose-headers', 'x-request-id'],
+      ['access-control-expose-headers', 'x-request-id, retry-after'],
       ['vary', 'Origin'],
     ];
   }

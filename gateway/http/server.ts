@@ -1,7 +1,7 @@
 // The uWS edge: mounts routes with the discipline uWS demands (onAborted before any await, headers
 // read synchronously, bodies copied, replies corked), gives each request an id, maps thrown errors
 // to the error body, and closes gracefully (stop listening, let in-flight requests finish).
-import { randomBytes } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket } from 'uWebSockets.js';
 import { AppError } from '../errors.js';
 import { isJsonContentType, readBody } from './body.js';
@@ -16,6 +16,14 @@ export interface ServerOptions extends Omit<ExchangeHooks, 'settled'> {
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,64}$/;
+/**
+ * Headers that are refused when sent empty. uWS trims bytes >= 0x80 from both ends of a header
+ * value (as if they were spaces), so a value made only of such bytes reads as '', which getHeader
+ * cannot tell from no header: the one pass over the headers can, and records it as one space,
+ * which no trimmed value can be and which the route's own check refuses.
+ */
+const REFUSED_EMPTY = new Set<string>(['idempotency-key']);
+const SENT_EMPTY = ' ';
 /** The parameters of a route without any (shared: nothing writes to it). */
 const NO_PARAMS: readonly string[] = [];
 
@@ -23,8 +31,6 @@ export class HttpServer {
   readonly app: TemplatedApp;
   private listenSocket: us_listen_socket | null = null;
   private inFlight = 0;
-  private seq = 0;
-  private readonly bootId = randomBytes(4).toString('hex');
   private readonly now: () => number;
 
   /** What each request's Exchange needs of its server. */
@@ -69,7 +75,9 @@ export class HttpServer {
     const headers = new CapturedHeaders();
     const contentLengths = this.readHeaders(req, route, wanted, headers);
     const given = headers['x-request-id'];
-    const id = given && REQUEST_ID.test(given) ? given : `${this.bootId}-${(++this.seq).toString(36)}`;
+    // random, so an id says nothing of the process (its request count, its restarts); Node draws
+    // randomUUID's bytes in batches, so one costs well under a microsecond
+    const id = given && REQUEST_ID.test(given) ? given : randomUUID();
     const params = route.params ? paramsOf(req, route.params) : NO_PARAMS;
     const remoteAddress = route.remoteAddress === true ? Buffer.from(res.getRemoteAddressAsText()).toString() : '';
     const ex = new Exchange(this.hooks, route, res, id, method, params, headers, this.now(), remoteAddress);
@@ -103,7 +111,8 @@ export class HttpServer {
       const i = wanted.indexOf(name as CapturedHeader);
       if (i >= 0 && (taken & (1 << i)) === 0) {
         taken |= 1 << i;
-        into[wanted[i]!] = value; // the list's own string: a property name V8 knows, unlike the fresh `name`
+        // the list's own string: a property name V8 knows, unlike the fresh `name`
+        into[wanted[i]!] = value === '' && REFUSED_EMPTY.has(name) ? SENT_EMPTY : value;
       }
     });
     return lengths;

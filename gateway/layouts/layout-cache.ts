@@ -4,7 +4,7 @@
 // on the layout's invalidation message and at every re-check), so asking for a missing layout costs
 // what asking for another team's costs: nothing tells them apart, not even the time.
 import { LRUCache } from 'lru-cache';
-import type { Control, Page } from '../../schemas/types.js';
+import type { Control, LayoutLimits, Page } from '../../schemas/types.js';
 import { orUnavailable } from '../errors.js';
 import type { LayoutStore, StoredLayout } from '../store/layouts.js';
 import { untimed, type RedisTimer } from '../store/redis.js';
@@ -16,6 +16,8 @@ export interface LiveLayout {
   activePageId: string;
   version: number;
   pages: Page[];
+  /** the layout's own per-participant rates, if it sets any */
+  limits?: LayoutLimits;
   /** The active page's controls by lid. */
   controls: ReadonlyMap<number, Control>;
   /** The controls array of the active page, as discovery returns it. */

@@ -87,7 +87,10 @@ function errorResponses(codes: readonly ErrorCode[], overrides: Partial<Record<E
   for (const [status, list] of [...byStatus].sort(([a], [b]) => a - b)) {
     out[String(status)] = {
       description: list.map((c) => `\`${c}\`: ${ERRORS[c].message}`).join(' '),
-      headers: { 'x-request-id': { $ref: '#/components/headers/RequestId' } },
+      headers: {
+        'x-request-id': { $ref: '#/components/headers/RequestId' },
+        ...(status === 429 && { 'retry-after': { description: 'Seconds to wait before trying again (at least 1).', schema: { type: 'integer', minimum: 1 } } }),
+      },
       content: {
         'application/json': {
           schema: { allOf: [ref('Error'), { properties: { error: { properties: { code: { enum: list } } } } }] },
@@ -111,7 +114,7 @@ function jsonAnswer(description: string, schema: string): Json {
 
 const CORS_HEADERS: Json = {
   'access-control-allow-origin': { description: '`*` by default, or the request’s Origin when it is one of CORS_ORIGINS (then absent for other origins).', schema: { type: 'string' } },
-  'access-control-expose-headers': { description: '`x-request-id`', schema: { type: 'string' } },
+  'access-control-expose-headers': { description: '`x-request-id, retry-after`', schema: { type: 'string' } },
 };
 
 function withCors(responses: Record<string, Json>): Record<string, Json> {
@@ -139,7 +142,7 @@ export function buildOpenApiDocument(): Json {
     security: [{ apiKey: [] }],
     parameters: [requestIdParam],
     requestBody: { required: true, content: { 'application/json': { schema: ref('TokenRequest') } } },
-    responses: { '200': jsonAnswer('A new audience token.', 'TokenAnswer'), ...errorResponses(['layout_not_found', ...API_KEY_ERRORS, ...BODY_ERRORS, ...ALWAYS], { layout_not_found: 400 }) },
+    responses: { '200': jsonAnswer('A new audience token.', 'TokenAnswer'), ...errorResponses(['layout_not_found', 'rate_limited', ...API_KEY_ERRORS, ...BODY_ERRORS, ...ALWAYS], { layout_not_found: 400 }) },
   };
   const postAction: Json = {
     operationId: 'sendAction',
@@ -155,14 +158,14 @@ export function buildOpenApiDocument(): Json {
         in: 'header',
         required: false,
         description:
-          'Optional. A repeat of the same action with the same key (by the same token, for the same layout, within IDEMPOTENCY_TTL_SECONDS, 24 h by default) answers the same 200 and appends nothing; the same key with another action answers 409. Retry a 503 with the same key. An empty header counts as absent.',
+          'Optional. A repeat of the same action with the same key (by the same token, for the same layout, within IDEMPOTENCY_TTL_SECONDS, 5 minutes by default, at most twice that) answers the same 200 and appends nothing; the same key with another action answers 409. Retry a 503 with the same key. A header sent empty (or holding only bytes outside ASCII, which the server trims) is 400.',
         schema: { type: 'string', pattern: '^[A-Za-z0-9._:-]{1,64}$' },
       },
     ],
     requestBody: { required: true, content: { 'application/json': { schema: ref('ActionRequest') } } },
     responses: withCors({
       '200': jsonAnswer('The action is in the layout’s stream.', 'ActionAccepted'),
-      ...errorResponses(['layout_not_found', 'control_not_found', 'type_mismatch', 'invalid_value', 'idempotency_key_invalid', 'idempotency_key_reused', ...TOKEN_ERRORS, ...BODY_ERRORS, ...ALWAYS], { layout_not_found: 400 }),
+      ...errorResponses(['layout_not_found', 'control_not_found', 'type_mismatch', 'invalid_value', 'idempotency_key_invalid', 'idempotency_key_reused', 'rate_limited', ...TOKEN_ERRORS, ...BODY_ERRORS, ...ALWAYS], { layout_not_found: 400 }),
     }),
   };
   const preflight: Json = {

@@ -15,6 +15,7 @@ import { ok, prepared } from '../http/reply.js';
 import { parseJson } from '../http/body.js';
 import { LATER, type RequestHead, type Responder, type Route } from '../http/route.js';
 import type { LiveLayout } from '../layouts/layout-cache.js';
+import { ratesOf, type ActionRates } from '../limits/participant-limits.js';
 import type { CounterSeries } from '../live-metrics.js';
 import type { GatewayMetrics } from '../metrics.js';
 import type { RouteDeps } from './deps.js';
@@ -36,6 +37,14 @@ export function actionRoutes(d: RouteDeps): Route[] {
   const replyHeaders: Route['replyHeaders'] = (head) => d.cors.replyHeaders(head.headers.origin);
   const untyped = new Outcomes(d.metrics, 'unknown');
   const byType = new Map(CONTROL_TYPES.map((t) => [t, new Outcomes(d.metrics, t)]));
+  // a layout's own rates, made once per cached layout (a re-load makes a new LiveLayout)
+  const layoutRates = new WeakMap<LiveLayout, ActionRates>();
+  const ratesFor = (layout: LiveLayout): ActionRates => {
+    if (!layout.limits) return d.actionRates;
+    let r = layoutRates.get(layout);
+    if (!r) layoutRates.set(layout, (r = ratesOf(d.actionRates, layout.limits)));
+    return r;
+  };
   return [
     {
       method: 'options',
@@ -97,6 +106,8 @@ export function actionRoutes(d: RouteDeps): Route[] {
   /** Hands the action to the action log (or the crowd fold); throws what refuses it before that. */
   function append(body: ActionRequest, claims: AudienceClaims, layout: LiveLayout | null, answer: Answer): void {
     if (!layout || layout.teamId !== claims.team) throw new AppError('layout_not_found', undefined, 400);
+    // before anything is checked or stored: whatever a participant sends counts against its budget
+    d.participants.check(claims.sub, body.type, ratesFor(layout));
     const { control, value } = checkAction(layout, body);
     const once = answer.head.headers['idempotency-key'];
     if (control.aggregate) {

@@ -6,6 +6,7 @@ import type { AudienceTokens } from '../auth/audience-tokens.js';
 import type { CorsPolicy } from '../http/cors.js';
 import type { DestinationCounts } from '../layouts/destinations.js';
 import type { LayoutCache } from '../layouts/layout-cache.js';
+import type { ActionRates, MintLimits, ParticipantLimits } from '../limits/participant-limits.js';
 import type { GatewayMetrics } from '../metrics.js';
 import type { RedisKeys } from '../store/keys.js';
 
@@ -23,4 +24,10 @@ export interface RouteDeps {
   keys: RedisKeys;
   /** how long an Idempotency-Key is remembered */
   idempotencyTtlSeconds: number;
+  /** what one participant may send (per process) */
+  participants: ParticipantLimits;
+  /** the gateway's default per-participant rates (a layout's `limits` override them) */
+  actionRates: ActionRates;
+  /** what one API key may mint (per process) */
+  mints: MintLimits;
 }

@@ -15,6 +15,7 @@ export function tokenRoute(d: RouteDeps): Route {
     headers: ['x-api-key'],
     async handle(head, raw) {
       const key = await d.apiKeys.authenticate(head.headers['x-api-key']);
+      d.mints.check(key); // every attempt of the key counts, so a refused one cannot be retried for free
       const body = parseJson(raw);
       if (!validateTokenRequest(body)) throw new AppError('invalid_body', describeFirstError(validateTokenRequest.errors));
       const layout = await d.layouts.get(body.layoutId);

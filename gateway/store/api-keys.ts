@@ -20,7 +20,23 @@ export interface ApiKeyRecord {
   createdAt: number;
   lastUsedAt: number | null;
   revokedAt: number | null;
+  /** this key's own mint rate and burst (POST /token), if it was created with them; else the gateway's defaults */
+  mintRate?: number;
+  mintBurst?: number;
 }
+
+/** What a key may be created with besides its team. */
+export interface KeyOptions {
+  name?: string;
+  layouts?: string[];
+  /** tokens a second this key may keep minting, per gateway process */
+  mintRate?: number;
+  /** tokens at once after a pause */
+  mintBurst?: number;
+}
+
+const MINT_RATE_MAX = 100_000;
+const MINT_BURST_MAX = 1_000_000;
 
 /** What may be shown of a key: everything but its hash. */
 export type ApiKeyInfo = Omit<ApiKeyRecord, 'secretHash'>;
@@ -40,9 +56,16 @@ export class ApiKeyStore {
    * Issues a key for the team. The returned apiKey (`<keyId>.<secret>`) is the only copy of the secret.
    * With `layouts`, the key is limited to those layouts, each of which must belong to the team.
    */
-  async create(teamId: string, opts: { name?: string; layouts?: string[] } = {}, now = Date.now()): Promise<{ keyId: string; apiKey: string; info: ApiKeyInfo }> {
+  async create(teamId: string, opts: KeyOptions = {}, now = Date.now()): Promise<{ keyId: string; apiKey: string; info: ApiKeyInfo }> {
     const name = (opts.name ?? '').trim() || 'unnamed';
     if (name.length > 200) throw new AppError('invalid_argument', 'key name must be at most 200 characters');
+    const { mintRate, mintBurst } = opts;
+    if (mintRate !== undefined && !(Number.isFinite(mintRate) && mintRate >= 0.01 && mintRate <= MINT_RATE_MAX)) {
+      throw new AppError('invalid_argument', `mint rate must be a number from 0.01 to ${MINT_RATE_MAX} tokens a second`);
+    }
+    if (mintBurst !== undefined && !(Number.isInteger(mintBurst) && mintBurst >= 1 && mintBurst <= MINT_BURST_MAX)) {
+      throw new AppError('invalid_argument', `mint burst must be a whole number from 1 to ${MINT_BURST_MAX}`);
+    }
     let scope: KeyScope = { kind: 'team' };
     if (opts.layouts) {
       const list = [...new Set(opts.layouts.map((l) => l.trim()).filter(Boolean))];
@@ -52,7 +75,18 @@ export class ApiKeyStore {
     }
     const keyId = `ak_${randomBytes(8).toString('hex')}`;
     const secret = randomBytes(32).toString('base64url');
-    const record: ApiKeyRecord = { keyId, teamId, name, secretHash: hashSecret(secret), scope, createdAt: now, lastUsedAt: null, revokedAt: null };
+    const record: ApiKeyRecord = {
+      keyId,
+      teamId,
+      name,
+      secretHash: hashSecret(secret),
+      scope,
+      createdAt: now,
+      lastUsedAt: null,
+      revokedAt: null,
+      ...(mintRate !== undefined && { mintRate }),
+      ...(mintBurst !== undefined && { mintBurst }),
+    };
     // The record first, the team's index after (another slot): a crash between them leaves a
     // working key that `key list` does not show yet; nothing half-made, nothing that blocks a retry.
     await this.redis.hset(this.keys.apiKey(keyId), {
@@ -61,6 +95,8 @@ export class ApiKeyStore {
       secretHash: record.secretHash,
       scope: JSON.stringify(scope),
       createdAt: String(now),
+      ...(mintRate !== undefined && { mintRate: String(mintRate) }),
+      ...(mintBurst !== undefined && { mintBurst: String(mintBurst) }),
     });
     await this.redis.sadd(this.keys.teamKeys(teamId), keyId);
     await publishInvalidation(this.redis, this.keys, { kind: 'key-created', id: keyId });
@@ -80,6 +116,8 @@ export class ApiKeyStore {
       createdAt: Number(h.createdAt),
       lastUsedAt: h.lastUsedAt ? Number(h.lastUsedAt) : null,
       revokedAt: h.revokedAt ? Number(h.revokedAt) : null,
+      ...(h.mintRate && { mintRate: Number(h.mintRate) }),
+      ...(h.mintBurst && { mintBurst: Number(h.mintBurst) }),
     };
   }
 

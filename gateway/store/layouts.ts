@@ -2,7 +2,7 @@
 // layoutIds ({teamId}-tagged, an index). Listings skip an index entry whose layout is gone or belongs
 // to another team.
 import type { RedisClient } from '../../runtime/redis.js';
-import type { LayoutDefinition, Page } from '../../schemas/types.js';
+import type { LayoutDefinition, LayoutLimits, Page } from '../../schemas/types.js';
 import { AppError } from '../errors.js';
 import { checkLayoutDefinition } from '../layouts/check-definition.js';
 import { publishInvalidation } from './invalidation.js';
@@ -15,6 +15,8 @@ export interface StoredLayout {
   name: string;
   activePageId: string;
   pages: Page[];
+  /** the layout's own per-participant rates, if it sets any */
+  limits?: LayoutLimits;
   updatedAt: number;
   /** Incremented on every write; caches compare it to notice a change. */
   version: number;
@@ -35,6 +37,7 @@ export class LayoutStore {
       name: h.name ?? layoutId,
       activePageId: h.activePageId,
       pages: JSON.parse(h.pages) as Page[],
+      ...(h.limits && { limits: JSON.parse(h.limits) as LayoutLimits }),
       updatedAt: Number(h.updatedAt ?? 0),
       version: Number(h.version ?? 0),
     };
@@ -67,6 +70,7 @@ export class LayoutStore {
       def.activePageId,
       JSON.stringify(def.pages),
       now,
+      def.limits ? JSON.stringify(def.limits) : '',
     ]);
     if (r === -1) throw new AppError('layout_owned_by_other_team', `layoutId "${def.layoutId}" belongs to another team`);
     await this.redis.sadd(this.keys.teamLayouts(teamId), def.layoutId);

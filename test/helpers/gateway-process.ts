@@ -5,6 +5,16 @@ import { freePort } from '../../gateway/dev/redis-server.js';
 
 export const GATEWAY_BIN = fileURLToPath(new URL('../../dist/gateway/main.js', import.meta.url));
 
+/** The limits far above what tests send (as UNLIMITED in gateway.ts); a test of the limits passes its own. */
+export const UNLIMITED_ENV: Record<string, string> = {
+  ACTION_RATE_PER_SECOND: '10000',
+  ACTION_BURST: '100000',
+  STRING_RATE_PER_SECOND: '10000',
+  STRING_BURST: '100000',
+  MINT_RATE_PER_SECOND: '100000',
+  MINT_BURST: '1000000',
+};
+
 export interface GatewayProcess {
   child: ChildProcess;
   url: string;
@@ -19,7 +29,7 @@ export interface GatewayProcess {
  */
 export async function spawnGateway(env: Record<string, string>, timeoutMs = 15_000): Promise<GatewayProcess> {
   const port = env.PORT ? Number(env.PORT) : await freePort();
-  const child = spawn(process.execPath, [GATEWAY_BIN], { env: { PATH: process.env.PATH ?? '', OPS_PORT: '0', LOG_LEVEL: 'info', ...env, PORT: String(port) } });
+  const child = spawn(process.execPath, [GATEWAY_BIN], { env: { PATH: process.env.PATH ?? '', OPS_PORT: '0', LOG_LEVEL: 'info', ...UNLIMITED_ENV, ...env, PORT: String(port) } });
   let out = '';
   child.stdout.on('data', (d) => (out += d));
   child.stderr.on('data', (d) => (out += d));

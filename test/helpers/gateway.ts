@@ -5,7 +5,7 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll } from 'vitest';
 import { startGateway, type Gateway } from '../../gateway/app.js';
 import { loadConfig, type GatewayConfig } from '../../gateway/config.js';
-import { createLogger } from '../../runtime/log.js';
+import { createLogger, type Logger } from '../../runtime/log.js';
 import { createStores, type Stores } from '../../gateway/store/stores.js';
 import type { LayoutDefinition } from '../../schemas/types.js';
 import { randomPrefix } from './redis.js';
@@ -32,13 +32,22 @@ export interface TestGatewayOptions {
   now?: () => number;
   /** a layout to import instead of the demo layout */
   layout?: LayoutDefinition;
+  /** the gateway's logger (default: silent) */
+  log?: Logger;
   /** another instance on existing data: skip seeding and reuse these ids */
   sameDataAs?: Pick<TestGateway, 'teamId' | 'apiKey' | 'keyId' | 'layoutId' | 'config'>;
 }
 
+/**
+ * Per-participant and per-key limits far above what any test sends: most tests send many actions
+ * from one token to test something else. The limits' own tests (participant-limits, mint-limits)
+ * set the limits they test.
+ */
+export const UNLIMITED: Partial<GatewayConfig> = { actionRatePerSecond: 10_000, actionBurst: 100_000, stringRatePerSecond: 10_000, stringBurst: 100_000, mintRatePerSecond: 100_000, mintBurst: 1_000_000 };
+
 export async function startTestGateway(o: TestGatewayOptions): Promise<TestGateway> {
   const prefix = o.sameDataAs?.config.redisPrefix ?? o.prefix ?? randomPrefix();
-  const config = loadConfig({}, { port: 0, opsPort: 0, host: '127.0.0.1', redisUrl: o.redisUrl, redisPrefix: prefix, logLevel: 'silent', ...o.overrides });
+  const config = loadConfig({}, { port: 0, opsPort: 0, host: '127.0.0.1', redisUrl: o.redisUrl, redisPrefix: prefix, logLevel: 'silent', ...UNLIMITED, ...o.overrides });
   const adminRedis = new Redis(o.redisUrl, { maxRetriesPerRequest: 1 });
   adminRedis.on('error', () => {}); // tests that kill Redis expect this client's errors
   const admin = createStores(adminRedis, prefix);
@@ -50,7 +59,7 @@ export async function startTestGateway(o: TestGatewayOptions): Promise<TestGatew
     const key = await admin.apiKeys.create(team.teamId, { name: 'test' });
     seeded = { teamId: team.teamId, apiKey: key.apiKey, keyId: key.keyId, layoutId: layout.layoutId, config };
   }
-  const gw = await startGateway(config, { log: createLogger('test-gateway', 'silent'), ...(o.now && { now: o.now }) });
+  const gw = await startGateway(config, { log: o.log ?? createLogger('test-gateway', 'silent'), ...(o.now && { now: o.now }) });
   return {
     gw,
     url: `http://127.0.0.1:${gw.port}`,

@@ -1,0 +1,107 @@
+// What one participant (an audience token's `sub`) may send, per gateway process: a token bucket
+// for every action, and a second one that String actions also take from (a String reaches the
+// displays as text). A layout's definition may set its own rates (`limits`); otherwise the
+// gateway's configured defaults apply. A refused action is 429 `rate_limited` with Retry-After and
+// costs no Redis write.
+import type { ControlType, LayoutLimits } from '../../schemas/types.js';
+import { AppError } from '../errors.js';
+import { TokenBuckets, type Rate } from './token-buckets.js';
+
+export interface ActionRates {
+  readonly actions: Rate;
+  readonly strings: Rate;
+}
+
+/** The rates a layout's `limits` set, over the defaults. */
+export function ratesOf(defaults: ActionRates, limits: LayoutLimits | undefined): ActionRates {
+  if (!limits) return defaults;
+  return {
+    actions: { ratePerSecond: limits.actionsPerSecond ?? defaults.actions.ratePerSecond, burst: limits.actionBurst ?? defaults.actions.burst },
+    strings: { ratePerSecond: limits.stringsPerSecond ?? defaults.strings.ratePerSecond, burst: limits.stringBurst ?? defaults.strings.burst },
+  };
+}
+
+/** 429 rate_limited, with Retry-After in whole seconds (at least 1) and the wait in ms in the message. */
+export function rateLimited(waitMs: number, what: string): AppError {
+  const seconds = Math.max(1, Math.ceil(waitMs / 1000));
+  return new AppError('rate_limited', `Too many ${what}; retry in ${waitMs} ms.`, undefined, [['retry-after', String(seconds)]]);
+}
+
+export class ParticipantLimits {
+  private readonly actions: TokenBuckets;
+  private readonly strings: TokenBuckets;
+  private readonly sweeper: NodeJS.Timeout;
+
+  constructor(
+    /** the most participants whose buckets are held at once (each about 100 bytes, twice for String senders) */
+    maxParticipants: number,
+    private readonly now: () => number = Date.now,
+    /** told of every refusal (the log summary and the metrics) */
+    private readonly onRefused: (kind: 'actions' | 'strings') => void = () => {},
+  ) {
+    this.actions = new TokenBuckets(maxParticipants);
+    this.strings = new TokenBuckets(maxParticipants);
+    this.sweeper = setInterval(() => this.sweep(), 1000);
+    this.sweeper.unref();
+  }
+
+  /** Takes one action of `type` from the participant's budget, or throws 429 rate_limited. */
+  check(sub: string, type: ControlType, rates: ActionRates): void {
+    const now = this.now();
+    const wait = this.actions.take(sub, rates.actions, now);
+    if (wait > 0) {
+      this.onRefused('actions');
+      throw rateLimited(wait, 'actions from this participant');
+    }
+    if (type !== 'String') return;
+    const waitString = this.strings.take(sub, rates.strings, now);
+    if (waitString > 0) {
+      this.onRefused('strings');
+      throw rateLimited(waitString, 'String actions from this participant');
+    }
+  }
+
+  /** Participants whose buckets are held (not yet full again). */
+  get size(): number {
+    return this.actions.size;
+  }
+
+  sweep(): void {
+    const now = this.now();
+    this.actions.sweep(now);
+    this.strings.sweep(now);
+  }
+
+  stop(): void {
+    clearInterval(this.sweeper);
+  }
+}
+
+/** How fast one API key may mint audience tokens (per process): its own rate if it was created with one, else the defaults. */
+export class MintLimits {
+  private readonly buckets = new TokenBuckets(100_000);
+  private readonly sweeper: NodeJS.Timeout;
+
+  constructor(
+    private readonly defaults: Rate,
+    private readonly now: () => number = Date.now,
+    private readonly onRefused: () => void = () => {},
+  ) {
+    this.sweeper = setInterval(() => this.buckets.sweep(this.now()), 1000);
+    this.sweeper.unref();
+  }
+
+  /** Takes one mint from the key's budget, or throws 429 rate_limited. */
+  check(key: { keyId: string; mintRate?: number | undefined; mintBurst?: number | undefined }): void {
+    const rate = key.mintRate === undefined && key.mintBurst === undefined ? this.defaults : { ratePerSecond: key.mintRate ?? this.defaults.ratePerSecond, burst: key.mintBurst ?? this.defaults.burst };
+    const wait = this.buckets.take(key.keyId, rate, this.now());
+    if (wait > 0) {
+      this.onRefused();
+      throw rateLimited(wait, 'tokens minted with this API key');
+    }
+  }
+
+  stop(): void {
+    clearInterval(this.sweeper);
+  }
+}

@@ -1,0 +1,66 @@
+// Token buckets by owner (an audience token's `sub`, an API key's id): pure, with the clock passed
+// in. A bucket holds at most `burst` tokens and gains `ratePerSecond` a second; a request takes one.
+// A bucket that has refilled to full is the same as no bucket, so idle owners cost nothing: the
+// sweep forgets them, and the number of buckets is capped (the oldest is forgotten first, which
+// only ever gives its owner a full bucket back, never less than its limit).
+
+/** The rate and burst of one bucket. */
+export interface Rate {
+  /** > 0 */
+  readonly ratePerSecond: number;
+  /** >= 1 */
+  readonly burst: number;
+}
+
+interface Bucket {
+  tokens: number;
+  /** ms when `tokens` was last brought up to date */
+  at: number;
+  /** ms when the bucket will be full again (then it is the same as none) */
+  fullAt: number;
+}
+
+export class TokenBuckets {
+  private readonly buckets = new Map<string, Bucket>();
+
+  constructor(
+    /** the most owners held at once (each about 100 bytes) */
+    private readonly maxOwners: number,
+  ) {}
+
+  get size(): number {
+    return this.buckets.size;
+  }
+
+  /**
+   * Takes one token from the owner's bucket: 0 when it had one, else the ms until it will have one
+   * (nothing is taken then, so a refused request costs its owner nothing more).
+   */
+  take(owner: string, rate: Rate, now: number): number {
+    const b = this.buckets.get(owner);
+    if (!b) {
+      if (this.buckets.size >= this.maxOwners) this.forgetOldest();
+      this.buckets.set(owner, { tokens: rate.burst - 1, at: now, fullAt: now + 1000 / rate.ratePerSecond });
+      return 0;
+    }
+    const tokens = Math.min(rate.burst, b.tokens + (Math.max(0, now - b.at) * rate.ratePerSecond) / 1000);
+    b.at = Math.max(b.at, now);
+    const taken = tokens >= 1;
+    b.tokens = taken ? tokens - 1 : tokens;
+    b.fullAt = b.at + ((rate.burst - b.tokens) * 1000) / rate.ratePerSecond;
+    if (taken) return 0;
+    return Math.ceil(((1 - tokens) * 1000) / rate.ratePerSecond);
+  }
+
+  /** Forgets the buckets that are full again by `now` (their owners have been quiet long enough). */
+  sweep(now: number): void {
+    for (const [owner, b] of this.buckets) if (b.fullAt <= now) this.buckets.delete(owner);
+  }
+
+  private forgetOldest(): void {
+    for (const owner of this.buckets.keys()) {
+      this.buckets.delete(owner);
+      return;
+    }
+  }
+}
