@@ -59,7 +59,7 @@ async function masterCeiling(url: string, pid: number, seconds: number): Promise
   await Promise.all(
     Array.from({ length: 8 }, async () => {
       while (performance.now() < until) {
-        await runScript(redis, 'appendActions', [key], [100_000, ACTION_FIELD, ...payloads]);
+        await runScript(redis, 'appendActions', [key], [100_000, `${Date.now() - 120_000}-0`, ACTION_FIELD, ...payloads]);
         entries += payloads.length;
       }
     }),

@@ -21,6 +21,7 @@ import { DestinationCounts } from './layouts/destinations.js';
 import { LayoutCache } from './layouts/layout-cache.js';
 import { MintLimits, ParticipantLimits } from './limits/participant-limits.js';
 import { SummaryLog } from './summary-log.js';
+import { WriteHealth } from './store/write-health.js';
 import type { Logger } from '../runtime/log.js';
 import { GatewayMetrics } from './metrics.js';
 import { startOpsServer } from '../runtime/ops-server.js';
@@ -113,7 +114,16 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
   const refusals = new SummaryLog(log, 'warn', 'requests refused by a rate limit (count of the interval)', 10_000, now);
   const participants = new ParticipantLimits(config.participantsTracked, now, (kind) => refusals.count(kind));
   const mints = new MintLimits({ ratePerSecond: config.mintRatePerSecond, burst: config.mintBurst }, now, () => refusals.count('mints'));
-  const actions = new ActionLog(redis, stores.keys, config.streamMaxLen, timed, (e) => log.error({ err: e }, 'an append waiter threw'));
+  const writes = new WriteHealth(metrics.registry, log, config.redisMemoryReadyShare, now);
+  const actions = new ActionLog(
+    redis,
+    stores.keys,
+    { maxLen: config.streamMaxLen, retentionMs: config.streamRetentionSeconds * 1000 },
+    timed,
+    (e) => log.error({ err: e }, 'an append waiter threw'),
+    (reason, detail) => writes.refusedWrite(reason, detail),
+    now,
+  );
   const deps: RouteDeps = {
     apiKeys,
     tokens: new AudienceTokens(
@@ -130,7 +140,7 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
     cors: new CorsPolicy(config.corsOrigins),
     metrics,
     keys: stores.keys,
-    idempotencyTtlSeconds: config.idempotencyTtlSeconds,
+    idempotency: { windowSeconds: config.idempotencyTtlSeconds, keysPerParticipant: config.idempotencyKeysPerParticipant },
     participants,
     mints,
     actionRates: {
@@ -161,9 +171,13 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
   const ready = async (): Promise<string | null> => {
     try {
       await redis.ping();
-      return null;
     } catch (e) {
       return `Redis unreachable (${(e as Error).message})`;
+    }
+    try {
+      return await writes.problem(redis);
+    } catch (e) {
+      return `Redis does not answer INFO (${(e as Error).message})`;
     }
   };
   const ops = await startOpsServer(config.opsHost, config.opsPort, metrics.registry, ready);
@@ -181,6 +195,7 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
       participants.stop();
       mints.stop();
       refusals.flush();
+      writes.flush();
       await ops.close();
       listener.stop();
       redis.disconnect();

@@ -32,6 +32,8 @@ export interface GatewayConfig {
   readonly corsOrigins: string;
   readonly crowdFoldMs: number;
   readonly streamMaxLen: number;
+  readonly streamRetentionSeconds: number;
+  readonly redisMemoryReadyShare: number;
   readonly maxBodyBytes: number;
   readonly adminSessionIdleSeconds: number;
   readonly adminSessionMaxSeconds: number;

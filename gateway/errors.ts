@@ -79,7 +79,27 @@ export function unavailable(cause: unknown): AppError {
 const OUTAGE_ERRORS = new Set(['MaxRetriesPerRequestError', 'AbortError', 'ClusterAllFailedError']);
 /** ...and by message: connection states, timeouts, and the replies of a Redis that is starting, failing over or blocked. */
 const OUTAGE_MESSAGE =
-  /Connection is closed|Stream isn't writeable|enableOfflineQueue|isn't ready|Command timed out|ECONNREFUSED|ECONNRESET|ETIMEDOUT|EPIPE|EHOSTUNREACH|None of startup nodes|Too many Cluster redirections|^(LOADING|BUSY|CLUSTERDOWN|TRYAGAIN|MASTERDOWN|READONLY|NOREPLICAS|MOVED|ASK) /;
+  /Connection is closed|Stream isn't writeable|enableOfflineQueue|isn't ready|Command timed out|ECONNREFUSED|ECONNRESET|ETIMEDOUT|EPIPE|EHOSTUNREACH|None of startup nodes|Too many Cluster redirections|^(LOADING|BUSY|CLUSTERDOWN|TRYAGAIN|MASTERDOWN|READONLY|NOREPLICAS|MOVED|ASK|OOM|MISCONF) /;
+
+/** The reply prefixes of a Redis that is up but refuses writes, and the reason each is counted as. */
+const WRITE_REFUSALS: readonly (readonly [RegExp, WriteRefusal])[] = [
+  [/^OOM /, 'oom'],
+  [/^MISCONF /, 'misconf'],
+  [/^READONLY /, 'readonly'],
+  [/^NOREPLICAS /, 'noreplicas'],
+];
+export type WriteRefusal = 'oom' | 'misconf' | 'readonly' | 'noreplicas';
+
+/**
+ * Why Redis refused a write, when it is up but refuses them (used memory past maxmemory, a failed
+ * snapshot with stop-writes-on-bgsave-error, a replica, too few replicas), or null for any other
+ * error. Takes an error or a reply's error text (a script's pcall reports one as text).
+ */
+export function writeRefusal(e: unknown): WriteRefusal | null {
+  const message = e instanceof Error ? e.message : typeof e === 'string' ? e : '';
+  for (const [prefix, reason] of WRITE_REFUSALS) if (prefix.test(message)) return reason;
+  return null;
+}
 
 /**
  * True for an error that says Redis is away or cannot serve now (503, retry later). False for

@@ -8,10 +8,11 @@
 import type { RedisClient } from '../../runtime/redis.js';
 import { ACTION_FIELD, encodeActionEntry } from '../../schemas/action-entry.js';
 import type { ActionEntry } from '../../schemas/types.js';
-import { AppError, orUnavailable } from '../errors.js';
+import { AppError, orUnavailable, writeRefusal, type WriteRefusal } from '../errors.js';
 import type { RedisKeys } from '../store/keys.js';
 import { untimed, type RedisTimer } from '../store/redis.js';
 import { runScript } from '../store/scripts.js';
+import { rateLimited } from '../limits/participant-limits.js';
 
 const NEVER = () => false;
 /** The answer to a request whose client left before its action was applied (no one reads it). */
@@ -49,6 +50,30 @@ class PromiseWaiter implements AppendWaiter {
   ) {}
 }
 
+/** How a stream is trimmed on every append: by count and by age, both approximate (whole nodes). */
+export interface StreamTrim {
+  /** about this many entries at most (MAXLEN ~) */
+  readonly maxLen: number;
+  /** entries older than this are trimmed (MINID ~) */
+  readonly retentionMs: number;
+}
+
+/** An Idempotency-Key's record: where it is looked up and kept (one participant's window of keys). */
+export interface OnceRecord {
+  /** the hash of the current window and that of the previous one */
+  readonly current: string;
+  readonly previous: string;
+  readonly key: string;
+  /** the action's fingerprint: the same key with another one is idempotency_key_reused */
+  readonly fingerprint: string;
+  /** when the current window's hash may go (ms since the epoch) */
+  readonly expiresAt: number;
+  /** the most keys one participant may use in a window */
+  readonly cap: number;
+  /** when the next window starts (the wait of a participant at the cap) */
+  readonly nextWindowAt: number;
+}
+
 interface Batch {
   readonly payloads: string[];
   readonly waiters: AppendWaiter[];
@@ -64,32 +89,60 @@ export class ActionLog {
   constructor(
     private readonly redis: RedisClient,
     private readonly keys: RedisKeys,
-    /** approximate trim length of each stream (MAXLEN ~) */
-    private readonly maxLen: number,
+    private readonly trim: StreamTrim,
     private readonly timed: RedisTimer = untimed,
     /** what a waiter threw when told (a bug in a caller): logged by the gateway */
     private readonly report: (e: unknown) => void = (e) => process.emitWarning(`an append waiter threw: ${String(e)}`, 'ActionLogWarning'),
+    /** a write Redis refused while up (OOM, MISCONF...): counted and logged by the gateway, answered 503 */
+    private readonly onRefused: (reason: WriteRefusal, detail: string) => void = () => {},
+    private readonly now: () => number = Date.now,
   ) {}
+
+  /** The MINID of this moment's trim: every entry id below it is older than the retention. */
+  private minId(): string {
+    return `${Math.max(0, this.now() - this.trim.retentionMs)}-0`;
+  }
+
+  /** Counts a failure that says Redis refused the write (an error, or a script's error text). */
+  private noteRefusal(e: unknown): void {
+    const refused = writeRefusal(e);
+    if (refused) this.onRefused(refused, e instanceof Error ? e.message : String(e));
+  }
+
+  /** A call whose refusal, if Redis refuses it, is counted before it is passed on. */
+  private counted<T>(call: Promise<T>): Promise<T> {
+    return call.catch((e: unknown) => {
+      this.noteRefusal(e);
+      throw e;
+    });
+  }
 
   /**
    * Appends an action unless its Idempotency-Key was used before (one Lua call: the check, the XADD
    * and the record). Resolves once stored, or at once for a repeat of the same action; rejects with
-   * `idempotency_key_reused` for a key used with another action, `unavailable` if Redis could not say.
-   * Not batched: a client that sends the header pays one call per action.
+   * `idempotency_key_reused` for a key used with another action, `rate_limited` when the participant
+   * used as many keys as a window allows, `unavailable` if Redis could not say. Not batched: a client
+   * that sends the header pays one call per action.
    */
-  appendOnce(entry: ActionEntry, recordKey: string, fingerprint: string, ttlSeconds: number, aborted: () => boolean = NEVER): Promise<void> {
+  appendOnce(entry: ActionEntry, once: OnceRecord, aborted: () => boolean = NEVER): Promise<void> {
     // sent after this turn, like the batch, so a request whose client left in this turn is not applied
     return new Promise<void>((r) => setImmediate(r)).then(() => {
       if (aborted()) throw clientLeft();
-      return this.appendOnceNow(entry, recordKey, fingerprint, ttlSeconds);
+      return this.appendOnceNow(entry, once);
     });
   }
 
-  private appendOnceNow(entry: ActionEntry, recordKey: string, fingerprint: string, ttlSeconds: number): Promise<void> {
-    const call = runScript(this.redis, 'appendOnce', [this.keys.actions(entry.layoutId), recordKey], [this.maxLen, ACTION_FIELD, encodeActionEntry(entry), fingerprint, ttlSeconds]);
-    return orUnavailable(this.timed('append_once', call)).then((reply) => {
+  private appendOnceNow(entry: ActionEntry, once: OnceRecord): Promise<void> {
+    const call = runScript(
+      this.redis,
+      'appendOnce',
+      [this.keys.actions(entry.layoutId), once.current, once.previous],
+      [this.trim.maxLen, this.minId(), ACTION_FIELD, encodeActionEntry(entry), once.key, once.fingerprint, once.expiresAt, once.cap],
+    );
+    return orUnavailable(this.counted(this.timed('append_once', call))).then((reply) => {
       const code = Array.isArray(reply) ? Number(reply[0]) : NaN;
       if (code === 2) throw new AppError('idempotency_key_reused');
+      if (code === 3) throw rateLimited(once.nextWindowAt - this.now(), 'Idempotency-Keys from this participant in this window');
       if (code !== 0 && code !== 1) throw new AppError('unavailable');
     });
   }
@@ -149,12 +202,14 @@ export class ActionLog {
 
   private send(layoutId: string, payloads: string[], waiters: AppendWaiter[]): void {
     this.inFlight.set(layoutId, (this.inFlight.get(layoutId) ?? 0) + 1);
-    const call = runScript(this.redis, 'appendActions', [this.keys.actions(layoutId)], [this.maxLen, ACTION_FIELD, ...payloads]);
+    const call = runScript(this.redis, 'appendActions', [this.keys.actions(layoutId)], [this.trim.maxLen, this.minId(), ACTION_FIELD, ...payloads]);
     // Every call ends (ioredis's command timeout), so a stream's queue never waits on a lost answer.
-    orUnavailable(this.timed('append_actions', call)).then(
-      (done) => {
+    orUnavailable(this.counted(this.timed('append_actions', call))).then(
+      (reply) => {
         this.answered(layoutId);
+        const [done, error] = Array.isArray(reply) ? (reply as [unknown, unknown]) : [];
         const appended = typeof done === 'string' ? done : ''; // "1" or "0" per entry, in order
+        if (typeof error === 'string' && error !== '') this.noteRefusal(error);
         waiters.forEach((w, i) => this.tell(w, appended.charCodeAt(i) === 0x31 ? undefined : new AppError('unavailable')));
       },
       (e: unknown) => {

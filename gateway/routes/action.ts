@@ -6,7 +6,7 @@ import { WHOLE_DOCUMENT, describeFirstError, validateActionRequest } from '../..
 import { CONTROL_TYPES, type ActionEntry, type ActionRequest } from '../../schemas/types.js';
 import { checkAction } from '../actions/check-action.js';
 import type { AggregatedControl } from '../actions/crowd-fold.js';
-import type { AppendWaiter } from '../actions/action-log.js';
+import type { AppendWaiter, OnceRecord } from '../actions/action-log.js';
 import { entryId } from '../actions/entry-id.js';
 import { newEntryText } from '../actions/entry-text.js';
 import type { AudienceClaims } from '../auth/audience-tokens.js';
@@ -128,8 +128,20 @@ export function actionRoutes(d: RouteDeps): Route[] {
       value,
       ts: answer.head.receivedAt,
     };
-    const fingerprint = createHash('sha256').update(JSON.stringify([entry.layoutId, entry.lid, entry.type, entry.value])).digest('base64url');
-    answer.after(d.actions.appendOnce(entry, d.keys.actionOnce(entry.layoutId, claims.sub, once), fingerprint, d.idempotencyTtlSeconds, () => answer.aborted()));
+    // 96 bits of the action: enough to tell one participant's actions apart, 16 characters stored
+    const fingerprint = createHash('sha256').update(JSON.stringify([entry.layoutId, entry.lid, entry.type, entry.value])).digest('base64url').slice(0, 16);
+    const windowMs = d.idempotency.windowSeconds * 1000;
+    const generation = Math.floor(entry.ts / windowMs);
+    const record: OnceRecord = {
+      current: d.keys.actionOnce(entry.layoutId, claims.sub, generation),
+      previous: d.keys.actionOnce(entry.layoutId, claims.sub, generation - 1),
+      key: once,
+      fingerprint,
+      expiresAt: (generation + 2) * windowMs,
+      cap: d.idempotency.keysPerParticipant,
+      nextWindowAt: (generation + 1) * windowMs,
+    };
+    answer.after(d.actions.appendOnce(entry, record, () => answer.aborted()));
   }
 }
 

@@ -22,8 +22,8 @@ export interface RouteDeps {
   metrics: GatewayMetrics;
   /** Redis key names (the Idempotency-Key records) */
   keys: RedisKeys;
-  /** how long an Idempotency-Key is remembered */
-  idempotencyTtlSeconds: number;
+  /** Idempotency-Key: the window a key is remembered for (at least; at most two), and the keys a participant may use in one */
+  idempotency: { windowSeconds: number; keysPerParticipant: number };
   /** what one participant may send (per process) */
   participants: ParticipantLimits;
   /** the gateway's default per-participant rates (a layout's `limits` override them) */

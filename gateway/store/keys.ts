@@ -31,9 +31,12 @@ export class RedisKeys {
   actions(layoutId: string): string {
     return actionStreamKey(this.prefix, layoutId);
   }
-  /** String: an Idempotency-Key of POST /action (the action's fingerprint), per audience (`sub`), expiring. */
-  actionOnce(layoutId: string, sub: string, key: string): string {
-    return `${this.prefix}layout:{${layoutId}}:once:${sub}:${key}`;
+  /**
+   * Hash Idempotency-Key -> the action's fingerprint: the keys one participant (`sub`) used on the
+   * layout in one window (`generation` = the window's number since the epoch), expiring.
+   */
+  actionOnce(layoutId: string, sub: string, generation: number): string {
+    return `${this.prefix}layout:{${layoutId}}:once:${sub}:${generation}`;
   }
   destinations(layoutId: string): string {
     return presenceKey(this.prefix, layoutId);

@@ -111,7 +111,7 @@ describe(`crowd aggregation on the wire (seed ${seed})`, () => {
     async (participants, layoutId) => {
       const keys = new RedisKeys(prefix);
       const client = new Redis(redis.get().server.url);
-      const folds = [0, 1, 2].map((g) => new CrowdFold(new ActionLog(client, keys, 1_000_000), `gw-${layoutId}-${g}`, 10));
+      const folds = [0, 1, 2].map((g) => new CrowdFold(new ActionLog(client, keys, { maxLen: 1_000_000, retentionMs: 600_000 }), `gw-${layoutId}-${g}`, 10));
       const controls = new Map(CROWD_LAYOUT.pages[0]!.controls.map((c) => [c.lid, c as AggregatedControl]));
       try {
         const actions: CrowdAction[] = [];

@@ -36,7 +36,7 @@ async function summariesIn(keys: RedisKeys, layoutId: string): Promise<CrowdSumm
 /** One fold (a gateway process) writing to a fresh prefix; `run` gets it and the summaries it stored, and the fold is stopped after. */
 async function withFold(source: string, run: (fold: CrowdFold, stored: () => Promise<CrowdSummary[]>) => Promise<void>): Promise<void> {
   const keys = new RedisKeys(randomPrefix());
-  const fold = new CrowdFold(new ActionLog(client, keys, 1000), source, FOLD_MS);
+  const fold = new CrowdFold(new ActionLog(client, keys, { maxLen: 1000, retentionMs: 600_000 }), source, FOLD_MS);
   try {
     await run(fold, () => summariesIn(keys, 'show'));
   } finally {
@@ -52,7 +52,7 @@ describe(`crowd fold (seed ${seed})`, () => {
     const keys = new RedisKeys(randomPrefix());
     const layoutId = CROWD_LAYOUT.layoutId;
     const processes = 2 + Math.floor(random() * 3);
-    const folds = Array.from({ length: processes }, (_, g) => new CrowdFold(new ActionLog(client, keys, 1_000_000), `gw-${g}`, FOLD_MS));
+    const folds = Array.from({ length: processes }, (_, g) => new CrowdFold(new ActionLog(client, keys, { maxLen: 1_000_000, retentionMs: 600_000 }), `gw-${g}`, FOLD_MS));
     try {
       const actions: CrowdAction[] = [];
       const started = performance.now();

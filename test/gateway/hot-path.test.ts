@@ -34,7 +34,7 @@ describe('the /action hot path', () => {
     const after = await commandCalls();
     const delta = [...after].map(([cmd, n]) => [cmd, n - (before.get(cmd) ?? 0)] as const).filter(([, d]) => d > 0);
     // One request at a time, so each turn's batch holds one action; the test's own INFO is the only other command.
-    expect(Object.fromEntries(delta)).toEqual({ evalsha: 25, xadd: 25, info: 1 });
+    expect(Object.fromEntries(delta)).toEqual({ evalsha: 25, xadd: 25, xtrim: 25, info: 1 });
   });
 
   it('trims each stream to about STREAM_MAXLEN entries', async () => {
@@ -42,6 +42,19 @@ describe('the /action hot path', () => {
     const len = await redis.get().client.xlen(`${t.config.redisPrefix}layout:{${t.layoutId}}:actions`);
     expect(len).toBeGreaterThanOrEqual(100);
     expect(len).toBeLessThan(300); // approximate trimming removes whole stream nodes (100 entries each by default)
+  });
+
+  it('trims entries older than STREAM_RETENTION_SECONDS at every append, however few there are', async () => {
+    const key = `${t.config.redisPrefix}layout:{${t.layoutId}}:actions`;
+    const client = redis.get().client;
+    await client.del(key);
+    const old = Date.now() - (t.config.streamRetentionSeconds + 60) * 1000;
+    for (let i = 0; i < 300; i++) await client.xadd(key, `${old + i}-0`, 'action', '{}');
+    await postAction(t, token, { layoutId: t.layoutId, lid: 1, type: 'Button' });
+    const len = await client.xlen(key);
+    expect(len).toBeLessThan(110); // whole nodes of old entries go; the new entry's node may keep a few
+    const [first] = await client.xrange(key, '-', '+', 'COUNT', 1);
+    expect(Number(first![0].split('-')[0])).toBeGreaterThanOrEqual(old + 200);
   });
 });
 
@@ -53,7 +66,7 @@ describe('ActionLog', () => {
     const client = new Redis(redis.get().server.url);
     const keys = new RedisKeys(randomPrefix());
     try {
-      const log = new ActionLog(client, keys, 10_000);
+      const log = new ActionLog(client, keys, { maxLen: 10_000, retentionMs: 600_000 });
       await log.append(entry(-1)); // loads the script
       const before = await commandCalls();
       await run(log);
@@ -114,7 +127,7 @@ describe('ActionLog', () => {
     const reported: unknown[] = [];
     const client = new Redis(redis.get().server.url);
     try {
-      const log = new ActionLog(client, new RedisKeys(randomPrefix()), 10_000, undefined, (e) => reported.push(e));
+      const log = new ActionLog(client, new RedisKeys(randomPrefix()), { maxLen: 10_000, retentionMs: 600_000 }, undefined, (e) => reported.push(e));
       const waiter = (name: string, stored: () => void): AppendWaiter => ({ stored, failed: () => told.push(`${name} failed`), aborted: () => false });
       const broken = new Error('a waiter that throws');
       log.appendFor('show', encodeActionEntry(entry(0)), waiter('w0', () => told.push('w0 stored')));
@@ -135,7 +148,7 @@ describe('ActionLog', () => {
     const keys = new RedisKeys(randomPrefix());
     try {
       await client.set(keys.actions('show'), 'not a stream'); // XADD on it fails with WRONGTYPE
-      const log = new ActionLog(client, keys, 10_000);
+      const log = new ActionLog(client, keys, { maxLen: 10_000, retentionMs: 600_000 });
       const results = await Promise.allSettled([log.append(entry(1)), log.append(entry(2))]);
       for (const r of results) {
         expect(r.status).toBe('rejected');

@@ -1,17 +1,20 @@
 // Idempotency-Key on POST /action: a retry with the same key is answered 200 and appends nothing,
 // so a client may retry after a 503 (which may have been appended after all); the same key with
-// another body is 409; a key is scoped to the token's audience and layout, and expires.
+// another body is 409; a key is scoped to the token's audience and layout, is remembered for one to
+// two windows, and one participant may use only so many keys a window. A header that is not plainly
+// the allowed characters is 400, never trimmed into another key.
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { decodeActionEntry } from '../../schemas/action-entry.js';
 import { call, mintToken, postAction, startTestGateway, type TestGateway } from '../helpers/gateway.js';
+import { raw } from '../helpers/raw-http.js';
 import { useRedis } from '../helpers/redis.js';
 
 const redis = useRedis();
 let t: TestGateway;
 let token: string;
 beforeAll(async () => {
-  t = await startTestGateway({ redisUrl: redis.get().server.url, overrides: { idempotencyTtlSeconds: 2 } });
+  t = await startTestGateway({ redisUrl: redis.get().server.url, overrides: { idempotencyTtlSeconds: 2, idempotencyKeysPerParticipant: 200 } });
   token = await mintToken(t, t.layoutId, t.apiKey);
 });
 afterAll(() => t.close());
@@ -57,9 +60,28 @@ describe('Idempotency-Key', () => {
     expect([r.status, r.body.error.code]).toEqual([400, 'idempotency_key_invalid']);
   });
 
-  it('an empty header counts as absent (uWS reads an empty header as no header)', async () => {
-    for (let i = 0; i < 2; i++) expect((await send('empty key', '')).status).toBe(200);
-    expect(await entriesWith('empty key')).toBe(2);
+  it('an empty header is 400 idempotency_key_invalid, and appends nothing', async () => {
+    const r = await send('empty key', '');
+    expect([r.status, r.body.error.code]).toEqual([400, 'idempotency_key_invalid']);
+    expect(await entriesWith('empty key')).toBe(0);
+  });
+
+  /** One POST /action with the Idempotency-Key's raw bytes, on its own connection. */
+  const rawSend = async (value: string, keyBytes: Buffer) => {
+    const body = JSON.stringify({ layoutId: t.layoutId, lid: 5, type: 'String', value });
+    const head = `POST /action HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nAuthorization: Bearer ${token}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nIdempotency-Key: `;
+    const answer = await raw(t.gw.port, [Buffer.concat([Buffer.from(head), keyBytes, Buffer.from(`\r\n\r\n${body}`)])], 300);
+    return answer.text.split('\r\n')[0];
+  };
+
+  it('a key of bytes outside ASCII (which the server would trim to nothing) is 400, never taken as no key', async () => {
+    for (let i = 0; i < 2; i++) expect(await rawSend('non-ascii key', Buffer.from('кл'))).toBe('HTTP/1.1 400 Bad Request');
+    expect(await entriesWith('non-ascii key')).toBe(0);
+  });
+
+  it('a key with bytes outside ASCII inside it is 400', async () => {
+    expect(await rawSend('inner non-ascii', Buffer.from('aклb'))).toBe('HTTP/1.1 400 Bad Request');
+    expect(await entriesWith('inner non-ascii')).toBe(0);
   });
 
   it('accepts every allowed character and 64 of them', async () => {
@@ -72,9 +94,13 @@ describe('Idempotency-Key', () => {
     expect(await entriesWith('plain')).toBe(3);
   });
 
-  it('expires after IDEMPOTENCY_TTL_SECONDS: then the same key appends again', async () => {
+  it('is remembered at least IDEMPOTENCY_TTL_SECONDS and at most twice that: then the same key appends again', async () => {
+    const first = Date.now();
     expect((await send('expiring', 'k-5')).status).toBe(200);
-    await new Promise((r) => setTimeout(r, 2100));
+    await new Promise((r) => setTimeout(r, 1800));
+    expect((await send('expiring', 'k-5')).status).toBe(200);
+    expect(await entriesWith('expiring')).toBe(1);
+    await new Promise((r) => setTimeout(r, first + 4100 - Date.now()));
     expect((await send('expiring', 'k-5')).status).toBe(200);
     expect(await entriesWith('expiring')).toBe(2);
   });
@@ -98,5 +124,51 @@ describe('Idempotency-Key', () => {
   it('CORS preflight allows the header', async () => {
     const r = await fetch(`${t.url}/action`, { method: 'OPTIONS', headers: { origin: 'https://app.example', 'access-control-request-headers': 'idempotency-key' } });
     expect(r.headers.get('access-control-allow-headers')).toContain('idempotency-key');
+  });
+});
+
+describe('what one participant can make Redis hold', () => {
+  let small: TestGateway;
+  beforeAll(async () => {
+    small = await startTestGateway({ redisUrl: redis.get().server.url, overrides: { idempotencyTtlSeconds: 60, idempotencyKeysPerParticipant: 100 } });
+  });
+  afterAll(() => small.close());
+  const sendTo = (tok: string, value: string, key: string) => postAction(small, tok, { layoutId: small.layoutId, lid: 2, type: 'Slider', value: Number(value) }, { 'idempotency-key': key });
+
+  it('a participant past its keys for the window gets 429 rate_limited with Retry-After; repeats and other participants still work', async () => {
+    const mine = await mintToken(small, small.layoutId, small.apiKey);
+    for (let i = 0; i < 100; i++) expect((await sendTo(mine, '0.5', `cap-${i}`)).status).toBe(200);
+    const over = await sendTo(mine, '0.5', 'cap-100');
+    expect([over.status, over.body.error.code]).toEqual([429, 'rate_limited']);
+    expect(Number(over.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+    expect(Number(over.headers.get('retry-after'))).toBeLessThanOrEqual(60);
+    expect((await sendTo(mine, '0.5', 'cap-7')).status).toBe(200); // a retry of a remembered key
+    const other = await mintToken(small, small.layoutId, small.apiKey);
+    expect((await sendTo(other, '0.5', 'cap-100')).status).toBe(200);
+  });
+
+  it('stores a record compactly: one hash per participant and window', async () => {
+    const mine = await mintToken(small, small.layoutId, small.apiKey);
+    const client = redis.get().client;
+    const hashes = async () => {
+      const found: string[] = [];
+      let cursor = '0';
+      do {
+        const [next, keys] = await client.scan(cursor, 'MATCH', `${small.config.redisPrefix}layout:*:once:*`, 'COUNT', 1000);
+        cursor = next;
+        found.push(...keys);
+      } while (cursor !== '0');
+      return found;
+    };
+    const before = new Set(await hashes());
+    for (let i = 0; i < 100; i++) expect((await sendTo(mine, '0.25', `u-${i.toString(36)}-${'x'.repeat(20)}`)).status).toBe(200);
+    const added = (await hashes()).filter((k) => !before.has(k));
+    expect(added.length).toBe(1);
+    const bytes = Number(await client.call('MEMORY', 'USAGE', added[0]!, 'SAMPLES', '0'));
+    const ttl = await client.pttl(added[0]!);
+    console.log(`figure: 100 Idempotency-Key records of 25 characters: ${bytes} bytes in Redis (${(bytes / 100).toFixed(1)} per record), expiring in ${ttl} ms`);
+    expect(bytes / 100).toBeLessThan(80);
+    expect(ttl).toBeGreaterThan(60_000);
+    expect(ttl).toBeLessThanOrEqual(120_000);
   });
 });

@@ -1,0 +1,62 @@
+// Whether Redis takes writes: every refused write on the request path (used memory past maxmemory,
+// a failed snapshot, a replica, too few replicas) is counted by reason, logged as one line per
+// interval with its count, and makes /readyz say so for a while; /readyz also says so before it
+// happens, once used memory passes a share of maxmemory.
+import { Counter, type Registry } from 'prom-client';
+import type { RedisClient } from '../../runtime/redis.js';
+import type { Logger } from '../../runtime/log.js';
+import type { WriteRefusal } from '../errors.js';
+import { SummaryLog } from '../summary-log.js';
+
+/** /readyz says "refusing writes" this long after the last refusal. */
+export const REFUSAL_MEMORY_MS = 5000;
+
+export class WriteHealth {
+  private readonly refused: Counter<'reason'>;
+  private readonly log: SummaryLog;
+  private last: { at: number; reason: WriteRefusal } | null = null;
+
+  constructor(
+    registry: Registry,
+    log: Logger,
+    /** used memory at or past this share of maxmemory makes the gateway not ready */
+    private readonly memoryShare: number,
+    private readonly now: () => number = Date.now,
+  ) {
+    this.refused = new Counter({ name: 'audience_gateway_redis_writes_refused_total', help: 'Writes on the request path that Redis refused while up, by reason: oom (maxmemory), misconf (a failed snapshot), readonly, noreplicas. Each was answered 503 unavailable.', labelNames: ['reason'], registers: [registry] });
+    for (const r of ['oom', 'misconf', 'readonly', 'noreplicas'] as const) this.refused.labels(r).inc(0);
+    this.log = new SummaryLog(log, 'error', 'Redis refuses writes; answering 503 unavailable (count of the interval)', 10_000, now);
+  }
+
+  /** One write refused for `reason` (answered 503). */
+  refusedWrite(reason: WriteRefusal, detail: string): void {
+    this.last = { at: this.now(), reason };
+    this.refused.labels(reason).inc();
+    this.log.count(reason, detail);
+  }
+
+  /** Why writes cannot be trusted to succeed now, or null: a recent refusal, or used memory near maxmemory. */
+  async problem(redis: RedisClient): Promise<string | null> {
+    if (this.last && this.now() - this.last.at < REFUSAL_MEMORY_MS) {
+      return `Redis refuses writes (${this.last.reason}, ${this.now() - this.last.at} ms ago)`;
+    }
+    for (const node of nodesOf(redis)) {
+      const info = await node.info('memory');
+      const used = Number(/^used_memory:(\d+)/m.exec(info)?.[1] ?? 0);
+      const max = Number(/^maxmemory:(\d+)/m.exec(info)?.[1] ?? 0);
+      if (max > 0 && used >= max * this.memoryShare) {
+        return `Redis memory at ${((100 * used) / max).toFixed(1)} % of maxmemory (${used} of ${max} bytes; not ready from ${Math.round(this.memoryShare * 100)} %)`;
+      }
+    }
+    return null;
+  }
+
+  flush(): void {
+    this.log.flush();
+  }
+}
+
+/** The servers to ask: one, or every master of a cluster. */
+function nodesOf(redis: RedisClient): RedisClient[] {
+  return 'nodes' in redis && typeof redis.nodes === 'function' ? redis.nodes('master') : [redis];
+}
