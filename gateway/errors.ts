@@ -19,7 +19,7 @@ export const ERRORS = {
   token_missing: { status: 401, message: 'Send the audience token as Authorization: Bearer <token>.' },
   token_invalid: { status: 401, message: 'The audience token is malformed, tampered with, or signed with an unknown key.' },
   token_expired: { status: 401, message: 'The audience token has expired; mint a new one.' },
-  token_revoked: { status: 401, message: 'The audience token was minted by a revoked API key or signed with a retired signing key.' },
+  token_revoked: { status: 401, message: 'The audience token was revoked: by its layout (end of show, or this participant), or with the API key that minted it, or its signing key was retired.' },
   token_layout_mismatch: { status: 401, message: 'The audience token was minted for another layout.' },
   // layouts and actions
   layout_not_found: { status: 404, message: 'No such layout for this API key.' },

@@ -59,6 +59,7 @@ export const validateCrowdSummary = compile<CrowdSummary>(ajv, 'crowd-summary.sc
 
 export const validateAdminLogin = compile<{ email: string; password: string }>(ajv, 'admin-requests.schema.json#/$defs/login');
 export const validateAdminCreateKey = compile<{ name?: string; layouts?: string[]; mintRate?: number; mintBurst?: number }>(ajv, 'admin-requests.schema.json#/$defs/createKey');
+export const validateAdminRevokeTokens = compile<{ before?: string }>(ajv, 'admin-requests.schema.json#/$defs/revokeTokens');
 export const validateAdminActivate = compile<{ pageId: string }>(ajv, 'admin-requests.schema.json#/$defs/activate');
 
 /** One validator per control type for the action's value. */

@@ -2,7 +2,7 @@
 // Cache-Control: no-store; an administrator sees and touches only their own team, and another
 // team's keyId or layoutId answers 404 as if it did not exist.
 import { describeAggregate } from '../../schemas/aggregate.js';
-import { describeFirstError, validateAdminActivate, validateAdminCreateKey, validateAdminLogin } from '../../schemas/validators.js';
+import { describeFirstError, validateAdminActivate, validateAdminCreateKey, validateAdminLogin, validateAdminRevokeTokens } from '../../schemas/validators.js';
 import { AppError, orUnavailable } from '../errors.js';
 import type { Reply } from '../http/reply.js';
 import { parseJson } from '../http/body.js';
@@ -151,6 +151,7 @@ export function adminApiRoutes(d: AdminDeps): Route[] {
                 controls: p.controls.map((c) => ({ lid: c.lid, label: c.props.label, type: c.type, address: c.address, ...(c.options && { options: c.options }), ...(c.aggregate && { aggregate: c.aggregate, crowd: describeAggregate(c.aggregate) }) })),
               })),
               destinationCount: await d.destinations.count(l.layoutId),
+              ...(l.tokensRevokedBefore > 0 && { tokensRevokedBefore: new Date(l.tokensRevokedBefore).toISOString() }),
             })),
           ),
         });
@@ -183,6 +184,21 @@ export function adminApiRoutes(d: AdminDeps): Route[] {
         const layout = await orUnavailable(d.stores.layouts.requireOwned(session.teamId, owned(head)));
         await orUnavailable(d.stores.layouts.activate(layout.layoutId, pageId));
         return json({ layoutId: layout.layoutId, activePageId: pageId });
+      },
+    }),
+    api({
+      method: 'post',
+      pattern: '/admin/api/layouts/:layoutId/revoke-tokens',
+      params: 1,
+      body: true,
+      async handle(head, raw) {
+        const { session } = await d.guard.require(head, true);
+        const body = parseBody(raw, validateAdminRevokeTokens);
+        const layout = await orUnavailable(d.stores.layouts.requireOwned(session.teamId, owned(head)));
+        const before = body.before === undefined ? Date.now() : Date.parse(body.before);
+        if (!Number.isFinite(before)) throw new AppError('invalid_body', 'before must be an ISO 8601 time');
+        const cut = await orUnavailable(d.stores.layouts.revokeTokens(layout.layoutId, { before }));
+        return json({ layoutId: layout.layoutId, revokedBefore: new Date(cut).toISOString() });
       },
     }),
   ];

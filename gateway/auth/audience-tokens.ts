@@ -40,6 +40,13 @@ export interface AudienceClaims {
   kid: string;
   /** seconds since the epoch */
   exp: number;
+  /** when it was minted, ms since the epoch (`mintedAt`; `iat` x 1000 for a token minted without it) */
+  mintedAt: number;
+}
+
+/** Whether a layout revoked this token: minted before its cut-off, or its participant revoked. */
+export function revokedByLayout(c: AudienceClaims, layout: { tokensRevokedBefore: number; revokedSubs: ReadonlySet<string> }): boolean {
+  return c.mintedAt < layout.tokensRevokedBefore || (layout.revokedSubs.size > 0 && layout.revokedSubs.has(c.sub));
 }
 
 /**
@@ -153,9 +160,12 @@ export class AudienceTokens {
   /** A token for the layout on behalf of the key; `sub` is a fresh random audience id. */
   async mint(key: AuthedKey, layoutId: string): Promise<{ token: string; expiresAt: number }> {
     const { kid, secret } = this.keyring.signer();
-    const iat = Math.floor(this.now() / 1000);
+    const mintedAt = this.now();
+    const iat = Math.floor(mintedAt / 1000);
     const exp = iat + this.settings.ttlSeconds;
-    const token = await new SignJWT({ layoutId, team: key.teamId, keyId: key.keyId })
+    // `mintedAt` (ms) beside `iat` (whole seconds): a layout's revocation cut-off must tell apart
+    // tokens minted in the same second before and after it
+    const token = await new SignJWT({ layoutId, team: key.teamId, keyId: key.keyId, mintedAt })
       .setProtectedHeader({ alg: 'HS256', typ: TOKEN_TYP, kid })
       .setIssuer(this.settings.issuer)
       .setAudience(this.settings.audience)
@@ -217,14 +227,15 @@ export class AudienceTokens {
         requiredClaims: ['exp', 'iat', 'sub'],
         currentDate: new Date(this.now()),
       });
-      const { sub, layoutId, team, keyId, exp } = payload;
-      if (typeof sub !== 'string' || typeof layoutId !== 'string' || typeof team !== 'string' || typeof keyId !== 'string' || typeof exp !== 'number') {
+      const { sub, layoutId, team, keyId, exp, iat, mintedAt } = payload;
+      if (typeof sub !== 'string' || typeof layoutId !== 'string' || typeof team !== 'string' || typeof keyId !== 'string' || typeof exp !== 'number' || typeof iat !== 'number') {
         throw new AppError('token_invalid');
       }
+      const minted = typeof mintedAt === 'number' ? mintedAt : iat * 1000;
       // The few distinct values are shared by every cached token, which keeps each entry small. One
       // object literal: a spread of the claims into the entry took about 40 MiB more for 100,000 tokens.
       const i = this.interned;
-      return { sub: flatCopy(sub), layoutId: i.of(layoutId), team: i.of(team), keyId: i.of(keyId), kid: i.of(kid), exp, signature: flatCopy(signatureOf(token)) };
+      return { sub: flatCopy(sub), layoutId: i.of(layoutId), team: i.of(team), keyId: i.of(keyId), kid: i.of(kid), exp, mintedAt: minted, signature: flatCopy(signatureOf(token)) };
     } catch (e) {
       // classified here, by jose's own error classes; anything else is a bug for the 500 path and its log
       if (e instanceof joseErrors.JWTExpired) throw new AppError('token_expired');

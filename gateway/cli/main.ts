@@ -105,7 +105,15 @@ leaf(layout, 'show', 'show a layout with all its pages')
     run(async ({ stores, out }, layoutId: string) => {
       const l = await stores.layouts.get(layoutId);
       if (!l) throw new AppError('layout_not_found', `no layout ${JSON.stringify(layoutId)}`);
-      const object = { layoutId: l.layoutId, teamId: l.teamId, name: l.name, activePageId: l.activePageId, pages: l.pages };
+      const object = {
+        layoutId: l.layoutId,
+        teamId: l.teamId,
+        name: l.name,
+        activePageId: l.activePageId,
+        ...(l.limits && { limits: l.limits }),
+        ...(l.tokensRevokedBefore > 0 && { tokensRevokedBefore: new Date(l.tokensRevokedBefore).toISOString() }),
+        pages: l.pages,
+      };
       const lines = [`${l.layoutId} (${l.name}), team ${l.teamId}, active page ${l.activePageId}`];
       for (const p of l.pages) {
         lines.push(`page ${p.pageId}${p.pageId === l.activePageId ? ' (active)' : ''}: ${p.name}`);
@@ -123,6 +131,36 @@ leaf(layout, 'activate', 'make a page the active one (every gateway switches at 
       out.result({ layoutId, activePageId: pageId }, `layout ${layoutId}: page ${pageId} is active`);
     }),
   );
+
+const token = program.command('token').description('audience tokens');
+leaf(token, 'revoke', "revoke a layout's audience tokens: all minted before now (or --before), or one participant's (--sub)")
+  .requiredOption('--layout <layoutId>', 'the layout whose tokens to revoke')
+  .option('--before <time>', 'revoke the tokens minted before this time (ISO 8601, or ms since the epoch; default: now)')
+  .option('--sub <sub>', "revoke one participant's tokens (the token's sub claim) instead")
+  .action(
+    run(async ({ stores, out }, opts: { layout: string; before?: string; sub?: string }) => {
+      if (opts.sub !== undefined && opts.before !== undefined) throw new AppError('invalid_argument', 'give --before or --sub, not both');
+      if (opts.sub !== undefined) {
+        if (!/^aud_[A-Za-z0-9_-]{16}$/.test(opts.sub)) throw new AppError('invalid_argument', `--sub must be a token's sub (aud_ and 16 characters); got ${JSON.stringify(opts.sub)}`);
+        const at = await stores.layouts.revokeTokens(opts.layout, { sub: opts.sub });
+        out.result({ layoutId: opts.layout, sub: opts.sub, revokedAt: new Date(at).toISOString() }, `layout ${opts.layout}: the tokens of ${opts.sub} are revoked`);
+        return;
+      }
+      const before = opts.before === undefined ? Date.now() : timeArgument('--before', opts.before);
+      const cut = await stores.layouts.revokeTokens(opts.layout, { before });
+      out.result(
+        { layoutId: opts.layout, revokedBefore: new Date(cut).toISOString() },
+        `layout ${opts.layout}: audience tokens minted before ${new Date(cut).toISOString()} are revoked on every gateway`,
+      );
+    }),
+  );
+
+/** A time given on the command line (ISO 8601 or ms since the epoch), or invalid_argument naming the option. */
+function timeArgument(option: string, text: string): number {
+  const ms = /^\d+$/.test(text) ? Number(text) : Date.parse(text);
+  if (!Number.isFinite(ms)) throw new AppError('invalid_argument', `${option} must be an ISO 8601 time or ms since the epoch; got ${JSON.stringify(text)}`);
+  return ms;
+}
 
 /** A number given on the command line, or invalid_argument naming the option. */
 function numberArgument(option: string, text: string): number {

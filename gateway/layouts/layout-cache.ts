@@ -18,6 +18,10 @@ export interface LiveLayout {
   pages: Page[];
   /** the layout's own per-participant rates, if it sets any */
   limits?: LayoutLimits;
+  /** audience tokens minted before this time (ms) are revoked; 0 for none */
+  tokensRevokedBefore: number;
+  /** participants (subs) whose tokens are revoked */
+  revokedSubs: ReadonlySet<string>;
   /** The active page's controls by lid. */
   controls: ReadonlyMap<number, Control>;
   /** The controls array of the active page, as discovery returns it. */

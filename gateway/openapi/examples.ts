@@ -20,6 +20,7 @@ export const EXAMPLE_CLAIMS = {
   keyId: 'ak_0123456789abcdef',
   iat: 1795363200,
   exp: 1795449600,
+  mintedAt: 1795363200123,
 };
 export const EXAMPLE_TOKEN = `${b64({ alg: 'HS256', typ: 'audience+jwt', kid: 'sk_0123456789ab' })}.${b64(EXAMPLE_CLAIMS)}.EXAMPLE-signature-of-the-gateway-000000000`;
 

@@ -9,7 +9,7 @@ import type { AggregatedControl } from '../actions/crowd-fold.js';
 import type { AppendWaiter, OnceRecord } from '../actions/action-log.js';
 import { entryId } from '../actions/entry-id.js';
 import { newEntryText } from '../actions/entry-text.js';
-import type { AudienceClaims } from '../auth/audience-tokens.js';
+import { revokedByLayout, type AudienceClaims } from '../auth/audience-tokens.js';
 import { AppError } from '../errors.js';
 import { ok, prepared } from '../http/reply.js';
 import { parseJson } from '../http/body.js';
@@ -106,6 +106,7 @@ export function actionRoutes(d: RouteDeps): Route[] {
   /** Hands the action to the action log (or the crowd fold); throws what refuses it before that. */
   function append(body: ActionRequest, claims: AudienceClaims, layout: LiveLayout | null, answer: Answer): void {
     if (!layout || layout.teamId !== claims.team) throw new AppError('layout_not_found', undefined, 400);
+    if (revokedByLayout(claims, layout)) throw new AppError('token_revoked');
     // before anything is checked or stored: whatever a participant sends counts against its budget
     d.participants.check(claims.sub, body.type, ratesFor(layout));
     const { control, value } = checkAction(layout, body);

@@ -28,6 +28,10 @@ export class RedisKeys {
   layout(layoutId: string): string {
     return `${this.prefix}layout:{${layoutId}}`;
   }
+  /** Hash sub -> revokedAt (ms): the layout's audience tokens revoked one participant at a time. */
+  revokedSubs(layoutId: string): string {
+    return `${this.prefix}layout:{${layoutId}}:revoked-subs`;
+  }
   actions(layoutId: string): string {
     return actionStreamKey(this.prefix, layoutId);
   }

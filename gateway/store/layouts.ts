@@ -9,6 +9,9 @@ import { publishInvalidation } from './invalidation.js';
 import type { RedisKeys } from './keys.js';
 import { runScript } from './scripts.js';
 
+/** A revoked participant is remembered this long: the longest an audience token can live (TOKEN_TTL_SECONDS at most 30 days). */
+const REVOKED_SUB_MEMORY_MS = 30 * 24 * 3600 * 1000;
+
 export interface StoredLayout {
   layoutId: string;
   teamId: string;
@@ -17,6 +20,10 @@ export interface StoredLayout {
   pages: Page[];
   /** the layout's own per-participant rates, if it sets any */
   limits?: LayoutLimits;
+  /** audience tokens minted before this time (ms) are revoked; 0 for none */
+  tokensRevokedBefore: number;
+  /** participants (subs) whose tokens are revoked */
+  revokedSubs: ReadonlySet<string>;
   updatedAt: number;
   /** Incremented on every write; caches compare it to notice a change. */
   version: number;
@@ -29,7 +36,7 @@ export class LayoutStore {
   ) {}
 
   async get(layoutId: string): Promise<StoredLayout | null> {
-    const h = await this.redis.hgetall(this.keys.layout(layoutId));
+    const [h, revoked] = await Promise.all([this.redis.hgetall(this.keys.layout(layoutId)), this.redis.hkeys(this.keys.revokedSubs(layoutId))]);
     if (!h.team || !h.pages || !h.activePageId) return null;
     return {
       layoutId,
@@ -38,6 +45,8 @@ export class LayoutStore {
       activePageId: h.activePageId,
       pages: JSON.parse(h.pages) as Page[],
       ...(h.limits && { limits: JSON.parse(h.limits) as LayoutLimits }),
+      tokensRevokedBefore: Number(h.tokensRevokedBefore ?? 0),
+      revokedSubs: new Set(revoked),
       updatedAt: Number(h.updatedAt ?? 0),
       version: Number(h.version ?? 0),
     };
@@ -82,6 +91,21 @@ export class LayoutStore {
     const ids = (await this.redis.smembers(this.keys.teamLayouts(teamId))).sort();
     const layouts = await Promise.all(ids.map((id) => this.get(id)));
     return layouts.filter((l): l is StoredLayout => l !== null && l.teamId === teamId);
+  }
+
+  /**
+   * Revokes the layout's audience tokens minted before `before` (ms; a later cut-off replaces an
+   * earlier one, never the reverse), or those of one participant (`sub`). Every gateway answers 401
+   * token_revoked to them once it hears the invalidation message (milliseconds), at the latest at
+   * its next re-check. Tokens minted after the cut-off keep working. Returns the cut-off in force,
+   * or when the participant was revoked.
+   */
+  async revokeTokens(layoutId: string, what: { before: number } | { sub: string }, now = Date.now()): Promise<number> {
+    const [kind, value] = 'sub' in what ? ['sub', what.sub] : ['before', String(Math.floor(what.before))];
+    const r = (await runScript(this.redis, 'revokeTokens', [this.keys.layout(layoutId), this.keys.revokedSubs(layoutId)], [kind, value, now, REVOKED_SUB_MEMORY_MS])) as [number, string?];
+    if (r[0] === 0) throw new AppError('layout_not_found', `no layout ${JSON.stringify(layoutId)}`);
+    await publishInvalidation(this.redis, this.keys, { kind: 'layout', id: layoutId });
+    return Number(r[1]);
   }
 
   /** Switches the active page (one script on the layout's hash); every gateway learns it through the invalidation channel. */

@@ -4,7 +4,7 @@ import { mkdirSync } from 'node:fs';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { presenceKey } from '../../schemas/redis-keys.js';
-import { DEMO_LAYOUT, eventually, getLayout, startTestGateway, type TestGateway } from '../helpers/gateway.js';
+import { DEMO_LAYOUT, eventually, getLayout, mintToken, postAction, startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { useRedis } from '../helpers/redis.js';
 
 const ARTIFACTS = 'test-artifacts/admin';
@@ -221,6 +221,24 @@ describe('team management page', () => {
     await redis.get().client.zadd(presenceKey(t.config.redisPrefix, t.layoutId), Date.now() + 60_000, 'test-bridge|10.0.0.9:9000');
     await eventually(async () => (await count.textContent()) === '1', 8000);
     await shot('07-destination-count');
+  });
+
+  it('ends the show: a confirmed click revokes the layout’s audience tokens, and newly minted ones work', async () => {
+    const token = await mintToken(t, t.layoutId, t.apiKey);
+    const live = (await getLayout(t, t.layoutId, t.apiKey)).body as { controls: { lid: number; type: string }[] };
+    const button = live.controls.find((c) => c.type === 'Button')!;
+    const act = (tok = token) => postAction(t, tok, { layoutId: t.layoutId, lid: button.lid, type: 'Button' });
+    expect((await act()).status).toBe(200);
+    await page.locator(`[data-end-show="${t.layoutId}"]`).click();
+    const dialog = page.locator('#end-show-dialog');
+    await expect.poll(() => dialog.isVisible()).toBe(true);
+    expect(await dialog.textContent()).toContain('stops working within a second');
+    await shot('08-end-of-show-confirmation');
+    await dialog.getByRole('button', { name: 'Revoke audience tokens' }).click();
+    await expect.poll(() => page.locator(`[data-layout-id="${t.layoutId}"] .end-show`).textContent()).toContain('are revoked');
+    await eventually(async () => (await act()).status === 401, 1000);
+    expect((await act()).body.error.code).toBe('token_revoked');
+    expect((await act(await mintToken(t, t.layoutId, t.apiKey))).status).toBe(200);
   });
 
   it('reads well on a phone, and signs out', async () => {

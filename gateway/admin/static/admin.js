@@ -201,6 +201,12 @@ function renderLayouts() {
       { class: 'layout', 'data-layout-id': l.layoutId },
       el('h3', { text: `${l.name} ` }, el('span', { class: 'muted', text: `(${l.layoutId})` })),
       el('p', {}, 'Displays connected: ', el('span', { class: 'count', 'data-destinations': l.layoutId, text: String(l.destinationCount) })),
+      el(
+        'p',
+        { class: 'end-show' },
+        el('button', { type: 'button', class: 'danger', 'data-end-show': l.layoutId, 'aria-label': `End of show: revoke the audience tokens of ${l.name}`, onclick: () => askEndShow(l), text: 'End of show: revoke audience tokens' }),
+        l.tokensRevokedBefore ? el('span', { class: 'muted', text: ` Tokens minted before ${new Date(l.tokensRevokedBefore).toLocaleString()} are revoked.` }) : '',
+      ),
       el('div', { class: 'pages', role: 'group', 'aria-label': `Pages of ${l.name}` }, ...l.pages.map((p) => renderPage(l, p))),
     ),
   );
@@ -222,6 +228,23 @@ async function loadLayouts(full = true) {
     }
   }
 }
+
+function askEndShow(layout) {
+  state.pendingEndShow = layout;
+  $('end-show-layout').textContent = `${layout.name} (${layout.layoutId})`;
+  $('end-show-dialog').showModal();
+}
+
+$('end-show-dialog').addEventListener('close', () =>
+  guarded(async () => {
+    const layout = state.pendingEndShow;
+    state.pendingEndShow = null;
+    if ($('end-show-dialog').returnValue !== 'end' || !layout) return;
+    const { revokedBefore } = await api('POST', `/admin/api/layouts/${encodeURIComponent(layout.layoutId)}/revoke-tokens`, {});
+    say(`${layout.name}: audience tokens minted before ${new Date(revokedBefore).toLocaleString()} are revoked.`);
+    await loadLayouts();
+  }),
+);
 
 function activate(layout, page) {
   guarded(async () => {
