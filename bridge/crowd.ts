@@ -1,12 +1,14 @@
 // Crowd aggregation in the bridge: the newest summary of each gateway process (source) for each
 // aggregated control, merged into the crowd's value. A summary counts until ts + windowMs (by then
-// everything in it has left its window; a source that stopped sending drops out). The merged
+// everything in it has left its window) or its lease runs out, ts + CROWD_LEASE_MS, whichever comes
+// first: a process holding participants refreshes every second, so a dead one drops out within
+// about 3 s; one that stops gracefully sends an empty summary, which counts nobody. The merged
 // value goes out as OSC: `<address>` with the value (,f mean, median, trimmed mean, fraction and
 // rate; ,ff centroid; one ,i per option for votes), `<address>/n` ,i the participants counted,
 // and for Slider modes `<address>/sd` ,f their standard deviation.
 // A participant counted by two gateway processes in one window is counted twice.
 import { toBuffer, type TimeTag } from 'osc-min';
-import { HIST_BINS, TRIM_SHARE, type AggregateMode, type CrowdSummary } from '../schemas/aggregate.js';
+import { HIST_BINS, TRIM_SHARE, summaryExpiresAt, type AggregateMode, type CrowdSummary } from '../schemas/aggregate.js';
 
 /** One OSC message of a crowd value: its address and typed numbers. */
 export interface CrowdMessage {
@@ -142,7 +144,7 @@ export class CrowdTable {
   changed(now: number): CrowdValue[] {
     for (const [lid, bySource] of this.controls) {
       for (const [source, s] of bySource) {
-        if (s.ts + s.windowMs <= now) {
+        if (summaryExpiresAt(s) <= now) {
           bySource.delete(source);
           this.touched.add(lid);
         }

@@ -136,7 +136,7 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
     layouts,
     destinations: new DestinationCounts(redis, stores.keys, now),
     actions,
-    crowd: new CrowdFold(actions, `gw-${entryId()}`, config.crowdFoldMs, now),
+    crowd: new CrowdFold(actions, `gw-${entryId()}`, config.crowdFoldMs, { now, maxParticipants: config.crowdMaxParticipants, onEvicted: () => metrics.crowdEvictions.inc() }),
     cors: new CorsPolicy(config.corsOrigins),
     metrics,
     keys: stores.keys,
@@ -180,6 +180,7 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
       return `Redis does not answer INFO (${(e as Error).message})`;
     }
   };
+  metrics.watchCrowd(() => deps.crowd.participants());
   const ops = await startOpsServer(config.opsHost, config.opsPort, metrics.registry, ready);
 
   return {
@@ -191,7 +192,7 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
     async close(drainMs = 5000) {
       closing = true; // at once: Redis going away from now on is part of stopping, not news
       await server.close(drainMs);
-      deps.crowd.stop();
+      await deps.crowd.retract(); // the bridge stops counting this process now, not when its lease runs out
       participants.stop();
       mints.stop();
       refusals.flush();

@@ -31,6 +31,7 @@ export interface GatewayConfig {
   readonly mintBurst: number;
   readonly corsOrigins: string;
   readonly crowdFoldMs: number;
+  readonly crowdMaxParticipants: number;
   readonly streamMaxLen: number;
   readonly streamRetentionSeconds: number;
   readonly redisMemoryReadyShare: number;

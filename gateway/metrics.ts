@@ -2,7 +2,7 @@
 // error codes come from closed sets, control types from the schema's enum; no layoutId, token or
 // key label ever appears. The request path records through live-metrics.ts (plain numbers,
 // rendered by prom-client at scrape time); rare events use prom-client directly.
-import { Counter, Registry } from 'prom-client';
+import { Counter, Gauge, Registry } from 'prom-client';
 import { collectProcessMetrics } from '../runtime/ops-server.js';
 import { CONTROL_TYPES } from '../schemas/types.js';
 import { LiveCounter, LiveHistogram, type CounterSeries, type HistogramSeries } from './live-metrics.js';
@@ -20,6 +20,14 @@ export class GatewayMetrics {
   private readonly redisErrors = new LiveCounter(this.registry, 'audience_gateway_redis_errors_total', 'Failed Redis commands on the request path, by command.', ['command']);
   readonly invalidations = new Counter({ name: 'audience_gateway_invalidations_applied_total', help: 'Control-plane changes applied from the invalidation channel: key_revoked, page_switch (layout change), key_created, signing_keys.', labelNames: ['kind'], registers: [this.registry] });
 
+  readonly crowdEvictions = new Counter({ name: 'audience_gateway_crowd_evictions_total', help: 'Participants pushed out of a crowd window by CROWD_MAX_PARTICIPANTS (the one whose latest action is oldest leaves first).', registers: [this.registry] });
+  private crowdParticipants: () => number = () => 0;
+
+  /** The participants this process holds in crowd windows, read at each scrape. */
+  watchCrowd(count: () => number): void {
+    this.crowdParticipants = count;
+  }
+
   private readonly cacheHit = this.tokenCache.series('hit');
   private readonly cacheMiss = this.tokenCache.series('miss');
 
@@ -30,6 +38,15 @@ export class GatewayMetrics {
 
   constructor() {
     collectProcessMetrics(this.registry, 'audience_gateway_');
+    const participants = () => this.crowdParticipants();
+    new Gauge({
+      name: 'audience_gateway_crowd_participants',
+      help: 'Participants this process holds in crowd windows, over every aggregated control (memory: see CROWD_MAX_PARTICIPANTS).',
+      registers: [this.registry],
+      collect() {
+        this.set(participants());
+      },
+    });
     // Pre-create the bounded label sets so dashboards see zeros rather than gaps.
     for (const t of CONTROL_TYPES) this.action(t, 'accepted').inc(0);
   }

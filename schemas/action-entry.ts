@@ -1,7 +1,7 @@
 // Codec of action stream entries: one field `action` holding the entry as JSON, either an action
 // (v 1, action-entry.schema.json) or a crowd summary (v 2, crowd-summary.schema.json).
 // The gateway encodes; the bridge decodes and validates against action-entry.schema.json.
-import type { CrowdSummary } from './aggregate.js';
+import { compactBins, denseBins, type CrowdSummary, type SparseBins } from './aggregate.js';
 import type { ActionEntry } from './types.js';
 import { WHOLE_DOCUMENT, describeFirstError, validateActionEntry, validateCrowdSummary } from './validators.js';
 
@@ -12,8 +12,26 @@ export function encodeActionEntry(entry: ActionEntry): string {
   return JSON.stringify(entry);
 }
 
+/** A summary as it goes on the wire: its bins (hist, histSum, votes) sparse where that is shorter. */
 export function encodeCrowdSummary(summary: CrowdSummary): string {
-  return JSON.stringify(summary);
+  const { hist, histSum, votes } = summary;
+  return JSON.stringify({ ...summary, ...(hist && { hist: compactBins(hist) }), ...(histSum && { histSum: compactBins(histSum) }), ...(votes && { votes: compactBins(votes) }) });
+}
+
+/** The bins fields of a summary as validated: dense or sparse. */
+type WireSummary = Omit<CrowdSummary, 'hist' | 'histSum' | 'votes'> & Partial<Record<'hist' | 'histSum' | 'votes', number[] | SparseBins>>;
+
+/** A validated summary with its bins dense, or why a sparse form does not fit its length. */
+function expandBins(wire: WireSummary): StreamEntryResult {
+  const out = { ...wire } as CrowdSummary;
+  for (const k of ['hist', 'histSum', 'votes'] as const) {
+    const bins = wire[k];
+    if (bins === undefined) continue;
+    const dense = denseBins(bins);
+    if (!dense) return { ok: false, reason: `summary ${k} points at a bin outside its length` };
+    out[k] = dense;
+  }
+  return { ok: true, summary: out };
 }
 
 export type DecodeResult = { ok: true; entry: ActionEntry } | { ok: false; reason: string };
@@ -55,7 +73,7 @@ export function decodeStreamEntry(fields: readonly unknown[] | null | undefined)
   if (!p.ok) return p;
   if (typeof p.parsed === 'object' && p.parsed !== null && (p.parsed as { v?: unknown }).v === 2) {
     if (!validateCrowdSummary(p.parsed, WHOLE_DOCUMENT)) return { ok: false, reason: describeFirstError(validateCrowdSummary.errors, 'summary') };
-    return { ok: true, summary: p.parsed };
+    return expandBins(p.parsed);
   }
   return asActionEntry(p.parsed);
 }

@@ -65,6 +65,54 @@ export const HIST_BINS = 101;
 /** A trimmed mean drops this share of the participants at each end. */
 export const TRIM_SHARE = 0.1;
 
+/**
+ * The bridge counts a source's summary until min(ts + windowMs, ts + CROWD_LEASE_MS): a gateway
+ * process holding participants refreshes its summaries every second, so one that died stops
+ * counting within about 3 s (a process that stops gracefully retracts its share at once).
+ */
+export const CROWD_LEASE_MS = 3000;
+
+/** When a summary stops counting in the bridge. */
+export function summaryExpiresAt(s: Pick<CrowdSummary, 'ts' | 'windowMs'>): number {
+  return s.ts + Math.min(s.windowMs, CROWD_LEASE_MS);
+}
+
+/** The sparse form of a summary's bins on the wire: `len` bins, the non-zero ones at `at` with values `v`. */
+export interface SparseBins {
+  len: number;
+  at: number[];
+  v: number[];
+}
+
+/** Bins as they go on the wire: sparse when fewer than a third are non-zero (a vote of 1,000 options, most unchosen). */
+export function compactBins(bins: readonly number[]): number[] | SparseBins {
+  let nonZero = 0;
+  for (const b of bins) if (b !== 0) nonZero++;
+  if (nonZero * 3 >= bins.length) return [...bins];
+  const at: number[] = [];
+  const v: number[] = [];
+  bins.forEach((b, i) => {
+    if (b !== 0) {
+      at.push(i);
+      v.push(b);
+    }
+  });
+  return { len: bins.length, at, v };
+}
+
+/** Dense bins from either form, or null when a sparse form points outside its length. */
+export function denseBins(bins: number[] | SparseBins): number[] | null {
+  if (Array.isArray(bins)) return bins;
+  if (bins.at.length !== bins.v.length) return null;
+  const out = new Array<number>(bins.len).fill(0);
+  for (let i = 0; i < bins.at.length; i++) {
+    const at = bins.at[i]!;
+    if (at >= bins.len) return null;
+    out[at] = bins.v[i]!;
+  }
+  return out;
+}
+
 /** One gateway process's fold of one aggregated control (crowd-summary.schema.json). */
 export interface CrowdSummary {
   v: 2;

@@ -80,6 +80,13 @@ class Figures {
 
 /** Presses are counted in buckets of this many ms: a press leaves the window up to this much early. */
 export const PRESS_BUCKET_MS = 10;
+/** A participant's presses of one Button that count in one second, at most: a phone mashing faster adds nothing. */
+export const PRESSES_PER_SECOND_MAX = 10;
+/**
+ * A process holding participants appends each control's summary at least this often, changed or
+ * not: the bridge takes a source silent for CROWD_LEASE_MS (schemas/aggregate.ts) for gone.
+ */
+export const LEASE_REFRESH_MS = 1000;
 
 /**
  * Button presses within a window, counted per PRESS_BUCKET_MS bucket, so memory is bounded by the
@@ -116,15 +123,25 @@ class ControlWindow {
   private readonly figures: Figures;
   /** Button: press times within the window, oldest first, and each presser's last press */
   private readonly presses = new PressBuckets();
-  private readonly pressers = new Map<string, number>();
+  private readonly pressers = new Map<string, Presser>();
   private seq = 0;
   dirty = false;
+  /** when the last summary was made (the lease is refreshed from it) */
+  summarisedAt = -Infinity;
+  /** the last summary counted someone (a graceful stop retracts it) */
+  counted = false;
+  /** how long after the last summary the next may go (LARGE_SUMMARY_MS after a large one) */
+  pauseMs = 0;
   waiters: Waiter[] = [];
 
   constructor(
     readonly layoutId: string,
     readonly control: AggregatedControl,
     readonly windowMs: number,
+    /** participants held at most; past it the one whose value is oldest leaves first */
+    private readonly maxParticipants: number,
+    /** told of each participant pushed out by the cap */
+    private readonly onEvicted: () => void,
   ) {
     this.figures = new Figures(control.type, control.options?.length ?? 0);
   }
@@ -140,19 +157,42 @@ class ControlWindow {
 
   add(sub: string, value: ActionValue, at: number): void {
     if (this.mode === 'rate') {
+      const second = Math.floor(at / 1000);
+      const prev = this.pressers.get(sub);
+      const inSecond = prev && prev.second === second ? prev.inSecond : 0;
+      if (inSecond >= PRESSES_PER_SECOND_MAX) return; // answered, not counted: one phone cannot applaud for a hall
+      if (prev) this.pressers.delete(sub);
+      else if (this.pressers.size >= this.maxParticipants) this.evictOldest(this.pressers);
+      this.pressers.set(sub, { at, second, inSecond: inSecond + 1 });
       this.presses.add(at);
-      this.pressers.delete(sub);
-      this.pressers.set(sub, at);
     } else {
       const prev = this.latest.get(sub);
       if (prev) {
         this.latest.delete(sub);
         this.figures.apply(prev.value, -1);
+      } else if (this.latest.size >= this.maxParticipants) {
+        const oldest = this.evictOldest(this.latest);
+        if (oldest) this.figures.apply(oldest.value, -1);
       }
       this.latest.set(sub, { value, at });
       this.figures.apply(value, 1);
     }
     this.dirty = true;
+  }
+
+  /** Forgets the participant whose latest action is the oldest (the first of the map), returning what it held. */
+  private evictOldest<V>(map: Map<string, V>): V | undefined {
+    for (const [sub, v] of map) {
+      map.delete(sub);
+      this.onEvicted();
+      return v;
+    }
+    return undefined;
+  }
+
+  /** Participants held now. */
+  get participants(): number {
+    return this.mode === 'rate' ? this.pressers.size : this.latest.size;
   }
 
   /** Drops what left the window by `now`; marks the window changed if anything did. */
@@ -165,7 +205,7 @@ class ControlWindow {
       this.dirty = true;
       if (this.latest.size === 0) this.figures.reset(); // empty: exactly zero again, whatever rounding was left
     }
-    for (const [sub, at] of this.pressers) {
+    for (const [sub, { at }] of this.pressers) {
       if (at > from) break;
       this.pressers.delete(sub);
       this.dirty = true;
@@ -173,10 +213,11 @@ class ControlWindow {
     this.presses.expire(from);
   }
 
-  /** The mergeable figures of what is in the window now. */
-  summary(source: string, now: number): CrowdSummary {
+  /** The mergeable figures of what is in the window now (`empty`: nobody, to retract this process's share). */
+  summary(source: string, now: number, empty = false): CrowdSummary {
     const c = this.control;
-    const f = this.figures;
+    const f = empty ? new Figures(c.type, c.options?.length ?? 0) : this.figures;
+    this.summarisedAt = now;
     const head = {
       v: 2 as const,
       kind: 'summary' as const,
@@ -193,7 +234,7 @@ class ControlWindow {
     };
     switch (this.mode) {
       case 'rate':
-        return { ...head, n: this.pressers.size, sum: this.presses.total };
+        return { ...head, n: empty ? 0 : this.pressers.size, sum: empty ? 0 : this.presses.total };
       case 'fraction':
         return { ...head, n: f.n, sum: f.sum };
       case 'votes':
@@ -210,15 +251,37 @@ class ControlWindow {
   }
 }
 
+/** A participant's presses of one Button: the last one, and how many counted in its second. */
+interface Presser {
+  at: number;
+  second: number;
+  inSecond: number;
+}
+
 /** Whether a window still fits its control (a re-import may have changed type, mode, window, address or options). */
 function sameShape(w: ControlWindow, c: AggregatedControl): boolean {
   const was = w.control;
   return was.type === c.type && was.aggregate.mode === c.aggregate.mode && w.windowMs === windowMsOf(c.aggregate) && was.address === c.address && was.options?.length === c.options?.length;
 }
 
+/** A summary longer than this (a vote of many options, a histogram) is appended at most every LARGE_SUMMARY_MS. */
+export const LARGE_SUMMARY_CHARS = 1024;
+export const LARGE_SUMMARY_MS = 100;
+
+export interface CrowdFoldOptions {
+  /** participants one control holds in this process; past it the oldest leaves */
+  maxParticipants?: number;
+  /** told of each participant the cap pushed out */
+  onEvicted?: () => void;
+  now?: () => number;
+}
+
 export class CrowdFold {
   private readonly windows = new Map<string, ControlWindow>();
   private timer: NodeJS.Timeout | null = null;
+  private readonly now: () => number;
+  private readonly maxParticipants: number;
+  private readonly onEvicted: () => void;
 
   constructor(
     private readonly log: ActionLog,
@@ -226,8 +289,12 @@ export class CrowdFold {
     private readonly source: string,
     /** the fold tick */
     private readonly foldMs: number,
-    private readonly now: () => number = Date.now,
-  ) {}
+    options: CrowdFoldOptions = {},
+  ) {
+    this.now = options.now ?? Date.now;
+    this.maxParticipants = options.maxParticipants ?? 100_000;
+    this.onEvicted = options.onEvicted ?? (() => {});
+  }
 
   /** Counts a participant's action; resolves once a summary holding it is stored. */
   add(layoutId: string, control: AggregatedControl, sub: string, value: ActionValue, at: number): Promise<void> {
@@ -237,7 +304,7 @@ export class CrowdFold {
       // a re-imported layout changed the control: its window starts again, and the actions still
       // waiting for the old one's summary are answered with the new one's
       const waiting = w?.waiters ?? [];
-      w = new ControlWindow(layoutId, control, windowMsOf(control.aggregate));
+      w = new ControlWindow(layoutId, control, windowMsOf(control.aggregate), this.maxParticipants, this.onEvicted);
       w.waiters = waiting;
       this.windows.set(key, w);
     }
@@ -250,32 +317,68 @@ export class CrowdFold {
     this.timer ??= setInterval(() => this.fold(), this.foldMs);
   }
 
-  /** One fold tick: a summary for each control that changed, appended by the group commit. */
+  /**
+   * One fold tick: a summary for each control that changed, and for each that holds participants
+   * and has not refreshed its lease for LEASE_REFRESH_MS, appended by the group commit.
+   */
   fold(): void {
     const now = this.now();
     for (const [key, w] of this.windows) {
       w.expire(now);
-      if (!w.dirty) {
+      const leaseDue = w.participants > 0 && now - w.summarisedAt >= LEASE_REFRESH_MS;
+      if (!w.dirty && !leaseDue) {
         if (w.waiters.length === 0 && w.summaryIsEmpty()) this.windows.delete(key);
         continue;
       }
+      if (now < w.summarisedAt + w.pauseMs) continue; // a large summary waits its turn; its actions wait with it
       w.dirty = false;
-      const waiters = w.waiters;
-      w.waiters = [];
-      let payload: string;
-      try {
-        payload = encodeCrowdSummary(w.summary(this.source, now));
-      } catch (e) {
-        // a bug, not the crowd's fault: these actions get a 500 and the fold goes on
-        for (const x of waiters) x.reject(e);
-        continue;
-      }
-      this.log.appendPayload(w.layoutId, payload).then(
-        () => waiters.forEach((x) => x.resolve()),
-        (e: unknown) => waiters.forEach((x) => x.reject(e instanceof AppError ? e : new AppError('unavailable'))),
-      );
+      void this.append(w, w.summary(this.source, now)); // never rejects: its actions are told
     }
     if (this.windows.size === 0) this.stop();
+  }
+
+  /** Appends one window's summary and answers the actions it holds once it is stored. */
+  private append(w: ControlWindow, summary: CrowdSummary): Promise<void> {
+    const waiters = w.waiters;
+    w.waiters = [];
+    let payload: string;
+    try {
+      payload = encodeCrowdSummary(summary);
+    } catch (e) {
+      // a bug, not the crowd's fault: these actions get a 500 and the fold goes on
+      for (const x of waiters) x.reject(e);
+      return Promise.resolve();
+    }
+    w.counted = summary.n > 0;
+    w.pauseMs = payload.length > LARGE_SUMMARY_CHARS ? LARGE_SUMMARY_MS : 0;
+    return this.log.appendPayload(w.layoutId, payload).then(
+      () => waiters.forEach((x) => x.resolve()),
+      (e: unknown) => waiters.forEach((x) => x.reject(e instanceof AppError ? e : new AppError('unavailable'))),
+    );
+  }
+
+  /** Participants held by this process, over every control (the gauge of crowd memory). */
+  participants(): number {
+    let n = 0;
+    for (const w of this.windows.values()) n += w.participants;
+    return n;
+  }
+
+  /**
+   * Stops folding and retracts this process's share of every crowd: what is pending is appended,
+   * then an empty summary for each control whose last summary counted someone, so the bridge stops
+   * counting this process at once instead of when its lease runs out. Resolves once Redis answered.
+   */
+  async retract(): Promise<void> {
+    this.stop();
+    const now = this.now();
+    const appends: Promise<void>[] = [];
+    for (const w of this.windows.values()) {
+      if (w.dirty || w.waiters.length > 0) appends.push(this.append(w, w.summary(this.source, now)));
+      if (w.counted) appends.push(this.append(w, w.summary(this.source, now, true)));
+    }
+    this.windows.clear();
+    await Promise.allSettled(appends);
   }
 
   stop(): void {

@@ -4,7 +4,7 @@ import { fromBuffer } from 'osc-min';
 import { describe, expect, it } from 'vitest';
 import { CrowdTable, crowdDatagrams } from '../../bridge/crowd.js';
 import { IMMEDIATE } from '../../bridge/osc.js';
-import type { CrowdSummary } from '../../schemas/aggregate.js';
+import { CROWD_LEASE_MS, type CrowdSummary } from '../../schemas/aggregate.js';
 
 const votes = (source: string, seq: number, ts: number, counts: number[]): CrowdSummary => ({
   v: 2, kind: 'summary', id: `${source}-${seq}`, layoutId: 'show', lid: 4, address: '/004', type: 'Index', mode: 'votes', windowMs: 1000, source, seq, ts, n: counts.reduce((a, b) => a + b, 0), votes: counts,
@@ -30,6 +30,30 @@ describe('crowd table', () => {
     expect(table.changed(1600).map((v) => [v.value, v.n])).toEqual([[[1, 2, 4], 7]]);
     expect(table.changed(1700)).toEqual([]); // nothing changed
     expect(table.changed(2000).map((v) => [v.value, v.n])).toEqual([[[0, 0, 4], 4]]); // a's summary ran out at 1000 + 1000
+  });
+});
+
+describe('crowd leases', () => {
+  const long = (source: string, seq: number, ts: number, counts: number[]): CrowdSummary => ({ ...votes(source, seq, ts, counts), windowMs: 600_000 });
+
+  it('drops a source that has not refreshed within CROWD_LEASE_MS, however long its window', () => {
+    const table = new CrowdTable();
+    table.offer(long('a', 1, 1000, [5, 0, 0]));
+    table.offer(long('b', 1, 1000, [0, 3, 0]));
+    expect(table.changed(1100).map((v) => [v.value, v.n])).toEqual([[[5, 3, 0], 8]]);
+    table.offer(long('b', 2, 2000, [0, 3, 0])); // b refreshes its lease; a has died
+    expect(table.changed(2000).map((v) => [v.value, v.n])).toEqual([[[5, 3, 0], 8]]);
+    expect(table.changed(1000 + CROWD_LEASE_MS - 1)).toEqual([]);
+    expect(table.changed(1000 + CROWD_LEASE_MS).map((v) => [v.value, v.n])).toEqual([[[0, 3, 0], 3]]);
+  });
+
+  it('counts a retracted source (an empty summary) as nobody at once', () => {
+    const table = new CrowdTable();
+    table.offer(long('a', 1, 1000, [5, 0, 0]));
+    table.offer(long('b', 1, 1000, [0, 3, 0]));
+    table.changed(1100);
+    table.offer(long('a', 2, 1200, [0, 0, 0]));
+    expect(table.changed(1200).map((v) => [v.value, v.n])).toEqual([[[0, 3, 0], 3]]);
   });
 });
 

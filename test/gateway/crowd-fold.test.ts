@@ -6,7 +6,7 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CrowdTable } from '../../bridge/crowd.js';
 import { ActionLog } from '../../gateway/actions/action-log.js';
-import { CrowdFold, type AggregatedControl } from '../../gateway/actions/crowd-fold.js';
+import { CrowdFold, LARGE_SUMMARY_MS, LEASE_REFRESH_MS, PRESSES_PER_SECOND_MAX, type AggregatedControl, type CrowdFoldOptions } from '../../gateway/actions/crowd-fold.js';
 import { RedisKeys } from '../../gateway/store/keys.js';
 import type { CrowdSummary } from '../../schemas/aggregate.js';
 import { decodeStreamEntry } from '../../schemas/action-entry.js';
@@ -34,9 +34,9 @@ async function summariesIn(keys: RedisKeys, layoutId: string): Promise<CrowdSumm
 }
 
 /** One fold (a gateway process) writing to a fresh prefix; `run` gets it and the summaries it stored, and the fold is stopped after. */
-async function withFold(source: string, run: (fold: CrowdFold, stored: () => Promise<CrowdSummary[]>) => Promise<void>): Promise<void> {
+async function withFold(source: string, run: (fold: CrowdFold, stored: () => Promise<CrowdSummary[]>) => Promise<void>, options: CrowdFoldOptions = {}): Promise<void> {
   const keys = new RedisKeys(randomPrefix());
-  const fold = new CrowdFold(new ActionLog(client, keys, { maxLen: 1000, retentionMs: 600_000 }), source, FOLD_MS);
+  const fold = new CrowdFold(new ActionLog(client, keys, { maxLen: 1000, retentionMs: 600_000 }), source, FOLD_MS, options);
   try {
     await run(fold, () => summariesIn(keys, 'show'));
   } finally {
@@ -98,15 +98,16 @@ describe(`crowd fold (seed ${seed})`, () => {
     });
   });
 
-  it('counts presses in the window, and lets them go when it ends', async () => {
+  it('counts presses in the window, at most PRESSES_PER_SECOND_MAX a participant a second, and lets them go when it ends', async () => {
     const button = { ...controls.get(1)!, aggregate: { mode: 'rate' as const, windowMs: 200 } };
     await withFold('gw-rate', async (fold, stored) => {
       const at = Date.now();
       await Promise.all([...Array.from({ length: 1000 }, () => fold.add('show', button, 'sub-1', null, at)), fold.add('show', button, 'sub-2', null, at)]);
       await new Promise((r) => setTimeout(r, 450));
       const summaries = await stored();
+      // sub-1's 1,000 presses in one instant count 10; sub-2's one press counts
       expect(summaries.map((s) => [s.n, s.sum])).toEqual([
-        [2, 1001],
+        [2, PRESSES_PER_SECOND_MAX + 1],
         [0, 0],
       ]);
       expect(summaries[1]!.ts - at).toBeGreaterThanOrEqual(200 - 10); // presses leave with their 10 ms bucket
@@ -127,5 +128,82 @@ describe(`crowd fold (seed ${seed})`, () => {
       expect(summaries[1]!.ts - at).toBeGreaterThanOrEqual(100);
       expect(summaries[1]!.ts - at).toBeLessThan(100 + 5 * FOLD_MS + 100); // one tick after the window, give or take a busy machine
     });
+  });
+});
+
+describe('crowd fold: leases, retraction, caps and size', () => {
+  const slider = { ...controls.get(2)!, aggregate: { mode: 'mean' as const, windowMs: 600_000 } };
+
+  it('refreshes its lease: a window holding participants is summarised every LEASE_REFRESH_MS though nothing changes', async () => {
+    await withFold('gw-lease', async (fold, stored) => {
+      await fold.add('show', slider, 'sub-1', 0.5, Date.now());
+      await new Promise((r) => setTimeout(r, 2.5 * LEASE_REFRESH_MS));
+      const summaries = await stored();
+      expect(summaries.length).toBe(3);
+      expect(summaries.every((s) => s.n === 1 && s.sum === 0.5)).toBe(true);
+      for (let i = 1; i < summaries.length; i++) expect(summaries[i]!.ts - summaries[i - 1]!.ts).toBeGreaterThanOrEqual(LEASE_REFRESH_MS);
+    });
+  });
+
+  it('retracts at a graceful stop: the last summary of a window that counted someone counts nobody', async () => {
+    await withFold('gw-retract', async (fold, stored) => {
+      await fold.add('show', slider, 'sub-1', 0.5, Date.now());
+      const pending = fold.add('show', slider, 'sub-2', 0.7, Date.now()); // not folded yet: stored before the retraction
+      await fold.retract();
+      await pending;
+      const summaries = await stored();
+      expect(summaries.map((s) => s.n)).toEqual([1, 2, 0]);
+      expect(summaries[2]!.sum).toBe(0);
+    });
+  });
+
+  it('holds at most maxParticipants per control: the participant whose value is oldest leaves first, counted as an eviction', async () => {
+    let evicted = 0;
+    await withFold(
+      'gw-cap',
+      async (fold, stored) => {
+        const at = Date.now();
+        await Promise.all(Array.from({ length: 150 }, (_, i) => fold.add('show', slider, `sub-${i}`, i / 1000, at + i)));
+        expect(fold.participants()).toBe(100);
+        const last = (await stored()).at(-1)!;
+        expect(last.n).toBe(100);
+        const newest = Array.from({ length: 100 }, (_, k) => (k + 50) / 1000).reduce((a, b) => a + b, 0);
+        expect(last.sum).toBeCloseTo(newest, 9);
+      },
+      { maxParticipants: 100, onEvicted: () => evicted++ },
+    );
+    expect(evicted).toBe(50);
+  });
+
+  it('writes a vote of many options sparsely, and a large summary at most every LARGE_SUMMARY_MS', async () => {
+    const options = Array.from({ length: 1000 }, (_, index) => ({ index, label: `Option ${index}` }));
+    const poll = { ...controls.get(4)!, options, aggregate: { mode: 'votes' as const, windowMs: 600_000 } };
+    const keys = new RedisKeys(randomPrefix());
+    const fold = new CrowdFold(new ActionLog(client, keys, { maxLen: 10_000, retentionMs: 600_000 }), 'gw-poll', FOLD_MS);
+    try {
+      await Promise.all([0, 1, 2].map((p) => fold.add('poll', poll, `sub-${p}`, p * 7, Date.now())));
+      const [first] = await client.xrange(keys.actions('poll'), '-', '+');
+      console.log(`figure: a 1,000-option votes summary with 3 options chosen: ${first![1][1]!.length} characters`);
+      expect(first![1][1]!.length).toBeLessThan(400);
+      const decoded = (await summariesIn(keys, 'poll'))[0]!;
+      expect(decoded.votes!.length).toBe(1000);
+      expect([decoded.votes![0], decoded.votes![7], decoded.votes![14], decoded.votes!.reduce((a, b) => a + b, 0)]).toEqual([1, 1, 1, 3]);
+      // every option chosen: a dense summary of about 3 KB, appended at most every LARGE_SUMMARY_MS however often votes come
+      await Promise.all(options.map((o) => fold.add('poll', poll, `early-${o.index}`, o.index, Date.now())));
+      const before = (await client.xlen(keys.actions('poll')));
+      const started = Date.now();
+      const answers: Promise<void>[] = [];
+      for (let i = 0; Date.now() - started < 500; i++) {
+        answers.push(fold.add('poll', poll, `voter-${i}`, i % 1000, Date.now()));
+        await new Promise((r) => setTimeout(r, 2));
+      }
+      await Promise.all(answers);
+      const large = (await client.xrange(keys.actions('poll'), '-', '+')).slice(before).map(([, f]) => JSON.parse(f[1]!) as { ts: number });
+      expect(large.length).toBeGreaterThanOrEqual(3);
+      console.log(`figure: ${answers.length} votes in 500 ms on a 1,000-option poll: ${large.length} summaries`);
+      expect(large.length).toBeLessThanOrEqual(Math.ceil(500 / LARGE_SUMMARY_MS) + 2);
+    } finally {
+      fold.stop();
+    }
   });
 });
