@@ -36,6 +36,9 @@ import { createStores, type Stores } from './store/stores.js';
 import type { Invalidation } from './store/invalidation.js';
 import { InvalidationListener } from './sync/invalidation.js';
 
+/** How long a stopping gateway waits for in-flight requests to be answered. */
+export const DRAIN_MS = 5000;
+
 export interface Gateway {
   readonly port: number;
   /** port of /metrics, /healthz, /readyz */
@@ -189,7 +192,7 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
     ready,
     stores,
     deps,
-    async close(drainMs = 5000) {
+    async close(drainMs = DRAIN_MS) {
       closing = true; // at once: Redis going away from now on is part of stopping, not news
       await server.close(drainMs);
       await deps.crowd.retract(); // the bridge stops counting this process now, not when its lease runs out

@@ -1,14 +1,33 @@
-// The IPC messages between the worker supervisor and its gateway workers.
+// The IPC messages between the worker supervisor and its gateway workers. A worker pushes its state
+// (metrics and readiness) on its own, so the supervisor answers /metrics and /readyz from what it
+// keeps, at once, whatever state a worker is in.
 
 /** How often a worker says it is alive. */
-export const HEARTBEAT_MS = 1000;
+export const HEARTBEAT_MS = 250;
+/** A worker silent this long is taken for wedged: it is killed (so the kernel stops giving it connections) and replaced. */
+export const HEARTBEAT_TIMEOUT_MS = 2000;
+/** How often a worker pushes its metrics and readiness. */
+export const STATE_PUSH_MS = 1000;
 
-/** Supervisor -> worker: a question with its number, answered by an `answer` carrying the same number. */
-export type ToWorker = { type: 'metrics'; ask: number } | { type: 'ready'; ask: number };
+/** How long /metrics and /readyz wait for the workers' fresh state before answering with what they pushed last. */
+export const COLLECT_WAIT_MS = 50;
+
+/** Supervisor -> worker: push your state now (a scrape or a readiness probe came). */
+export type ToWorker = { type: 'collect' };
 
 /** Worker -> supervisor. */
 export type FromWorker =
   | { type: 'listening'; port: number }
   | { type: 'heartbeat' }
   /** `metrics`: the worker registry's getMetricsAsJSON(); `problem`: why it is not ready, or null */
-  | { type: 'answer'; ask: number; metrics?: unknown; problem?: string | null };
+  | { type: 'state'; metrics: unknown[]; problem: string | null };
+
+/** The message if it is one a worker sends, else null (a bug or a stray process.send: counted and ignored). */
+export function asFromWorker(m: unknown): FromWorker | null {
+  if (typeof m !== 'object' || m === null) return null;
+  const x = m as Record<string, unknown>;
+  if (x.type === 'heartbeat') return { type: 'heartbeat' };
+  if (x.type === 'listening' && typeof x.port === 'number') return { type: 'listening', port: x.port };
+  if (x.type === 'state' && Array.isArray(x.metrics) && (x.problem === null || typeof x.problem === 'string')) return { type: 'state', metrics: x.metrics, problem: x.problem };
+  return null;
+}

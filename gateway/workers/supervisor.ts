@@ -2,28 +2,49 @@
 // whole gateway (its own Redis connections, caches and invalidation subscriber, so revocations and
 // page switches reach every worker as they reach every gateway); uSockets listens with
 // SO_REUSEPORT on Linux, so the kernel spreads new connections over the workers. The supervisor
-// restarts a worker that exits or stops sending heartbeats, forwards SIGTERM/SIGINT, speaks to
-// systemd for all (READY once every worker listens, WATCHDOG while at least one serves and its own
-// loop turns, STOPPING), and serves one /metrics summed over the workers (prom-client's
-// AggregatorRegistry over IPC), /healthz and /readyz on OPS_PORT.
+// restarts a worker that exits, kills and replaces one silent for HEARTBEAT_TIMEOUT_MS (a wedged
+// worker keeps its listening socket, so the kernel would keep handing it connections), forwards
+// SIGTERM/SIGINT, speaks to systemd for all (READY once every worker listens, WATCHDOG while at
+// least one serves and its own loop turns, STOPPING), and serves on OPS_PORT one /metrics summed
+// over the workers (prom-client's AggregatorRegistry), /healthz and /readyz. Workers push their
+// metrics and readiness every STATE_PUSH_MS, so both answer at once from what the supervisor keeps,
+// whatever a worker is doing; the last counts of a worker that died are kept, so summed counters
+// never go backwards.
 import { fork, type ChildProcess } from 'node:child_process';
 import { AggregatorRegistry, Counter, Registry, type MetricObjectWithValues, type MetricValue } from 'prom-client';
 import type { Logger } from '../../runtime/log.js';
 import { startOpsServer } from '../../runtime/ops-server.js';
 import { SystemdNotifier } from '../../runtime/systemd.js';
+import { DRAIN_MS } from '../app.js';
 import type { GatewayConfig } from '../config.js';
-import { HEARTBEAT_MS, type FromWorker, type ToWorker } from './messages.js';
+import { COLLECT_WAIT_MS, HEARTBEAT_MS, HEARTBEAT_TIMEOUT_MS, asFromWorker, type ToWorker } from './messages.js';
 
-/** A worker silent for this long is taken for wedged: killed and replaced. */
-const HEARTBEAT_TIMEOUT_MS = 10 * HEARTBEAT_MS;
+type Metrics = MetricObjectWithValues<MetricValue<string>>[];
+
 const RESTART_BACKOFF_MS = [100, 500, 1000, 2000, 5000];
-const ASK_TIMEOUT_MS = 2000;
+/**
+ * A worker still running this long after SIGTERM (stopped, wedged) is killed: the drain time, which
+ * a healthy worker never needs whole (it exits once its in-flight requests are answered).
+ */
+export const STOP_GRACE_MS = DRAIN_MS;
+/** Counts kept of workers that died, merged into one snapshot once there are more than this many. */
+const RETIRED_PARTS_MAX = 8;
 
 interface Worker {
   id: number;
   child: ChildProcess;
   listening: boolean;
   lastHeartbeat: number;
+  /** the last metrics and readiness it pushed */
+  metrics: Metrics;
+  problem: string | null;
+  /** when it last pushed its state */
+  stateAt: number;
+}
+
+/** What of a snapshot only grows (counters, histograms): kept for a worker that died. */
+function cumulative(metrics: Metrics): Metrics {
+  return metrics.filter((m) => ['counter', 'histogram'].includes(String(m.type)));
 }
 
 export async function superviseWorkers(config: GatewayConfig, count: number, script: string, log: Logger): Promise<void> {
@@ -31,11 +52,24 @@ export async function superviseWorkers(config: GatewayConfig, count: number, scr
   const workers = new Map<number, Worker>();
   const registry = new Registry();
   const restarts = new Counter({ name: 'audience_gateway_worker_restarts_total', help: 'Gateway workers the supervisor replaced after they exited or stopped sending heartbeats.', registers: [registry] });
+  const malformed = new Counter({ name: 'audience_gateway_worker_ipc_malformed_total', help: 'IPC messages from workers that were not of a known shape (ignored).', registers: [registry] });
   const failures = new Map<number, number>(); // consecutive early exits, for the backoff
+  /** the cumulative counts of workers that died */
+  let retired: Metrics[] = [];
   let stopping = false;
   let readySent = false;
-  let nextAsk = 0;
-  const pending = new Map<number, (m: FromWorker) => void>();
+
+  const retire = (w: Worker): void => {
+    const kept = cumulative(w.metrics);
+    if (kept.length === 0) return;
+    retired.push(kept);
+    if (retired.length <= RETIRED_PARTS_MAX) return;
+    const parts = [...retired];
+    AggregatorRegistry.aggregate(parts)
+      .getMetricsAsJSON()
+      .then((merged) => (retired = [merged as Metrics, ...retired.slice(parts.length)]))
+      .catch((e: unknown) => log.warn({ err: e }, 'could not merge the counts of retired workers'));
+  };
 
   const start = (id: number): void => {
     const child = fork(script, process.argv.slice(2), {
@@ -44,12 +78,22 @@ export async function superviseWorkers(config: GatewayConfig, count: number, scr
       execArgv: process.execArgv,
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     });
-    const w: Worker = { id, child, listening: false, lastHeartbeat: Date.now() };
+    const w: Worker = { id, child, listening: false, lastHeartbeat: Date.now(), metrics: [], problem: 'starting', stateAt: 0 };
     workers.set(id, w);
     const startedAt = Date.now();
-    child.on('message', (m: FromWorker) => {
+    child.on('message', (raw: unknown) => {
+      const m = asFromWorker(raw);
+      if (!m) {
+        malformed.inc();
+        return;
+      }
       w.lastHeartbeat = Date.now();
-      if (m.type === 'listening') {
+      if (m.type === 'state') {
+        w.metrics = m.metrics as Metrics;
+        w.problem = m.problem;
+        w.stateAt = Date.now();
+        collected?.();
+      } else if (m.type === 'listening') {
         w.listening = true;
         failures.set(id, 0);
         if (!readySent && [...workers.values()].every((x) => x.listening)) {
@@ -57,10 +101,11 @@ export async function superviseWorkers(config: GatewayConfig, count: number, scr
           void notifier.notify('READY=1', `STATUS=${count} workers listening on ${config.host}:${config.port}`);
           log.info({ workers: count, port: config.port, opsPort: ops.port, pids: [...workers.values()].map((x) => x.child.pid) }, 'audience-gateway workers listening');
         }
-      } else if (m.type === 'answer') pending.get(m.ask)?.(m);
+      }
     });
     child.on('exit', (code, signal) => {
       if (workers.get(id) === w) workers.delete(id);
+      retire(w);
       if (stopping) return;
       const n = Date.now() - startedAt < 10_000 ? (failures.get(id) ?? 0) + 1 : 0;
       failures.set(id, n);
@@ -71,54 +116,60 @@ export async function superviseWorkers(config: GatewayConfig, count: number, scr
     });
   };
 
-  /** Asks every listening worker and gathers the answers (a worker that does not answer in time is left out). */
-  const askAll = async (question: ToWorker['type']): Promise<FromWorker[]> => {
-    const asks = [...workers.values()].filter((w) => w.listening && w.child.connected).map(
-      (w) =>
-        new Promise<FromWorker | null>((resolve) => {
-          const ask = ++nextAsk;
-          const timer = setTimeout(() => {
-            pending.delete(ask);
-            resolve(null);
-          }, ASK_TIMEOUT_MS);
-          pending.set(ask, (m) => {
-            clearTimeout(timer);
-            pending.delete(ask);
-            resolve(m);
-          });
-          w.child.send({ type: question, ask } satisfies ToWorker);
-        }),
-    );
-    return (await Promise.all(asks)).filter((m): m is FromWorker => m !== null);
+  /** Called on each pushed state while a collection waits. */
+  let collected: (() => void) | null = null;
+  /**
+   * Asks every live worker for its state now and waits for them, at most COLLECT_WAIT_MS: a healthy
+   * worker's answer is fresh; a wedged one's is what it pushed last, and the answer is not held up.
+   */
+  const collect = (): Promise<void> => {
+    const asked = Date.now();
+    const live = [...workers.values()].filter((w) => w.listening && w.child.connected && asked - w.lastHeartbeat <= HEARTBEAT_MS * 4);
+    // a worker gone meanwhile is simply not waited for (its exit is handled where it exits)
+    for (const w of live) w.child.send({ type: 'collect' } satisfies ToWorker, () => {});
+    return new Promise<void>((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        collected = null;
+        resolve();
+      };
+      const timer = setTimeout(done, COLLECT_WAIT_MS);
+      collected = () => live.every((w) => w.stateAt >= asked) && done();
+      collected();
+    });
   };
 
   const metricsRegistry = {
     contentType: registry.contentType,
     async metrics(): Promise<string> {
-      const answers = await askAll('metrics');
-      const perWorker = answers.flatMap((a) => (a.type === 'answer' && a.metrics ? [a.metrics as MetricObjectWithValues<MetricValue<string>>[]] : []));
-      const own = (await registry.getMetricsAsJSON());
-      return AggregatorRegistry.aggregate([...perWorker, own]).metrics();
+      await collect();
+      const own = (await registry.getMetricsAsJSON()) as Metrics;
+      return AggregatorRegistry.aggregate([...[...workers.values()].map((w) => w.metrics), ...retired, own]).metrics();
     },
   } as unknown as Registry;
 
   const ops = await startOpsServer(config.opsHost, config.opsPort, metricsRegistry, async () => {
-    const listening = [...workers.values()].filter((w) => w.listening).length;
-    if (listening < count) return `${listening} of ${count} workers listening`;
-    const answers = await askAll('ready');
-    const problems = answers.flatMap((a) => (a.type === 'answer' && a.problem ? [a.problem] : []));
-    if (answers.length < count) problems.push(`${count - answers.length} workers did not answer`);
+    await collect();
+    const now = Date.now();
+    const all = [...workers.values()];
+    const problems: string[] = [];
+    const listening = all.filter((w) => w.listening).length;
+    if (listening < count) problems.push(`${listening} of ${count} workers listening`);
+    for (const w of all) {
+      if (now - w.lastHeartbeat > HEARTBEAT_MS * 4) problems.push(`worker ${w.id} silent for ${now - w.lastHeartbeat} ms`);
+      else if (w.listening && w.problem !== null) problems.push(w.problem);
+    }
     return problems.length > 0 ? problems.join('; ') : null;
   });
 
   for (let i = 1; i <= count; i++) start(i);
 
-  // Replace a worker that stopped sending heartbeats; ping systemd while some worker serves.
+  // Kill a worker that stopped sending heartbeats (the exit handler replaces it); ping systemd while some worker serves.
   const watchdogMs = notifier.watchdogIntervalMs();
   const check = setInterval(() => {
     const now = Date.now();
     for (const w of workers.values()) {
-      if (now - w.lastHeartbeat > HEARTBEAT_TIMEOUT_MS) {
+      if (now - w.lastHeartbeat > HEARTBEAT_TIMEOUT_MS && w.child.exitCode === null && w.child.signalCode === null) {
         log.error({ worker: w.id, pid: w.child.pid, silentMs: now - w.lastHeartbeat }, 'gateway worker stopped sending heartbeats; killing it');
         w.lastHeartbeat = now;
         w.child.kill('SIGKILL');
@@ -141,7 +192,15 @@ export async function superviseWorkers(config: GatewayConfig, count: number, scr
       const told = notifier.notify('STOPPING=1'); // awaited below: exiting first could lose it
       const exits = [...workers.values()].map((w) => new Promise<void>((r) => (w.child.exitCode !== null || w.child.signalCode !== null ? r() : w.child.once('exit', () => r()))));
       for (const w of workers.values()) w.child.kill('SIGTERM');
+      // a stopped or wedged worker never drains: it is killed once its drain time is over
+      const grace = setTimeout(() => {
+        for (const w of workers.values()) {
+          log.error({ worker: w.id, pid: w.child.pid }, 'gateway worker did not stop within its drain time; killing it');
+          w.child.kill('SIGKILL');
+        }
+      }, STOP_GRACE_MS);
       void Promise.all([...exits, told])
+        .then(() => clearTimeout(grace))
         .then(() => ops.close())
         .then(resolve, resolve);
     };

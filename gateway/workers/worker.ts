@@ -1,8 +1,8 @@
 // The worker side of GATEWAY_WORKERS: tells the supervisor it listens, sends heartbeats while its
-// event loop turns, and answers the supervisor's questions (its metrics, its readiness).
+// event loop turns, and pushes its metrics and readiness every STATE_PUSH_MS.
 import { availableParallelism } from 'node:os';
 import type { Registry } from 'prom-client';
-import { HEARTBEAT_MS, type FromWorker, type ToWorker } from './messages.js';
+import { HEARTBEAT_MS, STATE_PUSH_MS, type FromWorker, type ToWorker } from './messages.js';
 
 export interface WorkerSide {
   port: number;
@@ -25,26 +25,29 @@ export function serveSupervisor(w: WorkerSide): () => void {
   const send = (m: FromWorker) => {
     if (process.connected) process.send!(m);
   };
+  const id = process.env.GATEWAY_WORKER_ID;
+  let pushing = false;
+  const push = () => {
+    if (pushing) return; // a slow Redis answer must not pile up pushes
+    pushing = true;
+    Promise.all([w.registry.getMetricsAsJSON(), w.ready().catch((e: unknown) => String(e))])
+      .then(([metrics, problem]) => send({ type: 'state', metrics, problem: problem === null ? null : `worker ${id}: ${problem}` }))
+      .catch(() => send({ type: 'state', metrics: [], problem: `worker ${id}: could not read its metrics` }))
+      .finally(() => (pushing = false));
+  };
   const onMessage = (m: ToWorker) => {
-    if (m.type === 'metrics') {
-      w.registry.getMetricsAsJSON().then(
-        (metrics) => send({ type: 'answer', ask: m.ask, metrics }),
-        () => send({ type: 'answer', ask: m.ask, metrics: [] }),
-      );
-    } else if (m.type === 'ready') {
-      w.ready().then(
-        (problem) => send({ type: 'answer', ask: m.ask, problem: problem === null ? null : `worker ${process.env.GATEWAY_WORKER_ID}: ${problem}` }),
-        (e: unknown) => send({ type: 'answer', ask: m.ask, problem: String(e) }),
-      );
-    }
+    if (m?.type === 'collect') push();
   };
   process.on('message', onMessage);
   send({ type: 'listening', port: w.port });
+  push();
   const heartbeat = setInterval(() => send({ type: 'heartbeat' }), HEARTBEAT_MS);
+  const state = setInterval(push, STATE_PUSH_MS);
   // the supervisor went away (killed): a worker must not outlive it
   process.once('disconnect', () => process.kill(process.pid, 'SIGTERM'));
   return () => {
     clearInterval(heartbeat);
+    clearInterval(state);
     process.off('message', onMessage);
   };
 }
