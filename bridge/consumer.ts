@@ -15,7 +15,7 @@ import { actionStreamKey, deadLetterKey } from '../schemas/redis-keys.js';
 import type { BridgeCounters, LayoutCounters } from './counters.js';
 import type { Logger } from '../runtime/log.js';
 import type { LayoutScheduler } from './scheduler.js';
-import { createGroup, groupName, isMissingGroup } from './stream-group.js';
+import { createGroup, groupName, isMissingGroup, settleTrimmed } from './stream-group.js';
 import { sendStreamCommand } from './stream-command.js';
 
 export interface ConsumerSettings {
@@ -45,6 +45,8 @@ const DEAD_LETTER_KEEP_CHARS = 4096;
 /** Ids named in one "lost" log line at most. */
 const LOST_IDS_LOGGED = 20;
 const LOG_EVERY_MS = 5000;
+/** How often entries trimmed before they were read are counted (and the group's lag set right). */
+const SETTLE_TRIMMED_EVERY_MS = 1000;
 
 export class LayoutConsumer {
   private readonly stream: string;
@@ -54,6 +56,8 @@ export class LayoutConsumer {
   private running = false;
   private loop: Promise<void> | null = null;
   private lastReclaim = 0;
+  private lastSettle = 0;
+  private lastSettleErrorLog = 0;
   /** where the XAUTOCLAIM scan of the group's pending list goes on ('0-0': from the start) */
   private claimCursor = '0-0';
   private failingSince: number | null = null;
@@ -83,9 +87,13 @@ export class LayoutConsumer {
     this.c = counters.layout(this.layoutId);
   }
 
-  /** Creates the group (from new entries on) unless it exists. */
+  /**
+   * Creates the group (from new entries on) unless it exists, and makes its read counter exact at
+   * once: while Redis does not know it, a read across trimmed entries would take them as read.
+   */
   async ensureGroup(): Promise<void> {
     await this.createGroup('$');
+    await this.settleTrimmed();
   }
 
   private createGroup(from: '$' | '0'): Promise<boolean> {
@@ -130,6 +138,7 @@ export class LayoutConsumer {
         } else {
           await this.read('>', true);
           if (this.claimCursor !== '0-0' || this.now() - this.lastReclaim > this.s.reclaimIdleMs) await this.reclaim();
+          if (this.now() - this.lastSettle >= SETTLE_TRIMMED_EVERY_MS) await this.settleTrimmed();
         }
         backoff = 100;
         this.progress();
@@ -164,6 +173,7 @@ export class LayoutConsumer {
     try {
       const created = await this.createGroup('0');
       this.claimCursor = '0-0';
+      await this.settleTrimmed();
       if (created) {
         this.c.groupsRecreated++;
         this.log.warn({ layoutId: this.layoutId, group: this.group, cause: (cause as Error).message }, 'consumer group was missing (Redis lost its data?); created it again from the oldest entry in the stream');
@@ -199,6 +209,26 @@ export class LayoutConsumer {
       this.lost(deleted);
     }
     await this.handle(reply[1]);
+  }
+
+  /** Counts the entries trimmed before this bridge read them (and sets its group's lag right). */
+  private async settleTrimmed(): Promise<void> {
+    this.lastSettle = this.now();
+    let missed: number;
+    try {
+      missed = await settleTrimmed(this.ops, this.stream, this.group);
+    } catch (e) {
+      // only the count and the lag gauge depend on it, never the output: noted, and tried again in a second
+      this.c.settleErrors++;
+      if (this.now() - this.lastSettleErrorLog >= LOG_EVERY_MS) {
+        this.lastSettleErrorLog = this.now();
+        this.log.warn({ layoutId: this.layoutId, err: String((e as Error)?.message ?? e) }, 'could not count entries trimmed before they were read');
+      }
+      return;
+    }
+    if (missed === 0) return;
+    this.c.lostUnread += missed;
+    this.log.warn({ layoutId: this.layoutId, count: missed }, 'entries lost unread: the stream was trimmed past them before this bridge read them (STREAM_MAXLEN or STREAM_RETENTION_SECONDS too small for how far behind it was)');
   }
 
   private newlyLost(ids: readonly string[]): string[] {

@@ -27,6 +27,8 @@ export interface LayoutCounters {
   droppedStale: number;
   /** pending entries whose data was trimmed or deleted before they were sent */
   lostTrimmed: number;
+  /** entries trimmed or deleted before this bridge read them at all (never read, so outside the sum above) */
+  lostUnread: number;
   /** crowd summaries merged into a crowd value (crowd.ts) */
   summaries: number;
   /** stream ids acknowledged */
@@ -37,6 +39,8 @@ export interface LayoutCounters {
   acksAbandoned: number;
   /** failed stream reads (retried with backoff) */
   readErrors: number;
+  /** failed counts of entries trimmed before they were read (tried again a second later) */
+  settleErrors: number;
   /** times the consumer group (or the whole stream) was found missing and created again */
   groupsRecreated: number;
   /** send ticks that failed unexpectedly (the loop goes on) */
@@ -44,8 +48,8 @@ export interface LayoutCounters {
 }
 
 export const LAYOUT_COUNTERS: readonly (keyof LayoutCounters)[] = [
-  'read', 'sent', 'coalesced', 'duplicates', 'deadLettered', 'deadLetterFailures', 'droppedStale', 'lostTrimmed', 'summaries',
-  'acked', 'ackFailures', 'acksAbandoned', 'readErrors', 'groupsRecreated', 'tickErrors',
+  'read', 'sent', 'coalesced', 'duplicates', 'deadLettered', 'deadLetterFailures', 'droppedStale', 'lostTrimmed', 'lostUnread', 'summaries',
+  'acked', 'ackFailures', 'acksAbandoned', 'readErrors', 'settleErrors', 'groupsRecreated', 'tickErrors',
 ];
 
 function zeroLayout(): LayoutCounters {

@@ -118,10 +118,18 @@ export function mergeSummaries(summaries: readonly CrowdSummary[]): CrowdValue {
   }
 }
 
+/** A crowd value as the wire carries it (float32 values), for telling a new value from a repeat. */
+function valueKey(v: CrowdValue): string {
+  const f32 = (x: number) => Math.fround(x);
+  return `${v.address} ${v.mode} ${v.n} ${v.value.map(f32).join(',')} ${v.sd === undefined ? '' : f32(v.sd)}`;
+}
+
 /** The crowd controls of one layout: the newest summary per source, merged on demand. */
 export class CrowdTable {
   /** by lid: by source, the newest summary */
   private readonly controls = new Map<number, Map<string, CrowdSummary>>();
+  /** what `changed()` last returned for each lid, as valueKey says it */
+  private readonly lastSent = new Map<number, string>();
   /** lids whose merged value may have changed since `changed()` last asked */
   private readonly touched = new Set<number>();
 
@@ -161,7 +169,12 @@ export class CrowdTable {
       }
       // A mode changed by a re-import: only the newest mode's summaries count.
       const newest = live.reduce((a, b) => (b.ts > a.ts ? b : a));
-      out.push(mergeSummaries(live.filter((x) => x.mode === newest.mode && x.address === newest.address)));
+      const merged = mergeSummaries(live.filter((x) => x.mode === newest.mode && x.address === newest.address));
+      // a lease refresh changes nothing: the displays get a value only when it differs from the last one
+      const key = valueKey(merged);
+      if (this.lastSent.get(lid) === key) continue;
+      this.lastSent.set(lid, key);
+      out.push(merged);
     }
     this.touched.clear();
     return out;

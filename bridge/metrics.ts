@@ -16,7 +16,7 @@ const PER_TARGET: [keyof TargetCounters, string, string][] = [
 ];
 
 /** Per-layout counters; read = sent + coalesced + duplicates + dead_lettered + dropped_stale + lost + crowd_summaries + pending. */
-const PER_LAYOUT: [Exclude<keyof LayoutCounters, 'lostTrimmed'>, string, string][] = [
+const PER_LAYOUT: [Exclude<keyof LayoutCounters, 'lostTrimmed' | 'lostUnread'>, string, string][] = [
   ['read', 'audience_bridge_entries_read_total', 'Stream entries read, by layout.'],
   ['sent', 'audience_bridge_entries_sent_total', 'Stream entries whose action went out to at least one target, by layout.'],
   ['coalesced', 'audience_bridge_coalesced_total', 'Continuous-control entries superseded by a newer value before sending, by layout.'],
@@ -29,6 +29,7 @@ const PER_LAYOUT: [Exclude<keyof LayoutCounters, 'lostTrimmed'>, string, string]
   ['ackFailures', 'audience_bridge_ack_failures_total', 'Failed XACK calls, by layout (their ids are retried on later ticks).'],
   ['acksAbandoned', 'audience_bridge_acks_abandoned_total', 'Entry ids whose XACK failed 5 times and was given up (they stay pending; a re-read is deduplicated), by layout.'],
   ['readErrors', 'audience_bridge_read_errors_total', 'Failed stream reads (retried with backoff), by layout.'],
+  ['settleErrors', 'audience_bridge_lost_count_errors_total', 'Failed counts of entries trimmed before they were read (tried again a second later; the output is not affected), by layout.'],
   ['groupsRecreated', 'audience_bridge_groups_recreated_total', 'Times the consumer group or stream was missing and was created again, by layout.'],
   ['tickErrors', 'audience_bridge_tick_errors_total', 'Send ticks that failed unexpectedly, by layout.'],
 ];
@@ -85,12 +86,15 @@ export class BridgeMetrics {
     }
     new Counter({
       name: 'audience_bridge_entries_lost_total',
-      help: 'Pending entries whose data was trimmed or deleted before they were sent, by layout and reason.',
+      help: 'Entries lost, by layout and reason: trimmed (read, then its data trimmed or deleted before it was sent), trimmed_unread (trimmed or deleted before this bridge read it).',
       labelNames: ['layout', 'reason'],
       registers: [this.registry],
       collect() {
         this.reset();
-        for (const layout of s.layouts) this.labels(layout, 'trimmed').inc(s.counters.layout(layout).lostTrimmed);
+        for (const layout of s.layouts) {
+          this.labels(layout, 'trimmed').inc(s.counters.layout(layout).lostTrimmed);
+          this.labels(layout, 'trimmed_unread').inc(s.counters.layout(layout).lostUnread);
+        }
       },
     });
     new Gauge({

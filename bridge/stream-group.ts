@@ -1,5 +1,6 @@
 // This bridge's consumer group on a layout's stream: its name, creating it, reading its state,
 // acknowledging entries, and recognising the errors that say it is gone.
+import { readFileSync } from 'node:fs';
 import type { RedisClient } from '../runtime/redis.js';
 import { actionStreamKey } from '../schemas/redis-keys.js';
 
@@ -48,4 +49,18 @@ export function streamAcker(ops: RedisClient, prefix: string, bridgeId: string, 
   return async (ids) => {
     if (ids.length > 0) await ops.xack(stream, group, ...ids);
   };
+}
+
+const SETTLE_TRIMMED = readFileSync(new URL('./lua/settleTrimmed-1.lua', import.meta.url), 'utf8');
+/** Entries after the group's position counted one by one, at most: beyond, the count waits for the bridge to catch up. */
+const SETTLE_SCAN_MAX = 10_000;
+
+/**
+ * The entries trimmed (or deleted) from a layout's stream before this bridge's group read them,
+ * since the last call; the group's read counter is set right at the same time, so its lag (XINFO
+ * GROUPS) is the entries waiting again. 0 when there is no group yet or it is too far behind to count.
+ */
+export async function settleTrimmed(ops: RedisClient, stream: string, group: string): Promise<number> {
+  const [missed] = (await ops.eval(SETTLE_TRIMMED, 1, stream, group, SETTLE_SCAN_MAX)) as [number, number];
+  return missed;
 }

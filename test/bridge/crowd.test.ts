@@ -70,7 +70,10 @@ async function expectOnWire(expected: Record<string, OfflineFigure>, layoutId = 
   const tolerance = (e: OfflineFigure) => (e.mode === 'median' || e.mode === 'trimmed-mean' ? 0.01 : 1e-5);
   const close = (address: string, e: OfflineFigure) => {
     const wire = lastOnWire(address, layoutId);
-    return lastOnWire(`${address}/n`, layoutId)?.values[0] === e.n && wire !== null && e.value.every((v, k) => Math.abs(wire.values[k]! - v) <= tolerance(e));
+    const sd = lastOnWire(`${address}/sd`, layoutId);
+    const sdClose = e.sd === undefined || (sd !== null && Math.abs(sd.values[0]! - e.sd) <= 1e-5);
+    // the sd too: a value within the median's tolerance can still be an earlier bundle's
+    return lastOnWire(`${address}/n`, layoutId)?.values[0] === e.n && wire !== null && sdClose && e.value.every((v, k) => Math.abs(wire.values[k]! - v) <= tolerance(e));
   };
   await eventually(() => Object.entries(expected).every(([address, e]) => close(address, e)), 10_000).catch(() => {}); // the assertions below say what differs
   for (const [address, e] of Object.entries(expected)) {

@@ -43,6 +43,38 @@ const readyz = async (port: number) => {
 const opsPortOf = (output: string) => Number(/"opsPort":(\d+)/.exec(output)![1]);
 
 describe('bridge chaos', () => {
+  it('(d) entries trimmed before the bridge read them are counted as lost (trimmed_unread), and its lag is right again', async () => {
+    const s = await sink();
+    const prefix = randomPrefix();
+    const key = actionStreamKey(prefix, 'show');
+    const c = redis.get().client;
+    const file = configFile({ redisUrl: redis.get().server.url, prefix, bridgeId: 'chaos-d', layouts: [{ layoutId: 'show', targets: [{ host: '127.0.0.1', port: s.port }] }] });
+    // the bridge's group is where it left off (it has read and acked an entry); 300 entries arrive and
+    // are trimmed away before it reads them
+    await c.xgroup('CREATE', key, 'bridge:chaos-d', '$', 'MKSTREAM');
+    await c.xadd(key, '*', ACTION_FIELD, encodeActionEntry(entry('warm')));
+    const [[, [[warm]]]] = (await c.call('XREADGROUP', 'GROUP', 'bridge:chaos-d', 'chaos-d', 'COUNT', 1, 'STREAMS', key, '>')) as [[string, [[string]]]];
+    await c.xack(key, 'bridge:chaos-d', warm);
+    for (let i = 0; i < 300; i++) await c.xadd(key, '*', ACTION_FIELD, encodeActionEntry(entry(`unread-${i}`)));
+    await c.xtrim(key, 'MAXLEN', 0);
+    for (let i = 0; i < 5; i++) await c.xadd(key, '*', ACTION_FIELD, encodeActionEntry(entry(`kept-${i}`)));
+    const { child, output } = await spawnBridge(['--config', file]);
+    children.push(child);
+    await eventually(() => s.messages.filter((m) => String(m.args[0]!.value).startsWith('kept-')).length === 5, 3000);
+    const metricsOf = async () => (await fetch(`http://127.0.0.1:${opsPortOf(output())}/metrics`)).text();
+    await eventually(async () => (await metricsOf()).includes('audience_bridge_entries_lost_total{layout="show",reason="trimmed_unread"} 300'), 3000);
+    await eventually(async () => (await metricsOf()).includes('audience_bridge_consumer_lag_entries{layout="show"} 0'), 3000);
+    expect(output()).toMatch(/entries lost unread/);
+    // and nothing more is counted as the bridge goes on
+    for (let i = 0; i < 20; i++) await c.xadd(key, '*', ACTION_FIELD, encodeActionEntry(entry(`later-${i}`)));
+    await eventually(() => s.messages.filter((m) => String(m.args[0]!.value).startsWith('later-')).length === 20, 3000);
+    await new Promise((r) => setTimeout(r, 1200));
+    const after = await metricsOf();
+    expect(after).toContain('audience_bridge_entries_lost_total{layout="show",reason="trimmed_unread"} 300');
+    expect(after).toContain('audience_bridge_consumer_lag_entries{layout="show"} 0');
+    await stopProcess(child, 'SIGTERM');
+  });
+
   it('(a) pending entries deleted while the bridge was down: on start it delivers new entries within 1 s', async () => {
     const s = await sink();
     const prefix = randomPrefix();
