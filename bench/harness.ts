@@ -34,6 +34,20 @@ export async function spawnPinned(core: number | string, file: string, args: str
   return { child, match };
 }
 
+/**
+ * The per-participant and per-key limits of a benched gateway: raised, since a bench plays a few
+ * thousand participants at tens of thousands of actions a second (each far above a phone's budget).
+ * Every action still passes through the limiter; it just never refuses one.
+ */
+export const BENCH_LIMITS: Record<string, string> = {
+  ACTION_RATE_PER_SECOND: '10000',
+  ACTION_BURST: '100000',
+  STRING_RATE_PER_SECOND: '10000',
+  STRING_BURST: '100000',
+  MINT_RATE_PER_SECOND: '100000',
+  MINT_BURST: '1000000',
+};
+
 /** The built gateway (dist/gateway/main.js unless `main` says another build's) on a free port, pinned to core 0. */
 export async function spawnPinnedGateway(
   redisUrl: string,
@@ -41,7 +55,7 @@ export async function spawnPinnedGateway(
 ): Promise<{ child: ChildProcess; url: string }> {
   const port = await freePort();
   const main = o.main ?? fileURLToPath(new URL('../gateway/main.js', import.meta.url));
-  const env = { REDIS_URL: redisUrl, PORT: String(port), OPS_PORT: '0', LOG_LEVEL: 'info', ...o.env };
+  const env = { REDIS_URL: redisUrl, PORT: String(port), OPS_PORT: '0', LOG_LEVEL: 'info', ...BENCH_LIMITS, ...o.env };
   const { child } = await spawnPinned(0, main, [], env, /audience-gateway listening/, [...(o.nodeArgs ?? GATEWAY_NODE_FLAGS)], o.node);
   return { child, url: `http://127.0.0.1:${port}` };
 }

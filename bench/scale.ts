@@ -18,7 +18,7 @@ import { RedisKeys } from '../gateway/store/keys.js';
 import { runScript } from '../gateway/store/scripts.js';
 import { ACTION_FIELD, encodeActionEntry } from '../schemas/action-entry.js';
 import { createRedisClient } from '../runtime/redis.js';
-import { actionRequests, cpuSeconds, mintTokens, pinnedRedis, seedDemo, spawnPinned, stopChild, wrkLoad, type LoadResult } from './harness.js';
+import { BENCH_LIMITS, actionRequests, cpuSeconds, mintTokens, pinnedRedis, seedDemo, spawnPinned, stopChild, wrkLoad, type LoadResult } from './harness.js';
 
 const { values } = parseArgs({ options: { seconds: { type: 'string', default: '10' } } });
 const SECONDS = Number(values.seconds);
@@ -32,7 +32,7 @@ async function measure(name: string, env: Record<string, string>, apiKey: string
   // not pinned to one core: two workers need both (taskset -c 0-1)
   const marker = Number(env.GATEWAY_WORKERS ?? 1) > 1 ? /audience-gateway workers listening/ : /audience-gateway listening/;
   const port = await freePort();
-  const gw = await spawnPinned('0-1', GATEWAY, [], { ...env, PORT: String(port), OPS_PORT: '0', LOG_LEVEL: 'info' }, marker, [...GATEWAY_NODE_FLAGS]);
+  const gw = await spawnPinned('0-1', GATEWAY, [], { ...BENCH_LIMITS, ...env, PORT: String(port), OPS_PORT: '0', LOG_LEVEL: 'info' }, marker, [...GATEWAY_NODE_FLAGS]);
   const url = `http://127.0.0.1:${port}`;
   try {
     const tokens = await mintTokens(url, apiKey, 'demo-show', 2000);
