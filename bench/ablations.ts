@@ -41,7 +41,7 @@ export const ABLATIONS: Ablation[] = [
     name: 'request-id',
     step: 'request id: read x-request-id, check it, or make one',
     how: 'removed',
-    edits: [{ file: SERVER, find: 'const id = given && REQUEST_ID.test(given) ? given : randomUUID();', replace: "const id = 'r';" }],
+    edits: [{ file: SERVER, find: 'const id = given && REQUEST_ID.test(given) ? given : requestId();', replace: "const id = 'r';" }],
   },
   {
     name: 'header-capture',

@@ -108,7 +108,7 @@ export function actionRoutes(d: RouteDeps): Route[] {
     if (!layout || layout.teamId !== claims.team) throw new AppError('layout_not_found', undefined, 400);
     if (revokedByLayout(claims, layout)) throw new AppError('token_revoked');
     // before anything is checked or stored: whatever a participant sends counts against its budget
-    d.participants.check(claims.sub, body.type, ratesFor(layout));
+    d.participants.check(claims.sub, body.type, ratesFor(layout), answer.head.receivedAt);
     const { control, value } = checkAction(layout, body);
     const once = answer.head.headers['idempotency-key'];
     if (control.aggregate) {

@@ -4,7 +4,7 @@ import { mkdirSync } from 'node:fs';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { presenceKey } from '../../schemas/redis-keys.js';
-import { DEMO_LAYOUT, eventually, getLayout, mintToken, postAction, startTestGateway, type TestGateway } from '../helpers/gateway.js';
+import { DEMO_LAYOUT, eventually, getLayout, mintToken, postAction, postJson, startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { useRedis } from '../helpers/redis.js';
 
 const ARTIFACTS = 'test-artifacts/admin';
@@ -239,6 +239,22 @@ describe('team management page', () => {
     await eventually(async () => (await act()).status === 401, 1000);
     expect((await act()).body.error.code).toBe('token_revoked');
     expect((await act(await mintToken(t, t.layoutId, t.apiKey))).status).toBe(200);
+  });
+
+  it('creates a key with its own token minting limit', async () => {
+    await page.getByLabel('Name').fill('box office');
+    await page.locator('details.mint-limits summary').click();
+    await page.getByLabel('Tokens a second').fill('2');
+    await page.getByLabel('Tokens at once after a pause').fill('3');
+    await page.getByRole('button', { name: 'Create key' }).click();
+    const secret = page.locator('#secret-value');
+    await expect.poll(() => secret.isVisible()).toBe(true);
+    const created = await secret.inputValue();
+    await page.getByRole('button', { name: 'I have stored it' }).click();
+    expect(await t.admin.apiKeys.get(created.split('.')[0]!)).toMatchObject({ mintRate: 2, mintBurst: 3 });
+    const statuses = [];
+    for (let i = 0; i < 4; i++) statuses.push((await postJson(`${t.url}/token`, { layoutId: t.layoutId }, { 'x-api-key': created })).status);
+    expect(statuses).toEqual([200, 200, 200, 429]);
   });
 
   it('reads well on a phone, and signs out', async () => {

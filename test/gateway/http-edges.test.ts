@@ -112,13 +112,13 @@ describe('every response', () => {
     const given = await call(`${g.t.url}/layout/${g.t.layoutId}`, { headers: { 'x-api-key': g.t.apiKey, 'x-request-id': 'trace-123' } });
     expect(given.headers.get('x-request-id')).toBe('trace-123');
     const hostile = await call(`${g.t.url}/layout/${g.t.layoutId}`, { headers: { 'x-api-key': g.t.apiKey, 'x-request-id': 'a b <script>' } });
-    const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
-    expect(hostile.headers.get('x-request-id')).toMatch(UUID);
+    const RANDOM_ID = /^[0-9a-f]{16}$/;
+    expect(hostile.headers.get('x-request-id')).toMatch(RANDOM_ID);
     // random: two ids in a row share no counter or boot id that would tell the process's request count or restarts
     const ids = [];
     for (let i = 0; i < 20; i++) ids.push((await call(`${g.t.url}/nowhere`)).headers.get('x-request-id')!);
     expect(new Set(ids).size).toBe(20);
-    for (const id of ids) expect(id).toMatch(UUID);
+    for (const id of ids) expect(id).toMatch(RANDOM_ID);
     const prefixes = new Set(ids.map((id) => id.slice(0, 8)));
     expect(prefixes.size).toBeGreaterThan(15);
   });

@@ -114,6 +114,10 @@ $('new-key').addEventListener('submit', (ev) => {
   guarded(async () => {
     const form = new FormData($('new-key'));
     const body = { name: String(form.get('name') ?? '').trim() };
+    for (const field of ['mintRate', 'mintBurst']) {
+      const text = String(form.get(field) ?? '').trim();
+      if (text !== '') body[field] = Number(text);
+    }
     if (form.get('scope') === 'layouts') {
       body.layouts = form.getAll('layout').map(String);
       if (body.layouts.length === 0) {
