@@ -3,7 +3,6 @@
 // a source silent for CROWD_LEASE_MS. One that stops gracefully (a rolling deploy) retracts its
 // share at once. Real gateway processes, a real bridge, liblo's oscdump on the wire.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { request } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Bridge } from '../../bridge/app.js';
 import { freePort } from '../../gateway/dev/redis-server.js';
@@ -12,7 +11,7 @@ import { startTestBridge, stopProcess } from '../helpers/bridge.js';
 import { CROWD_LAYOUT, LAYOUT } from '../helpers/crowd.js';
 import { recordFigure } from '../helpers/figures.js';
 import { eventually, mintToken, startTestGateway, type TestGateway } from '../helpers/gateway.js';
-import { spawnGateway, type GatewayProcess } from '../helpers/gateway-process.js';
+import { postOnNewConnection, spawnGateway, type GatewayProcess } from '../helpers/gateway-process.js';
 import { useRedis } from '../helpers/redis.js';
 
 const redis = useRedis();
@@ -46,18 +45,6 @@ function lastOnWire(address: string): number | null {
 }
 const strobeIs = (value: number, n: number) => lastOnWire('/003') === value && lastOnWire('/003/n') === n;
 
-/** POST /action on a connection of its own; 0 when the connection failed. */
-function post(port: number, token: string, body: unknown): Promise<number> {
-  return new Promise((resolve) => {
-    const data = JSON.stringify(body);
-    const req = request({ host: '127.0.0.1', port, path: '/action', method: 'POST', agent: false, headers: { 'content-type': 'application/json', authorization: `Bearer ${token}`, 'content-length': Buffer.byteLength(data) } }, (res) => {
-      res.resume();
-      res.on('end', () => resolve(res.statusCode ?? 0));
-    });
-    req.on('error', () => resolve(0));
-    req.end(data);
-  });
-}
 
 /**
  * Two gateway processes; every participant switches the Strobe toggle (fraction, 60 s window) on
@@ -71,12 +58,12 @@ async function crowdThenLose(stop: (victim: GatewayProcess) => void): Promise<nu
   processes.push(a, b);
   const tokens = await Promise.all(Array.from({ length: PARTICIPANTS }, () => mintToken(seeded, LAYOUT, seeded.apiKey)));
   const toggle = (value: boolean) => ({ layoutId: LAYOUT, lid: 3, type: 'Toggle', value });
-  const on = await Promise.all(tokens.map((t, i) => post((i % 2 === 0 ? a : b).port, t, toggle(true))));
+  const on = await Promise.all(tokens.map((t, i) => postOnNewConnection((i % 2 === 0 ? a : b).port, t, toggle(true))));
   expect(new Set(on)).toEqual(new Set([200]));
   await eventually(() => strobeIs(1, PARTICIPANTS), 3000);
   const stopped = Date.now();
   stop(a);
-  const off = await Promise.all(tokens.map((t) => post(b.port, t, toggle(false))));
+  const off = await Promise.all(tokens.map((t) => postOnNewConnection(b.port, t, toggle(false))));
   expect(new Set(off)).toEqual(new Set([200]));
   await eventually(() => strobeIs(0, PARTICIPANTS), 10_000);
   const elapsed = Date.now() - stopped;

@@ -5,10 +5,9 @@ import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { freePort } from '../../gateway/dev/redis-server.js';
 import { STOP_GRACE_MS } from '../../gateway/workers/supervisor.js';
-import { request } from 'node:http';
 import { afterAll, describe, expect, it } from 'vitest';
 import { stopProcess } from '../helpers/bridge.js';
-import { spawnGateway, type GatewayProcess } from '../helpers/gateway-process.js';
+import { postOnNewConnection, spawnGateway, type GatewayProcess } from '../helpers/gateway-process.js';
 import { eventually, mintToken, startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { sample, scrape } from '../helpers/metrics.js';
 import { startFakeNotifySocket } from '../helpers/notify-socket.js';
@@ -33,18 +32,6 @@ function listeners(port: number): number[] {
   return [...out.matchAll(/pid=(\d+)/g)].map((m) => Number(m[1])).sort();
 }
 
-/** POST /action on a connection of its own (so the kernel picks a worker for each). */
-function postOnNewConnection(port: number, token: string, body: unknown): Promise<number> {
-  return new Promise((resolve) => {
-    const data = JSON.stringify(body);
-    const req = request({ host: '127.0.0.1', port, path: '/action', method: 'POST', agent: false, headers: { 'content-type': 'application/json', authorization: `Bearer ${token}`, 'content-length': Buffer.byteLength(data) } }, (res) => {
-      res.resume();
-      res.on('end', () => resolve(res.statusCode ?? 0));
-    });
-    req.on('error', () => resolve(0)); // reset by a worker that died: not accepted
-    req.end(data);
-  });
-}
 
 describe('GATEWAY_WORKERS=2', () => {
   it('serves one port from two processes, replaces a killed worker, loses nothing accepted, and counts both in one /metrics', async () => {

@@ -1,19 +1,27 @@
 // The real audience-gateway process (dist/gateway/main.js), as systemd or a shell runs it.
 import { spawn, type ChildProcess } from 'node:child_process';
+import { request } from 'node:http';
 import { fileURLToPath } from 'node:url';
+import { BENCH_LIMITS } from '../../bench/harness.js';
 import { freePort } from '../../gateway/dev/redis-server.js';
 
 export const GATEWAY_BIN = fileURLToPath(new URL('../../dist/gateway/main.js', import.meta.url));
 
-/** The limits far above what tests send (as UNLIMITED in gateway.ts); a test of the limits passes its own. */
-export const UNLIMITED_ENV: Record<string, string> = {
-  ACTION_RATE_PER_SECOND: '10000',
-  ACTION_BURST: '100000',
-  STRING_RATE_PER_SECOND: '10000',
-  STRING_BURST: '100000',
-  MINT_RATE_PER_SECOND: '100000',
-  MINT_BURST: '1000000',
-};
+/** The limits far above what tests send (the bench's: as UNLIMITED in gateway.ts); a test of the limits passes its own. */
+export const UNLIMITED_ENV = BENCH_LIMITS;
+
+/** POST /action on a connection of its own (so the kernel picks a process of the port for each); 0 when the connection failed. */
+export function postOnNewConnection(port: number, token: string, body: unknown): Promise<number> {
+  return new Promise((resolve) => {
+    const data = JSON.stringify(body);
+    const req = request({ host: '127.0.0.1', port, path: '/action', method: 'POST', agent: false, headers: { 'content-type': 'application/json', authorization: `Bearer ${token}`, 'content-length': Buffer.byteLength(data) } }, (res) => {
+      res.resume();
+      res.on('end', () => resolve(res.statusCode ?? 0));
+    });
+    req.on('error', () => resolve(0)); // reset by a process that died: not accepted
+    req.end(data);
+  });
+}
 
 export interface GatewayProcess {
   child: ChildProcess;
