@@ -55,6 +55,7 @@ const STATUS_TEXT: Record<number, string> = {
 };
 const STATUS_LINE = new Map(Object.entries(STATUS_TEXT).map(([code, text]) => [Number(code), bytes(text)]));
 const REQUEST_ID = bytes('x-request-id');
+const CONTENT_LENGTH = bytes('content-length');
 const JSON_CONTENT_TYPE = ['content-type', 'application/json'] as const;
 const [CONTENT_TYPE, JSON_TYPE] = headerBytes([JSON_CONTENT_TYPE])[0]!;
 
@@ -106,13 +107,24 @@ export function internalError(): AppError {
  * read, so it cannot be parsed as the next request); `headOnly` (a HEAD request) sends the headers
  * and the Content-Length but not the body.
  */
+/**
+ * Ends a HEAD answer: the length its GET would have, and no body. The header is written here and
+ * uWS's endWithoutBody is called without a length: given one, uWS 20.51 waits for that many body
+ * bytes that never come and closes the connection on the next request (keep-alive clients then
+ * see "socket hang up").
+ */
+function endHead(res: HttpResponse, length: number): void {
+  res.writeHeader(CONTENT_LENGTH, String(length));
+  res.endWithoutBody();
+}
+
 export function send(res: HttpResponse, requestId: string, reply: Reply, common: readonly Header[], close = false, headOnly = false): void {
   res.cork(() => {
     const head = headOf(reply, common);
     if (head) {
       res.writeStatus(head);
       res.writeHeader(REQUEST_ID, requestId);
-      if (headOnly) res.endWithoutBody(reply.json!.length, close);
+      if (headOnly) endHead(res, reply.json!.length);
       else res.end(reply.json, close);
       return;
     }
@@ -124,12 +136,12 @@ export function send(res: HttpResponse, requestId: string, reply: Reply, common:
       res.endWithoutBody(0, close);
     } else if (reply.raw) {
       res.writeHeader(CONTENT_TYPE, reply.raw.contentType);
-      if (headOnly) res.endWithoutBody(Buffer.byteLength(reply.raw.data), close);
+      if (headOnly) endHead(res, Buffer.byteLength(reply.raw.data));
       else res.end(reply.raw.data, close);
     } else {
       res.writeHeader(CONTENT_TYPE, JSON_TYPE);
       const body = reply.json ?? JSON.stringify(reply.body);
-      if (headOnly) res.endWithoutBody(Buffer.byteLength(body), close);
+      if (headOnly) endHead(res, Buffer.byteLength(body));
       else res.end(body, close);
     }
   });

@@ -1,6 +1,7 @@
 // The HTTP edge: body limits without buffering, hostile and malformed input, request ids, 404/405.
 // No input may produce a 5xx, a crash or a hang.
 import { randomBytes } from 'node:crypto';
+import { connect } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { call, postAction, postJson, useGatewayWithToken } from '../helpers/gateway.js';
 import { raw } from '../helpers/raw-http.js';
@@ -104,6 +105,41 @@ describe('malformed and hostile JSON', () => {
 
   it('keeps serving after all of the above', async () => {
     expect((await postAction(g.t, g.token, { layoutId: g.t.layoutId, lid: 1, type: 'Button' })).status).toBe(200);
+  });
+});
+
+describe('one keep-alive connection', () => {
+  /** Writes each request on one socket, the next once the previous answer is in; the answers' status lines. */
+  async function onOneSocket(requests: string[]): Promise<string[]> {
+    const socket = connect(g.t.gw.port, '127.0.0.1');
+    socket.on('error', () => {});
+    let received = '';
+    socket.on('data', (d) => (received += d.toString('latin1')));
+    // a status line follows the previous answer's body directly (no line break after a JSON body)
+    const statuses = () => [...received.matchAll(/HTTP\/1\.1 (\d{3}) /g)].map((m) => m[1]!);
+    try {
+      for (const [i, r] of requests.entries()) {
+        socket.write(r);
+        const until = Date.now() + 2000;
+        while (statuses().length < i + 1 && !socket.destroyed && Date.now() < until) await new Promise((res) => setTimeout(res, 10));
+      }
+      return statuses();
+    } finally {
+      socket.destroy();
+    }
+  }
+
+  it('serves a GET after a HEAD (HEAD answers the length without a body and keeps the connection)', async () => {
+    const head = 'HEAD /openapi.json HTTP/1.1\r\nHost: x\r\n\r\n';
+    const get = 'GET /openapi.json HTTP/1.1\r\nHost: x\r\n\r\n';
+    expect(await onOneSocket([head, get, head, get])).toEqual(['200', '200', '200', '200']);
+  });
+
+  it('serves a POST /action after its CORS preflight, as a browser sends them', async () => {
+    const body = JSON.stringify({ layoutId: g.t.layoutId, lid: 1, type: 'Button' });
+    const preflight = 'OPTIONS /action HTTP/1.1\r\nHost: x\r\nOrigin: https://app.example\r\nAccess-Control-Request-Method: POST\r\n\r\n';
+    const post = `POST /action HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nAuthorization: Bearer ${g.token}\r\nContent-Length: ${body.length}\r\n\r\n${body}`;
+    expect(await onOneSocket([preflight, post, preflight, post])).toEqual(['204', '200', '204', '200']);
   });
 });
 
