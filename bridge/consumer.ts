@@ -88,15 +88,17 @@ export class LayoutConsumer {
   }
 
   /**
-   * Creates the group (from new entries on) unless it exists, and makes its read counter exact at
-   * once: while Redis does not know it, a read across trimmed entries would take them as read.
+   * Creates the group unless it exists, from maxAgeMs ago (stream ids are times): a bridge's first
+   * start delivers what is still fresh, such as an action accepted while it was starting, and
+   * nothing older. Then makes its read counter exact at once: while Redis does not know it, a read
+   * across trimmed entries would take them as read.
    */
   async ensureGroup(): Promise<void> {
-    await this.createGroup('$');
+    await this.createGroup(`${Math.max(0, this.now() - this.scheduler.settings.maxAgeMs)}-0`);
     await this.settleTrimmed();
   }
 
-  private createGroup(from: '$' | '0'): Promise<boolean> {
+  private createGroup(from: string): Promise<boolean> {
     return createGroup(this.ops, this.stream, this.group, from);
   }
 

@@ -8,8 +8,11 @@ export function groupName(bridgeId: string): string {
   return `bridge:${bridgeId}`;
 }
 
-/** Creates the group at `from` ('$': new entries on; '0': the oldest entry still there), with the stream if missing. False if it existed. */
-export async function createGroup(ops: RedisClient, stream: string, group: string, from: '$' | '0'): Promise<boolean> {
+/**
+ * Creates the group at `from` (an entry id: the group delivers what comes after it; '0': the oldest
+ * entry still there), with the stream if missing. False if it existed.
+ */
+export async function createGroup(ops: RedisClient, stream: string, group: string, from: string): Promise<boolean> {
   try {
     await ops.xgroup('CREATE', stream, group, from, 'MKSTREAM');
     return true;

@@ -216,3 +216,20 @@ describe('straight from the stream', () => {
     await eventually(() => s.messages.length === 21, 8000);
   });
 });
+
+describe('a bridge’s first start on a layout', () => {
+  it('delivers the entries newer than maxAgeMs that arrived before its group existed, and nothing older', async () => {
+    const s = await sink();
+    const prefix = randomPrefix();
+    const key = actionStreamKey(prefix, DEMO_LAYOUT.layoutId);
+    const c = redis.get().client;
+    const at = (ms: number, value: string) => c.xadd(key, `${ms}-0`, ACTION_FIELD, encodeActionEntry({ v: 1, id: `first-${value}`, layoutId: DEMO_LAYOUT.layoutId, lid: 5, address: '/005', type: 'String', value, ts: ms }));
+    const now = Date.now();
+    await at(now - 5000, 'too old'); // past maxAgeMs (2 s): stale whatever the group
+    await at(now - 400, 'sent while the bridge was starting');
+    await bridgeFor(prefix, { targets: [{ host: '127.0.0.1', port: s.port }] });
+    await eventually(() => s.messages.length >= 1, 2000);
+    await new Promise((r) => setTimeout(r, 200));
+    expect(s.messages.map((m) => m.args[0]!.value)).toEqual(['sent while the bridge was starting']);
+  });
+});
