@@ -102,7 +102,7 @@ async function main(): Promise<void> {
     ? { redisShown: clusterNodes.map(redactUrl).join(','), redisEnv: `REDIS_CLUSTER_NODES=${clusterNodes.map(redactUrl).join(',')}`, redisCli: `-c -h ${seedNode!.hostname} -p ${seedNode!.port || 6379}` }
     : { redisShown: redactUrl(config.redisUrl), redisEnv: `REDIS_URL=${redactUrl(config.redisUrl)}`, redisCli: `-u ${redactUrl(config.redisUrl)}` };
   if (stopping) return; // Ctrl-C came during the start
-  process.stdout.write(walkthrough({ api, ...redis, redisNote, apiKey: seed.apiKey, layoutId: seed.layoutId, teamId: seed.teamId, osc, adminEmail: DEMO_ADMIN_EMAIL, adminPassword: seed.adminPassword }));
+  process.stdout.write(walkthrough({ api, ...redis, redisNote, apiKey: seed.apiKey, layoutId: seed.layoutId, teamId: seed.teamId, osc, adminEmail: DEMO_ADMIN_EMAIL, adminPassword: seed.adminPassword, cli: fileURLToPath(new URL('../cli/main.js', import.meta.url)) }));
 
 }
 

@@ -15,10 +15,12 @@ export interface WalkthroughInput {
   osc: string;
   adminEmail: string;
   adminPassword: string;
+  /** the built audiencectl's absolute path, so the commands work from any folder */
+  cli: string;
 }
 
 export function walkthrough(w: WalkthroughInput): string {
-  const ctl = `${w.redisEnv} node dist/gateway/cli/main.js`;
+  const ctl = `${w.redisEnv} node '${w.cli.replaceAll("'", "'\\''")}'`;
   return `
 audience-control is running
   API      ${w.api}

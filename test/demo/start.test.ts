@@ -44,9 +44,10 @@ async function start(env: Record<string, string>): Promise<{ child: ChildProcess
 
 // stdin is /dev/null, as for a command pasted into a terminal: bash sources /etc/bash.bashrc (which
 // fails under -u on PS1) when its stdin is a socket and SHLVL is below 2, and Node's piped stdin is one.
+// It runs in a folder of its own: the walk-through's commands must work from wherever they are pasted.
 function bash(script: string): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    const child = spawn('bash', ['-euo', 'pipefail', '-c', script], { cwd: ROOT, timeout: 20_000, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn('bash', ['-euo', 'pipefail', '-c', script], { cwd: mkdtempSync(join(tmpdir(), 'ac-shell-')), timeout: 20_000, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d) => (stdout += d));
