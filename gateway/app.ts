@@ -184,7 +184,10 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
     }
   };
   metrics.watchCrowd(() => deps.crowd.participants());
-  const ops = await startOpsServer(config.opsHost, config.opsPort, metrics.registry, ready);
+  const ops = await startOpsServer(config.opsHost, config.opsPort, metrics.registry, ready).catch(async (e: unknown) => {
+    await server.close(0);
+    throw new Error(`cannot listen on ${config.opsHost}:${config.opsPort} for /metrics: ${(e as Error).message} (OPS_PORT and OPS_HOST choose others)`);
+  });
 
   return {
     port,

@@ -9,6 +9,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startGateway } from '../app.js';
 import { ConfigError, loadConfig, redisTarget } from '../config.js';
+import { describeTaken, takenPorts, type PortNeed } from '../dev/ports.js';
 import { startRedisServer, type RedisServer } from '../dev/redis-server.js';
 import { createLogger } from '../../runtime/log.js';
 import { parseClusterNodes } from '../../runtime/redis.js';
@@ -67,18 +68,37 @@ async function startDemoBridge(redisUrl: string, prefix: string, layoutId: strin
   return child;
 }
 
+/**
+ * Every port the demo will take, checked before anything starts, so one message names each taken
+ * port with the variable that moves it (and no other demo's Redis is ever taken for ours).
+ */
+async function checkPorts(embeddedRedisPort: number | null): Promise<void> {
+  const config = loadConfig({ ...process.env, REDIS_URL: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379' });
+  const needs: PortNeed[] = [
+    { variable: 'PORT', host: config.host, port: config.port, protocol: 'tcp' },
+    { variable: 'OPS_PORT', host: config.opsHost, port: config.opsPort, protocol: 'tcp' },
+    { variable: 'DEMO_OSC_PORT', host: '127.0.0.1', port: Number(process.env.DEMO_OSC_PORT ?? 9000), protocol: 'udp' },
+    { variable: 'DEMO_BRIDGE_OPS_PORT', host: '127.0.0.1', port: Number(process.env.DEMO_BRIDGE_OPS_PORT ?? 9465), protocol: 'tcp' },
+    ...(embeddedRedisPort === null ? [] : [{ variable: 'EMBEDDED_REDIS_PORT', host: '127.0.0.1', port: embeddedRedisPort, protocol: 'tcp' as const }]),
+  ];
+  const taken = await takenPorts(needs);
+  if (taken.length > 0) throw new Error(describeTaken(taken, 'npm start'));
+}
+
 async function main(): Promise<void> {
   let redisUrl = process.env.REDIS_URL;
   let redisNote = 'from REDIS_URL';
   const clusterNodes = parseClusterNodes(process.env.REDIS_CLUSTER_NODES);
+  const embeddedPort = clusterNodes || redisUrl ? null : Number(process.env.EMBEDDED_REDIS_PORT ?? 6399);
+  await checkPorts(embeddedPort);
   if (clusterNodes) redisNote = 'Redis Cluster, from REDIS_CLUSTER_NODES';
   else if (!redisUrl) {
     // Installs Debian's redis-server when missing (as root), else says what to install.
     execFileSync('bash', [join(ROOT, 'scripts/ensure-system-packages.sh'), 'start'], { stdio: 'inherit' });
     const dir = resolve(process.env.AUDIENCE_VAR_DIR ?? join(ROOT, 'var'), 'redis');
-    const port = Number(process.env.EMBEDDED_REDIS_PORT ?? 6399);
+    const port = embeddedPort!;
     embedded = await startRedisServer({ dir, port }).catch((e: Error) => {
-      throw new Error(`${e.message}; is port ${port} taken (an earlier demo Redis: redis-cli -p ${port} shutdown)? EMBEDDED_REDIS_PORT picks another`);
+      throw new Error(`${e.message}; EMBEDDED_REDIS_PORT picks another port for this demo's own Redis`);
     });
     redisUrl = embedded.url;
     redisNote = `embedded, AOF in ${dir}`;
@@ -120,7 +140,6 @@ const stop = stopSignal(); // before anything starts
 const startup = main().catch(async (e: unknown) => {
   if (stopping) return; // a Ctrl-C during the start (Redis and the bridge got it too): the stop below ends the process
   let message = e instanceof ConfigError || e instanceof Error ? e.message : String(e);
-  if (/^cannot listen on /.test(message)) message += ': the port is in use (or the address is not this host\'s); PORT picks another, e.g. PORT=8081 npm start';
   process.stderr.write(`npm start: ${message}\n`);
   await teardown();
   process.exit(1);

@@ -3,6 +3,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
 import { createConnection, createServer } from 'node:net';
+import { portIsFree } from './ports.js';
 
 export interface RedisServerOptions {
   /** data directory (AOF files) */
@@ -60,6 +61,29 @@ export async function waitForRedis(port: number, timeoutMs = 10_000): Promise<vo
   }
 }
 
+/** The process id the Redis on the port reports (INFO server), or null. */
+function answeringPid(port: number): Promise<number | null> {
+  return new Promise((resolve) => {
+    const sock = createConnection({ host: '127.0.0.1', port });
+    let text = '';
+    sock.setTimeout(1000);
+    sock.once('connect', () => sock.write('INFO server\r\n'));
+    sock.on('data', (d) => {
+      text += d.toString();
+      const m = /process_id:(\d+)/.exec(text);
+      if (m) {
+        sock.destroy();
+        resolve(Number(m[1]));
+      }
+    });
+    sock.once('error', () => resolve(null));
+    sock.once('timeout', () => {
+      sock.destroy();
+      resolve(null);
+    });
+  });
+}
+
 export async function startRedisServer(opts: RedisServerOptions): Promise<RedisServer> {
   const port = opts.port ?? (await freePort());
   mkdirSync(opts.dir, { recursive: true });
@@ -75,12 +99,20 @@ export async function startRedisServer(opts: RedisServerOptions): Promise<RedisS
   ];
   let child: ChildProcess;
   const launch = async (): Promise<void> => {
+    // Another server on the port would answer the PING below as if it were this one: refuse it
+    // before starting, and check the one that answers is the child started here.
+    if (!(await portIsFree({ host: '127.0.0.1', port, protocol: 'tcp' }))) throw new Error(`port ${port} is in use (another Redis, or another program)`);
     child = spawn('redis-server', args, { stdio: ['ignore', 'ignore', 'inherit'] });
     const failed = new Promise<never>((_, reject) => {
       child.once('error', (e) => reject(new Error(`cannot run redis-server: ${e.message}`)));
       child.once('exit', (code) => reject(new Error(`redis-server exited with code ${code}`)));
     });
     await Promise.race([waitForRedis(port), failed]);
+    const pid = await answeringPid(port);
+    if (pid !== child.pid) {
+      child.kill('SIGKILL');
+      throw new Error(`port ${port} is answered by another Redis (pid ${pid}), not the one started here`);
+    }
   };
   const signal = async (sig: NodeJS.Signals): Promise<void> => {
     if (child.exitCode !== null || child.signalCode !== null) return;

@@ -141,7 +141,8 @@ export class HttpServer {
   listen(host: string, port: number): Promise<number> {
     return new Promise((resolve, reject) => {
       this.app.listen(host, port, (socket) => {
-        if (!socket) return reject(new Error(`cannot listen on ${host}:${port}`));
+        // uWS gives no reason; the usual one is a port another process holds
+        if (!socket) return reject(new Error(`cannot listen on ${host}:${port}: the port is in use, or the address is not this host's (PORT and HOST choose others)`));
         this.listenSocket = socket;
         resolve(nativeUws().us_socket_local_port(socket));
       });

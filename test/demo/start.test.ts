@@ -134,19 +134,41 @@ describe('npm start', () => {
     await expect(waitForRedis(Number(env.EMBEDDED_REDIS_PORT), 300)).rejects.toThrow();
   });
 
-  it('says the port is in use and that PORT picks another', async () => {
+  it('names every taken port and the variable that moves it in one message, before starting anything', async () => {
     const { createServer } = await import('node:net');
-    const busy = createServer();
-    const env = await demoEnv();
-    await new Promise<void>((r) => busy.listen(Number(env.PORT), '127.0.0.1', r));
+    const { createSocket } = await import('node:dgram');
+    const env = { ...(await demoEnv()), OPS_PORT: String(await freePort()), DEMO_BRIDGE_OPS_PORT: String(await freePort()) };
+    const servers = await Promise.all(
+      [env.PORT, env.OPS_PORT, env.DEMO_BRIDGE_OPS_PORT, env.EMBEDDED_REDIS_PORT].map(
+        (port) => new Promise<import('node:net').Server>((r) => { const s = createServer(); s.listen(Number(port), '127.0.0.1', () => r(s)); }),
+      ),
+    );
+    const osc = createSocket('udp4');
+    await new Promise<void>((r) => osc.bind(Number(env.DEMO_OSC_PORT), '127.0.0.1', r));
     try {
       const { child, out } = spawnStart(env);
       const code = await new Promise<number | null>((r) => child.once('exit', r));
       expect(code).toBe(1);
-      expect(out()).toMatch(new RegExp(`cannot listen on 127\\.0\\.0\\.1:${env.PORT}.*in use.*PORT`));
+      const said = out();
+      for (const variable of ['PORT', 'OPS_PORT', 'DEMO_OSC_PORT', 'DEMO_BRIDGE_OPS_PORT', 'EMBEDDED_REDIS_PORT']) expect(said).toContain(`${variable}=${env[variable as keyof typeof env]} (`);
+      expect(said.match(/npm start:/g)).toHaveLength(1);
+      expect(said).not.toMatch(/redis-server|listening/);
     } finally {
-      busy.close();
+      for (const s of servers) s.close();
+      osc.close();
     }
+  });
+
+  it('never takes another demo’s Redis for its own: a second start on the same EMBEDDED_REDIS_PORT refuses, and the first demo is untouched', async () => {
+    const env = await demoEnv();
+    const first = await start(env);
+    const key = /export API=\S+ KEY=(\S+)/.exec(first.out())![1]!;
+    const second = spawnStart({ ...(await demoEnv()), EMBEDDED_REDIS_PORT: env.EMBEDDED_REDIS_PORT });
+    expect(await new Promise<number | null>((r) => second.child.once('exit', r))).toBe(1);
+    expect(second.out()).toContain(`EMBEDDED_REDIS_PORT=${env.EMBEDDED_REDIS_PORT} (`);
+    const layout = await fetch(`http://127.0.0.1:${env.PORT}/layout/demo-show`, { headers: { 'x-api-key': key } });
+    expect(layout.status).toBe(200); // the first demo's key was not replaced
+    expect(await stop(first.child)).toBe(0);
   });
 
   it('stops quietly on Ctrl-C (SIGINT to the whole process group, the embedded Redis included)', async () => {

@@ -100,6 +100,24 @@ describe('the process', () => {
     expect(r.stderr).toMatch(/cannot reach Redis at redis:\/\/127\.0\.0\.1:1: .*ECONNREFUSED.*set REDIS_URL/);
   });
 
+  it('says a taken port is in use and names the variable that moves it (PORT, OPS_PORT)', async () => {
+    const { createServer } = await import('node:net');
+    const busy = createServer();
+    await new Promise<void>((r) => busy.listen(0, '127.0.0.1', r));
+    const taken = String((busy.address() as { port: number }).port);
+    try {
+      const api = await runBin({ REDIS_URL: redis.get().server.url, PORT: taken, OPS_PORT: '0' });
+      expect(api.code).toBe(1);
+      expect(api.stderr).toContain(`cannot listen on 127.0.0.1:${taken}: the port is in use`);
+      expect(api.stderr).toMatch(/PORT and HOST choose others/);
+      const ops = await runBin({ REDIS_URL: redis.get().server.url, PORT: '0', OPS_PORT: taken });
+      expect(ops.code).toBe(1);
+      expect(ops.stderr).toMatch(new RegExp(`cannot listen on 127\\.0\\.0\\.1:${taken} for /metrics: .*EADDRINUSE.*OPS_PORT`));
+    } finally {
+      busy.close();
+    }
+  });
+
   it('serves, then drains and exits 0 on SIGTERM', async () => {
     const port = await freePort();
     const child = spawn(process.execPath, [BIN], { env: { PATH: process.env.PATH ?? '', REDIS_URL: redis.get().server.url, PORT: String(port), REDIS_PREFIX: 'proc:', OPS_PORT: '0' } });
