@@ -139,7 +139,7 @@ const stop = stopSignal(); // before anything starts
 /** Settles once the start is over: done, or failed and (unless a stop caused it) reported. */
 const startup = main().catch(async (e: unknown) => {
   if (stopping) return; // a Ctrl-C during the start (Redis and the bridge got it too): the stop below ends the process
-  let message = e instanceof ConfigError || e instanceof Error ? e.message : String(e);
+  const message = e instanceof ConfigError || e instanceof Error ? e.message : String(e);
   process.stderr.write(`npm start: ${message}\n`);
   await teardown();
   process.exit(1);

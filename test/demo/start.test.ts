@@ -5,6 +5,8 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { createSocket } from 'node:dgram';
+import { createServer, type Server } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { freePort, waitForRedis } from '../../gateway/dev/redis-server.js';
 import { eventually } from '../helpers/gateway.js';
@@ -135,13 +137,12 @@ describe('npm start', () => {
   });
 
   it('names every taken port and the variable that moves it in one message, before starting anything', async () => {
-    const { createServer } = await import('node:net');
-    const { createSocket } = await import('node:dgram');
     const env = { ...(await demoEnv()), OPS_PORT: String(await freePort()), DEMO_BRIDGE_OPS_PORT: String(await freePort()) };
     const servers = await Promise.all(
-      [env.PORT, env.OPS_PORT, env.DEMO_BRIDGE_OPS_PORT, env.EMBEDDED_REDIS_PORT].map(
-        (port) => new Promise<import('node:net').Server>((r) => { const s = createServer(); s.listen(Number(port), '127.0.0.1', () => r(s)); }),
-      ),
+      [env.PORT, env.OPS_PORT, env.DEMO_BRIDGE_OPS_PORT, env.EMBEDDED_REDIS_PORT].map((port) => {
+        const server = createServer();
+        return new Promise<Server>((r) => server.listen(Number(port), '127.0.0.1', () => r(server)));
+      }),
     );
     const osc = createSocket('udp4');
     await new Promise<void>((r) => osc.bind(Number(env.DEMO_OSC_PORT), '127.0.0.1', r));
