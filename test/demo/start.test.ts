@@ -59,7 +59,7 @@ function bash(script: string): Promise<{ code: number; stdout: string; stderr: s
 }
 
 /** Free ports and a fresh data directory for one `npm start`. */
-async function demoEnv(): Promise<Record<string, string>> {
+async function demoEnv(): Promise<Record<'AUDIENCE_VAR_DIR' | 'EMBEDDED_REDIS_PORT' | 'PORT' | 'DEMO_OSC_PORT' | 'OPS_PORT' | 'DEMO_BRIDGE_OPS_PORT', string>> {
   return {
     AUDIENCE_VAR_DIR: mkdtempSync(join(tmpdir(), 'ac-demo-')),
     EMBEDDED_REDIS_PORT: String(await freePort()),
