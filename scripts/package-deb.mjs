@@ -3,10 +3,12 @@
 //   /usr/lib/audience-bridge/      dist/{bridge,runtime,schemas} + the bridge's production dependencies only
 //   /usr/bin/audience-bridge       and /usr/bin/audience-osc-monitor (links into it)
 //   /lib/systemd/system/audience-bridge.service   systemd/audience-bridge.service with the installed paths
-//   /etc/audience-control/bridge.json             an example config (a conffile: removing keeps it)
+//   /etc/audience-control/bridge.json             an example config (a conffile: removing keeps it), 0600
+//                                                  root: it holds the Redis password; the unit loads it as a credential
 //   /usr/share/doc/audience-bridge/README.md
 // The production dependencies are the bare imports of bridge/, runtime/ and schemas/, at the
-// versions package-lock.json pins. Usage: node scripts/package-deb.mjs [--out DIR]
+// versions package-lock.json pins. Usage: node scripts/package-deb.mjs [--out DIR] (default: packages/,
+// which no build empties)
 import { execFileSync } from 'node:child_process';
 import { chmodSync, cpSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
@@ -14,7 +16,7 @@ import { fileURLToPath } from 'node:url';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
 const outFlag = process.argv.indexOf('--out');
-const OUT = outFlag > 0 ? process.argv[outFlag + 1] : join(ROOT, 'dist');
+const OUT = outFlag > 0 ? process.argv[outFlag + 1] : join(ROOT, 'packages');
 const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8'));
 const NAME = 'audience-bridge';
 const ARCH = 'amd64';
@@ -80,7 +82,7 @@ const exampleConfig = {
   redisUrl: 'redis://127.0.0.1:6379',
   layouts: [{ layoutId: 'demo-show', targets: [{ host: '127.0.0.1', port: 9000 }] }],
 };
-write(join(stage, 'etc/audience-control/bridge.json'), `${JSON.stringify(exampleConfig, null, 2)}\n`);
+write(join(stage, 'etc/audience-control/bridge.json'), `${JSON.stringify(exampleConfig, null, 2)}\n`, 0o600);
 write(join(stage, `usr/share/doc/${NAME}/README.md`), readFileSync(join(ROOT, 'README.md'), 'utf8'));
 
 // 4. Package metadata and maintainer scripts. Scripts honour DPKG_ROOT (an install into another
@@ -106,10 +108,23 @@ write(
   ].join('\n'),
 );
 write(join(stage, 'DEBIAN/conffiles'), '/etc/audience-control/bridge.json\n');
+// The unit's enablement goes through deb-systemd-helper, as debhelper's generated scripts do: it
+// records the links `systemctl enable` makes (update-state), so a purge removes them even when the
+// administrator enabled the unit with systemctl, and a re-install keeps an enabled unit enabled.
+const UNIT_NAME = 'audience-bridge.service';
 const live = 'if [ -z "${DPKG_ROOT:-}" ] && [ -d /run/systemd/system ]; then';
-write(join(stage, 'DEBIAN/postinst'), `#!/bin/sh\nset -e\nif [ "$1" = configure ]; then\n  ${live}\n    systemctl daemon-reload || true\n    systemctl try-restart audience-bridge.service || true\n  fi\nfi\n`, 0o755);
-write(join(stage, 'DEBIAN/prerm'), `#!/bin/sh\nset -e\nif [ "$1" = remove ]; then\n  ${live}\n    systemctl stop audience-bridge.service || true\n  fi\nfi\n`, 0o755);
-write(join(stage, 'DEBIAN/postrm'), `#!/bin/sh\nset -e\n${live}\n  systemctl daemon-reload || true\nfi\n`, 0o755);
+const helper = 'if [ -z "${DPKG_ROOT:-}" ] && [ -x /usr/bin/deb-systemd-helper ]; then';
+write(
+  join(stage, 'DEBIAN/postinst'),
+  `#!/bin/sh\nset -e\nif [ "$1" = configure ] || [ "$1" = abort-upgrade ] || [ "$1" = abort-deconfigure ] || [ "$1" = abort-remove ]; then\n  ${helper}\n    deb-systemd-helper unmask ${UNIT_NAME} >/dev/null || true\n    if deb-systemd-helper --quiet was-enabled ${UNIT_NAME}; then\n      deb-systemd-helper enable ${UNIT_NAME} >/dev/null || true\n    else\n      deb-systemd-helper update-state ${UNIT_NAME} >/dev/null || true\n    fi\n  fi\n  ${live}\n    systemctl daemon-reload || true\n    systemctl try-restart ${UNIT_NAME} || true\n  fi\nfi\n`,
+  0o755,
+);
+write(join(stage, 'DEBIAN/prerm'), `#!/bin/sh\nset -e\nif [ "$1" = remove ]; then\n  ${live}\n    systemctl stop ${UNIT_NAME} || true\n  fi\nfi\n`, 0o755);
+write(
+  join(stage, 'DEBIAN/postrm'),
+  `#!/bin/sh\nset -e\n${live}\n  systemctl daemon-reload || true\nfi\nif [ "$1" = remove ]; then\n  ${helper}\n    deb-systemd-helper mask ${UNIT_NAME} >/dev/null || true\n  fi\nfi\nif [ "$1" = purge ]; then\n  ${helper}\n    deb-systemd-helper purge ${UNIT_NAME} >/dev/null || true\n    deb-systemd-helper unmask ${UNIT_NAME} >/dev/null || true\n  fi\nfi\n`,
+  0o755,
+);
 
 mkdirSync(OUT, { recursive: true });
 run('dpkg-deb', ['--root-owner-group', '-Zxz', '--build', stage, deb]);

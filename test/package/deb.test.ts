@@ -2,7 +2,7 @@
 // from the tested dist/, read with dpkg-deb, installed for real with apt, run from its installed
 // paths against a real Redis and its own OSC monitor, removed (the config stays) and purged.
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, lstatSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -33,6 +33,16 @@ const installed = async () => {
   return r.code === 0 ? r.out.trim() : '';
 };
 
+/** True when the path exists, a dangling link included. */
+function lstatExists(path: string): boolean {
+  try {
+    lstatSync(path);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 const redis = useRedis();
 const children: ChildProcess[] = [];
 let out = '';
@@ -41,21 +51,24 @@ let deb = '';
 beforeAll(async () => {
   // never touch a venue host's own installation
   expect(await installed(), 'audience-bridge is already installed on this machine; the package test installs and purges it').not.toBe('installed');
-  out = mkdtempSync(join(tmpdir(), 'ac-deb-'));
-  const built = await sh('node', ['scripts/package-deb.mjs', '--out', out]);
-  expect(built.code, built.out).toBe(0);
+  // where npm run package writes: packages/, which no build empties (dist/ is emptied by every build)
+  out = join(ROOT, 'packages');
   deb = join(out, `audience-bridge_${PKG.version}_amd64.deb`);
+  rmSync(deb, { force: true });
+  const built = await sh('node', ['scripts/package-deb.mjs']);
+  expect(built.code, built.out).toBe(0);
 }, 180_000);
 
 afterAll(async () => {
   for (const c of children) await stopProcess(c, 'SIGKILL');
   if ((await installed()) !== '') await sh('dpkg', ['--purge', 'audience-bridge']);
-  if (out) rmSync(out, { recursive: true, force: true });
+  if (deb) rmSync(deb, { force: true });
 }, 60_000);
 
 describe('npm run package: the bridge as a Debian package', () => {
   it('is named audience-bridge_VERSION_amd64.deb, and dpkg-deb --info declares Node, systemd and the config as a conffile', async () => {
-    expect(readdirSync(out)).toEqual([`audience-bridge_${PKG.version}_amd64.deb`]); // and no staging left behind
+    expect(readdirSync(out)).toContain(`audience-bridge_${PKG.version}_amd64.deb`);
+    expect(readdirSync(out)).not.toContain('stage'); // no staging left behind
     const info = await sh('dpkg-deb', ['--info', deb]);
     expect(info.code).toBe(0);
     expect(info.out).toMatch(/^ Package: audience-bridge$/m);
@@ -82,6 +95,8 @@ describe('npm run package: the bridge as a Debian package', () => {
     const dist = paths.filter((p) => p.startsWith('./usr/lib/audience-bridge/dist/'));
     expect(dist.filter((p) => p.includes('/dist/gateway/') || p.endsWith('.ts') || p.endsWith('.map'))).toEqual([]);
     expect(contents).toMatch(/^-rwxr-xr-x root\/root .* \.\/usr\/lib\/audience-bridge\/dist\/bridge\/main\.js$/m);
+    // the config holds the Redis password: root's alone
+    expect(contents).toMatch(/^-rw------- root\/root .* \.\/etc\/audience-control\/bridge\.json$/m);
   });
 
   it('apt installs it on this machine; audience-bridge --check-config runs from the PATH; the installed unit passes systemd-analyze verify', async () => {
@@ -92,8 +107,13 @@ describe('npm run package: the bridge as a Debian package', () => {
     const check = await sh('audience-bridge', ['--config', CONFIG, '--check-config'], '/');
     expect(check.out).toContain('configuration OK (1 layout(s), bridge id venue-a)');
     expect(check.code).toBe(0);
+    // installed readable by root only, and handed to the service's dynamic user as a systemd credential
+    const mode = statSync(CONFIG);
+    expect([(mode.mode & 0o777).toString(8), mode.uid, mode.gid]).toEqual(['600', 0, 0]);
     const unit = readFileSync(UNIT, 'utf8');
-    expect(unit).toMatch(/^ExecStart=\/usr\/bin\/audience-bridge --config \/etc\/audience-control\/bridge\.json$/m);
+    expect(unit).toContain(`\nLoadCredential=bridge.json:${CONFIG}\n`);
+    expect(unit).toMatch(/^ExecStart=\/usr\/bin\/audience-bridge --config %d\/bridge\.json$/m);
+    expect(unit).toMatch(/^ExecStartPre=\/usr\/bin\/audience-bridge --config %d\/bridge\.json --check-config$/m);
     expect(unit).not.toContain('/opt/audience-control');
     const verify = await sh('systemd-analyze', ['verify', UNIT]);
     expect(verify.out.trim()).toBe('');
@@ -120,7 +140,11 @@ describe('npm run package: the bridge as a Debian package', () => {
     expect(await stopProcess(bridge.child)).toBe(0);
   }, 60_000);
 
-  it('apt remove keeps the edited config; apt purge removes it', async () => {
+  it('apt remove keeps the edited config; apt purge removes it, and the links systemctl enable made', async () => {
+    const wants = '/etc/systemd/system/multi-user.target.wants/audience-bridge.service';
+    const enabled = await sh('systemctl', ['enable', 'audience-bridge']);
+    expect(enabled.code, enabled.out).toBe(0);
+    expect(existsSync(wants) || lstatExists(wants)).toBe(true);
     const edited = readFileSync(CONFIG, 'utf8').replace('venue-a', 'venue-edited');
     writeFileSync(CONFIG, edited);
     const remove = await sh('apt-get', ['remove', '-y', 'audience-bridge']);
@@ -132,6 +156,7 @@ describe('npm run package: the bridge as a Debian package', () => {
     const purge = await sh('apt-get', ['purge', '-y', 'audience-bridge']);
     expect(purge.code, purge.out).toBe(0);
     expect(existsSync(CONFIG)).toBe(false);
+    expect(lstatExists(wants)).toBe(false);
     expect(await installed()).toBe('');
   }, 120_000);
 });
@@ -143,6 +168,6 @@ describe("the README's venue-host section", () => {
     const block = /```\n([^`]+)```/.exec(section)![1]!.trim().split('\n');
     expect(block).toEqual([`apt install ./audience-bridge_${PKG.version}_amd64.deb`, `$EDITOR ${CONFIG}`, 'systemctl enable --now audience-bridge']);
     // the unit it enables is the one the package installs, and it reads the config edited
-    expect(readFileSync(join(ROOT, 'systemd/audience-bridge.service'), 'utf8')).toContain(`--config ${CONFIG}`);
+    expect(readFileSync(join(ROOT, 'systemd/audience-bridge.service'), 'utf8')).toContain(`LoadCredential=bridge.json:${CONFIG}`);
   });
 });
