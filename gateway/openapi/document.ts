@@ -15,9 +15,16 @@ import { actionExamples, attachExamples, layoutExamples, preflightExamples, toke
 const FILE_COMPONENTS: Record<string, string> = {
   'layout-definition.schema.json': 'LayoutDefinition',
   'control.schema.json': 'Control',
-  'action-value.schema.json': 'ActionValue',
   'token-request.schema.json': 'TokenRequest',
-  'action-request.schema.json': 'ActionRequest',
+};
+/**
+ * Every shared definition (a file's `$defs`) is a component of its own: nested `$defs` would leak
+ * into generated clients as a property (`LayoutDefinition` demanding a `$defs` field).
+ */
+const DEF_COMPONENTS: Record<string, string> = {
+  'layout-definition.schema.json#/$defs/id': 'Id',
+  'action-value.schema.json#/$defs/controlType': 'ControlType',
+  ...Object.fromEntries(CONTROL_TYPES.map((t) => [`action-value.schema.json#/$defs/${t}`, `${t}Value`])),
 };
 const RESPONSES_FILE = 'api-responses.schema.json';
 const RESPONSE_COMPONENTS: Record<string, string> = {
@@ -32,43 +39,72 @@ const RESPONSE_COMPONENTS: Record<string, string> = {
 const readSchema = (file: string): Json => JSON.parse(readFileSync(join(SCHEMA_DIR, file), 'utf8')) as Json;
 const ref = (name: string): Json => ({ $ref: `#/components/schemas/${name}` });
 
-/** A `$ref` of a schema file, rewritten to point inside this document's components. */
+/** A `$ref` of a schema file, rewritten to point at a component of this document. */
 function componentRef(target: string, fromFile: string): string {
   const [file = '', pointer = ''] = target.split('#');
   const source = file || fromFile;
-  if (source === RESPONSES_FILE) {
-    const name = RESPONSE_COMPONENTS[pointer.replace('/$defs/', '')];
-    if (!name) throw new Error(`no component for ${target}`);
-    return `#/components/schemas/${name}`;
-  }
-  const name = FILE_COMPONENTS[source];
-  if (!name) throw new Error(`no component for the schema file ${source}`);
-  return `#/components/schemas/${name}${pointer}`;
+  const name = source === RESPONSES_FILE ? RESPONSE_COMPONENTS[pointer.replace('/$defs/', '')] : pointer ? DEF_COMPONENTS[`${source}#${pointer}`] : FILE_COMPONENTS[source];
+  if (!name) throw new Error(`no component for ${target} (in ${fromFile})`);
+  return `#/components/schemas/${name}`;
 }
 
-/** A copy of a schema with its `$schema`/`$id` dropped and every `$ref` pointing into components. */
+/**
+ * A copy of a schema with its `$schema`, `$id` and `$defs` dropped and every `$ref` pointing at a
+ * component. An array of a fixed length (an XYPad's pair) is also said as a tuple (`prefixItems`,
+ * JSON Schema 2020-12, which OpenAPI 3.1 uses), so generated clients type it `[number, number]`.
+ */
 function rewrite(node: unknown, fromFile: string, top = true): unknown {
   if (Array.isArray(node)) return node.map((n) => rewrite(n, fromFile, false));
   if (typeof node !== 'object' || node === null) return node;
   const out: Json = {};
   for (const [k, v] of Object.entries(node)) {
-    if (top && (k === '$schema' || k === '$id')) continue;
+    if (top && (k === '$schema' || k === '$id' || k === '$defs')) continue;
     out[k] = k === '$ref' && typeof v === 'string' ? componentRef(v, fromFile) : rewrite(v, fromFile, false);
+  }
+  if (out.type === 'array' && typeof out.minItems === 'number' && out.minItems === out.maxItems && out.minItems <= 4 && typeof out.items === 'object') {
+    out.prefixItems = Array.from({ length: out.minItems }, () => out.items);
+    out.items = false;
   }
   return out;
 }
 
+/**
+ * POST /action's body as one schema per control type, told apart by `type` (a discriminator), each
+ * with its own `value`: what action-request.schema.json and the value check of the control's type
+ * accept together, in a form code generators turn into types (an XYPad value is a pair, a Slider's
+ * a number).
+ */
+function actionSchemas(schemas: Json): void {
+  const envelope = readSchema('action-request.schema.json');
+  const props = rewrite(envelope.properties, 'action-request.schema.json', false) as Json;
+  for (const type of CONTROL_TYPES) {
+    schemas[`${type}Action`] = {
+      title: `POST /action body for a ${type} control`,
+      type: 'object',
+      required: ['layoutId', 'lid', 'type', ...(type === 'Button' ? [] : ['value'])],
+      additionalProperties: false,
+      properties: { layoutId: props.layoutId, lid: props.lid, type: { const: type }, value: ref(`${type}Value`) },
+    };
+  }
+  schemas.ActionRequest = {
+    title: envelope.title,
+    description: `${String(envelope.description)} One schema per control type, chosen by \`type\`.`,
+    oneOf: CONTROL_TYPES.map((t) => ref(`${t}Action`)),
+    discriminator: { propertyName: 'type', mapping: Object.fromEntries(CONTROL_TYPES.map((t) => [t, `#/components/schemas/${t}Action`])) },
+  };
+  schemas.ActionValue = { title: 'An action’s value, by control type', anyOf: CONTROL_TYPES.map((t) => ref(`${t}Value`)) };
+}
+
 function componentSchemas(): Json {
   const schemas: Json = {};
+  for (const [target, name] of Object.entries(DEF_COMPONENTS)) {
+    const [file = '', pointer = ''] = target.split('#');
+    schemas[name] = rewrite((readSchema(file).$defs as Json)[pointer.replace('/$defs/', '')], file, false);
+  }
   for (const [file, name] of Object.entries(FILE_COMPONENTS)) schemas[name] = rewrite(readSchema(file), file);
   const defs = readSchema(RESPONSES_FILE).$defs as Json;
   for (const [def, name] of Object.entries(RESPONSE_COMPONENTS)) schemas[name] = rewrite(defs[def], RESPONSES_FILE, false);
-  // The action's value, by control type: the same $defs the gateway checks each value with.
-  const action = schemas.ActionRequest as Json;
-  action.allOf = CONTROL_TYPES.map((type) => ({
-    if: { properties: { type: { const: type } }, required: ['type'] },
-    then: { properties: { value: ref(`ActionValue/$defs/${type}`) }, ...(type !== 'Button' && { required: ['value'] }) },
-  }));
+  actionSchemas(schemas);
   return schemas;
 }
 
@@ -130,7 +166,7 @@ export function buildOpenApiDocument(): Json {
     description: 'For the integrator’s backend (API key). A layout that does not exist and one outside the key’s scope answer the same 404. HEAD answers the same status and headers without the body. No CORS headers: the API key must never reach a browser.',
     tags: ['integrator'],
     security: [{ apiKey: [] }],
-    parameters: [{ name: 'layoutId', in: 'path', required: true, schema: ref('LayoutDefinition/$defs/id') }, requestIdParam],
+    parameters: [{ name: 'layoutId', in: 'path', required: true, schema: ref('Id') }, requestIdParam],
     responses: { '200': jsonAnswer('The active page’s controls.', 'LayoutAnswer'), ...errorResponses(['layout_not_found', ...API_KEY_ERRORS, 'invalid_request', ...ALWAYS]) },
   };
   const postToken: Json = {
@@ -194,6 +230,17 @@ export function buildOpenApiDocument(): Json {
     responses: { '200': { description: 'The OpenAPI 3.1 document of this API.', content: { 'application/json': { schema: { type: 'object' } } } } },
   };
 
+  /** HEAD of a GET route: the same statuses and headers, no body. */
+  const headOf = (get: Json, operationId: string): Json => ({
+    operationId,
+    summary: `${String(get.summary)}: headers only`,
+    description: 'The same status and headers as GET (content-length included), without the body.',
+    tags: get.tags,
+    security: get.security,
+    ...(get.parameters ? { parameters: get.parameters } : {}),
+    responses: Object.fromEntries(Object.entries(get.responses as Record<string, Json>).map(([status, r]) => [status, { description: r.description, ...(r.headers ? { headers: r.headers } : {}) }])),
+  });
+
   attachExamples(getLayout, layoutExamples());
   attachExamples(postToken, tokenExamples());
   attachExamples(postAction, actionExamples());
@@ -214,16 +261,31 @@ export function buildOpenApiDocument(): Json {
       { name: 'meta', description: 'About the API itself.' },
     ],
     paths: {
-      '/layout/{layoutId}': { get: getLayout },
+      '/layout/{layoutId}': { get: getLayout, head: headOf(getLayout, 'headLayout') },
       '/token': { post: postToken },
       '/action': { post: postAction, options: preflight },
-      '/openapi.json': { get: openapi },
+      '/openapi.json': { get: openapi, head: headOf(openapi, 'headOpenApi') },
     },
     components: {
       schemas: componentSchemas(),
       securitySchemes: {
         apiKey: { type: 'apiKey', in: 'header', name: 'x-api-key', description: '`<keyId>.<secret>`, from the team page or `audiencectl key create`. Keep it on your backend.' },
         audienceToken: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT', description: 'An audience token from POST /token.' },
+      },
+      responses: {
+        NotFound: {
+          description: 'Any path that is not a route: 404 `not_found`.',
+          headers: { 'x-request-id': { $ref: '#/components/headers/RequestId' } },
+          content: { 'application/json': { schema: { allOf: [ref('Error'), { properties: { error: { properties: { code: { const: 'not_found' } } } } }] } } },
+        },
+        MethodNotAllowed: {
+          description: 'A route asked with a method it does not take: 405 `method_not_allowed`, with Allow listing those it takes.',
+          headers: {
+            'x-request-id': { $ref: '#/components/headers/RequestId' },
+            allow: { description: 'The methods the route takes, e.g. `GET, HEAD`.', schema: { type: 'string' } },
+          },
+          content: { 'application/json': { schema: { allOf: [ref('Error'), { properties: { error: { properties: { code: { const: 'method_not_allowed' } } } } }] } } },
+        },
       },
       parameters: {
         RequestId: {
