@@ -10,6 +10,7 @@ import { actionRequests, cpuSeconds, load, medianBy, mintTokens, percentiles, pi
 import { measureEndToEnd } from './end-to-end.js';
 import { openLoop } from './open-loop.js';
 import { BRIDGE_NODE_FLAGS } from '../bridge/node-flags.js';
+import { writeFiguresTable } from './figures-table.js';
 
 const BARE = fileURLToPath(new URL('./bare-uws.js', import.meta.url));
 const BRIDGE_BENCH = fileURLToPath(new URL('./bridge.js', import.meta.url));
@@ -71,6 +72,7 @@ function timerJitter(seconds: number): Promise<Percentiles> {
 
 async function main(): Promise<void> {
   const startedAt = new Date();
+  const measuring = commitMeasured(); // the code as it is when the run starts
   const stealRun = stealMeter();
   await pinProcess(1); // autocannon, the open-loop generator and the UDP sink run in this process
   const redis = await pinnedRedis(1);
@@ -244,9 +246,23 @@ async function main(): Promise<void> {
   ].join('\n');
   mkdirSync('bench/results', { recursive: true });
   const stamp = startedAt.toISOString().replace(/[:.]/g, '-');
-  writeFileSync(`bench/results/${stamp}.json`, `${JSON.stringify({ startedAt, rows, raw }, null, 2)}\n`);
+  const file = `bench/results/${stamp}.json`;
+  const result = { startedAt: startedAt.toISOString(), commit: await measuring, machine: `${cpus().length} cores (${cpus()[0]?.model ?? 'unknown'}), Node ${process.version}, ${await redisVersion()}, host steal ${pctOf(stealRun())}`, rows };
+  writeFileSync(file, `${JSON.stringify({ ...result, raw }, null, 2)}\n`);
   writeFileSync(`bench/results/${stamp}.md`, md);
-  process.stdout.write(`${md}\nwritten: bench/results/${stamp}.json and .md\n`);
+  writeFiguresTable('bench/README.md', result, file);
+  process.stdout.write(`${md}\nwritten: ${file} and .md; bench/README.md's table of figures is this run's\n`);
+}
+
+/** The commit measured, "+changes" when the work tree differs from it. */
+async function commitMeasured(): Promise<string> {
+  const git = (...args: string[]) => promisify(execFile)('git', args).then((r) => r.stdout.trim(), () => '');
+  const sha = await git('rev-parse', '--short', 'HEAD');
+  return sha === '' ? 'unknown' : `${sha}${(await git('status', '--porcelain', '--untracked-files=no')) === '' ? '' : '+changes'}`;
+}
+
+async function redisVersion(): Promise<string> {
+  return promisify(execFile)('redis-server', ['--version']).then((r) => `Redis ${/v=([\d.]+)/.exec(r.stdout)?.[1] ?? '?'}`, () => 'Redis ?');
 }
 
 main().catch((e: unknown) => {
