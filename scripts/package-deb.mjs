@@ -5,7 +5,7 @@
 //   /lib/systemd/system/audience-bridge.service   systemd/audience-bridge.service with the installed paths
 //   /etc/audience-control/bridge.json             an example config (a conffile: removing keeps it), 0600
 //                                                  root: it holds the Redis password; the unit loads it as a credential
-//   /usr/share/doc/audience-bridge/README.md
+//   /usr/share/doc/audience-bridge/venue.md       the venue technician's page (docs/venue.md), and README.md
 // The production dependencies are the bare imports of bridge/, runtime/ and schemas/, at the
 // versions package-lock.json pins. Usage: node scripts/package-deb.mjs [--out DIR] (default: packages/,
 // which no build empties)
@@ -74,7 +74,7 @@ const unit = readFileSync(join(ROOT, 'systemd/audience-bridge.service'), 'utf8')
   .replace(/^# Install: .*$/m, '# Installed by the audience-bridge package; the config is /etc/audience-control/bridge.json.')
   // the command's shebang carries the Node flags the unit gives node (bridge/node-flags.ts)
   .replace(/\/usr\/bin\/node (--\S+ )*\/opt\/audience-control\/dist\/bridge\/main\.js/g, '/usr/bin/audience-bridge')
-  .replace('file:///opt/audience-control/README.md', `file:///usr/share/doc/${NAME}/README.md`);
+  .replace('file:///opt/audience-control/docs/venue.md', `file:///usr/share/doc/${NAME}/venue.md`);
 if (unit.includes('/opt/audience-control')) throw new Error('the unit still names /opt/audience-control');
 write(join(stage, 'lib/systemd/system/audience-bridge.service'), unit);
 const exampleConfig = {
@@ -84,6 +84,7 @@ const exampleConfig = {
 };
 write(join(stage, 'etc/audience-control/bridge.json'), `${JSON.stringify(exampleConfig, null, 2)}\n`, 0o600);
 write(join(stage, `usr/share/doc/${NAME}/README.md`), readFileSync(join(ROOT, 'README.md'), 'utf8'));
+write(join(stage, `usr/share/doc/${NAME}/venue.md`), readFileSync(join(ROOT, 'docs/venue.md'), 'utf8'));
 
 // 4. Package metadata and maintainer scripts. Scripts honour DPKG_ROOT (an install into another
 // root touches nothing of this machine's systemd) and never enable the service: the venue host

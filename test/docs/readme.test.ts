@@ -1,4 +1,7 @@
-// The README's error table and configuration table stay in step with the code.
+// The documentation stays in step with the code: the error table (docs/api.md) and the
+// configuration table (docs/configuration.md) name every code and setting, the README's Quick start
+// holds exactly its two commands, and every link and path in the README, bench/README.md and every
+// page under docs/ resolves.
 import { readFileSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -8,6 +11,8 @@ import { ERRORS, type ErrorCode } from '../../gateway/errors.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const README = readFileSync(join(ROOT, 'README.md'), 'utf8');
+const API = readFileSync(join(ROOT, 'docs/api.md'), 'utf8');
+const CONFIGURATION = readFileSync(join(ROOT, 'docs/configuration.md'), 'utf8');
 
 function sources(dir: string): string[] {
   return readdirSync(dir).flatMap((f) => {
@@ -16,13 +21,15 @@ function sources(dir: string): string[] {
   });
 }
 
-describe('README error table', () => {
+describe('docs/api.md error table', () => {
   const rows = new Map<string, string>();
-  const errors = README.slice(README.indexOf('### Errors'), README.indexOf('\n## ', README.indexOf('### Errors')));
+  const from = API.indexOf('### Errors');
+  const next = API.indexOf('\n## ', from);
+  const errors = API.slice(from, next < 0 ? undefined : next);
   for (const m of errors.matchAll(/^\| `([a-z_]+)` \| ([^|]+) \|/gm)) rows.set(m[1]!, m[2]!);
 
   it.each(Object.keys(ERRORS) as ErrorCode[])('documents %s with its status', (code) => {
-    expect(rows.has(code), `README has no row for ${code}`).toBe(true);
+    expect(rows.has(code), `docs/api.md has no row for ${code}`).toBe(true);
     expect(rows.get(code)).toContain(String(ERRORS[code].status));
   });
 
@@ -42,9 +49,9 @@ describe('README error table', () => {
   });
 });
 
-describe('README configuration table', () => {
+describe('docs/configuration.md table', () => {
   it.each(Object.entries(configProperties()))('documents %s', (_key, p) => {
-    const row = README.split('\n').find((l) => l.startsWith(`| \`${p['x-env']}\` |`));
+    const row = CONFIGURATION.split('\n').find((l) => l.startsWith(`| \`${p['x-env']}\` |`));
     expect(row, `no row for ${p['x-env']}`).toBeDefined();
     expect(row).toContain(String(p.default));
   });
@@ -58,8 +65,12 @@ describe('README quick start', () => {
   });
 });
 
-describe('README references', () => {
-  const documents = ['README.md', 'bench/README.md'];
+describe('documentation references', () => {
+  const documents = ['README.md', 'bench/README.md', ...readdirSync(join(ROOT, 'docs')).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`)];
+
+  it('covers every page under docs/', () => {
+    expect(documents.filter((d) => d.startsWith('docs/')).length).toBeGreaterThanOrEqual(8);
+  });
   /** Made by a run, not committed: referred to as where to look after running something. */
   const GENERATED = ['test-artifacts/', 'bench/results/', 'var/', 'dist/'];
   const anchor = (heading: string) =>
@@ -92,7 +103,7 @@ describe('README references', () => {
       .map((m) => m[1]!)
       .filter((p) => !p.startsWith('/') && !p.includes('://') && /^(\.\.\/|\.\/)?[a-z]/.test(p) && (p.endsWith('/') || /\.[a-z]+$/.test(p)))
       .filter((p) => !GENERATED.some((g) => p.startsWith(g)));
-    expect(named.length).toBeGreaterThan(doc === 'README.md' ? 20 : 0);
+    expect(named.length).toBeGreaterThan(doc === 'docs/development.md' ? 5 : 0);
     for (const p of named) {
       const resolved = join(statSync(join(ROOT, p), { throwIfNoEntry: false }) ? ROOT : dir, p);
       expect(resolved.startsWith(ROOT), `${doc}: ${p} leaves the repository`).toBe(true);
@@ -103,6 +114,25 @@ describe('README references', () => {
   it.each(documents)('%s: points at nothing a clone does not have (no numbered spec sections, nothing outside it)', (doc) => {
     const text = readFileSync(join(ROOT, doc), 'utf8');
     expect(text.match(/\bspec(?:'s)? (?:section )?\d+(?:\.\d+)*/gi) ?? []).toEqual([]);
-    expect(text.match(/\.\.\/[A-Za-z]/g) ?? []).toEqual([]);
+    // a relative path may climb out of its folder, never out of the repository (the two checks above resolve each)
+    const depth = doc.split('/').length - 1;
+    expect(text.match(new RegExp(`(\\.\\./){${depth + 1},}[A-Za-z]`, 'g')) ?? []).toEqual([]);
+  });
+});
+
+describe('documentation for its reader', () => {
+  const pages = ['README.md', 'bench/README.md', ...readdirSync(join(ROOT, 'docs')).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`)];
+
+  it('keeps the README a front door (at most about 200 lines)', () => {
+    expect(README.split('\n').length).toBeLessThanOrEqual(220);
+  });
+
+  it.each(pages)('%s: no issue numbers, commit hashes or first-person notes', (doc) => {
+    const text = readFileSync(join(ROOT, doc), 'utf8');
+    expect(text.match(/\b[Ii]ssues? #?\d+\b/g) ?? []).toEqual([]);
+    expect(text.match(/\bI (did|tried|ran|measured|found|chose|used|looked)\b/g) ?? []).toEqual([]);
+    // a commit hash: 7 to 40 hex digits with at least one digit and one letter, standing alone
+    const hashes = [...text.matchAll(/(?<![\w./-])([0-9a-f]{7,40})(?![\w./-])/g)].map((m) => m[1]!).filter((h) => /\d/.test(h) && /[a-f]/.test(h));
+    expect(hashes).toEqual([]);
   });
 });

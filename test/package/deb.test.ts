@@ -86,7 +86,7 @@ describe('npm run package: the bridge as a Debian package', () => {
     const paths = contents.split('\n').map((l) => l.split(/\s+/).slice(5).join(' '));
     expect(paths).toContain('./usr/bin/audience-bridge -> ../lib/audience-bridge/dist/bridge/main.js');
     expect(paths).toContain('./usr/bin/audience-osc-monitor -> ../lib/audience-bridge/dist/bridge/monitor.js');
-    for (const p of [`.${UNIT}`, `.${CONFIG}`, './usr/lib/audience-bridge/dist/bridge/main.js', './usr/lib/audience-bridge/dist/runtime/redis.js', './usr/lib/audience-bridge/dist/schemas/bridge-config.schema.json', './usr/share/doc/audience-bridge/README.md']) {
+    for (const p of [`.${UNIT}`, `.${CONFIG}`, './usr/lib/audience-bridge/dist/bridge/main.js', './usr/lib/audience-bridge/dist/runtime/redis.js', './usr/lib/audience-bridge/dist/schemas/bridge-config.schema.json', './usr/share/doc/audience-bridge/README.md', './usr/share/doc/audience-bridge/venue.md']) {
       expect(paths, p).toContain(p);
     }
     for (const dep of ['ioredis', 'osc-min', 'ajv', 'pino', 'prom-client', 'commander']) expect(paths, dep).toContain(`./usr/lib/audience-bridge/node_modules/${dep}/`);
@@ -161,9 +161,9 @@ describe('npm run package: the bridge as a Debian package', () => {
   }, 120_000);
 });
 
-describe("the README's venue-host section", () => {
+describe("docs/venue.md's install section", () => {
   it('is the three commands of this package: apt install this version, edit the config, enable the unit', () => {
-    const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+    const readme = readFileSync(join(ROOT, 'docs/venue.md'), 'utf8');
     const section = readme.slice(readme.indexOf('### Install on a venue host'));
     const block = /```\n([^`]+)```/.exec(section)![1]!.trim().split('\n');
     expect(block).toEqual([`apt install ./audience-bridge_${PKG.version}_amd64.deb`, `$EDITOR ${CONFIG}`, 'systemctl enable --now audience-bridge']);
