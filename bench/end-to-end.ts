@@ -44,9 +44,13 @@ export interface EndToEnd extends Percentiles {
 
 export async function measureEndToEnd(o: { url: string; tokens: string[]; redisUrl: string; tickHz: number; rate: number; bridge?: string; core?: number }): Promise<EndToEnd> {
   const latencies: number[] = [];
-  // only the measured Buttons (/001); the warm-up sends Sliders (/002). `ts` = timetag − the 1 ms playout delay.
+  let measuredFrom = Infinity;
+  // only the measured Buttons (/001) accepted from the measured phase on: the warm-up sends Sliders
+  // (/002), and a new bridge's group starts maxAgeMs back, so it also delivers what the phase before
+  // this one sent. `ts` = timetag − the 1 ms playout delay.
   const sink = await oscSink((address, _args, at, timetagMs) => {
-    if (address === '/001') latencies.push(at - (timetagMs - 1));
+    const ts = timetagMs - 1;
+    if (address === '/001' && ts >= measuredFrom) latencies.push(at - ts);
   });
   const bridge = await spawnBenchBridge({ redisUrl: o.redisUrl, layoutId: 'demo-show', port: sink.port, tickHz: o.tickHz, id: `e2e-${o.tickHz}-${o.rate}-${Date.now()}`, bridge: o.bridge, core: o.core, extraArgs: ['--playout-delay-ms', '1'] });
   try {
@@ -54,6 +58,7 @@ export async function measureEndToEnd(o: { url: string; tokens: string[]; redisU
     const warmUp = actionRequests(o.tokens, 'demo-show', 10_000, (i) => ({ lid: 2, type: 'Slider', value: (i % 100) / 100 }));
     await openLoop({ name: 'e2e warm-up', url: o.url, rate: o.rate, durationSec: 2, connections: 50, requests: warmUp });
     const requests = actionRequests(o.tokens, 'demo-show', 10_000, () => ({ lid: 1, type: 'Button' }));
+    measuredFrom = Date.now();
     const http = await openLoop({ name: 'e2e', url: o.url, rate: o.rate, durationSec: 5, connections: 50, requests });
     await new Promise((res) => setTimeout(res, 1000));
     return { ...percentiles(latencies.sort((a, b) => a - b)), accepted: http.total - http.non2xx, received: latencies.length, http };

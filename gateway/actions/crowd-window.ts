@@ -1,0 +1,252 @@
+// One aggregated control's window in one gateway process: each participant's latest value (for a
+// Button, each presser's last press and the presses in 10 ms buckets), the figures kept up to date as
+// values come and go, and the summary made of them. Pure: no I/O, the clock passed in.
+import { HIST_BINS, type Aggregate, type AggregateMode, type CrowdSummary } from '../../schemas/aggregate.js';
+import type { ActionValue, Control, ControlType } from '../../schemas/types.js';
+import { entryId } from './entry-id.js';
+
+/** An aggregated control: what the fold needs of it. */
+export type AggregatedControl = Control & { aggregate: Aggregate };
+
+export interface Waiter {
+  resolve: () => void;
+  reject: (e: unknown) => void;
+}
+
+/**
+ * What is in a window, kept up to date as values come and go (O(1) an action, O(bins) a summary).
+ * A float sum keeps a rounding error of about 1e-16 per add or remove (a million changes move a
+ * mean by about 1e-10); it starts again from exactly 0 whenever the window empties.
+ */
+class Figures {
+  n = 0;
+  sum = 0;
+  sumSq = 0;
+  sumX = 0;
+  sumY = 0;
+  readonly hist = new Array<number>(HIST_BINS).fill(0);
+  readonly histSum = new Array<number>(HIST_BINS).fill(0);
+  readonly votes: number[];
+
+  constructor(
+    private readonly type: ControlType,
+    options: number,
+  ) {
+    this.votes = new Array<number>(options).fill(0);
+  }
+
+  /** Counts a value in (sign 1) or out (sign -1). */
+  apply(value: ActionValue, sign: 1 | -1): void {
+    this.n += sign;
+    switch (this.type) {
+      case 'Toggle':
+        if (value === true) this.sum += sign;
+        return;
+      case 'Index':
+        this.votes[value as number]! += sign; // an option index: checked against the layout before it gets here
+        return;
+      case 'XYPad':
+        this.sumX += sign * (value as [number, number])[0];
+        this.sumY += sign * (value as [number, number])[1];
+        return;
+      case 'Slider': {
+        const v = value as number;
+        this.sum += sign * v;
+        this.sumSq += sign * v * v;
+        const b = Math.round(v * (HIST_BINS - 1));
+        this.hist[b]! += sign;
+        this.histSum[b]! += sign * v;
+        return;
+      }
+      default:
+        return; // Button presses are counted by the window itself
+    }
+  }
+
+  reset(): void {
+    this.n = this.sum = this.sumSq = this.sumX = this.sumY = 0;
+    this.hist.fill(0);
+    this.histSum.fill(0);
+    this.votes.fill(0);
+  }
+}
+
+/** Presses are counted in buckets of this many ms: a press leaves the window up to this much early. */
+export const PRESS_BUCKET_MS = 10;
+/** A participant's presses of one Button that count in one second, at most: a phone mashing faster adds nothing. */
+export const PRESSES_PER_SECOND_MAX = 10;
+/**
+ * A process holding participants appends each control's summary at least this often, changed or
+ * not: the bridge takes a source silent for CROWD_LEASE_MS (schemas/aggregate.ts) for gone.
+ */
+export const LEASE_REFRESH_MS = 1000;
+
+/**
+ * Button presses within a window, counted per PRESS_BUCKET_MS bucket, so memory is bounded by the
+ * window (at most 60,000 buckets for 10 minutes) however fast anyone presses.
+ */
+class PressBuckets {
+  /** [bucket number, presses in it], oldest first */
+  private readonly buckets: [number, number][] = [];
+  private head = 0;
+  total = 0;
+
+  add(at: number): void {
+    const bucket = Math.floor(at / PRESS_BUCKET_MS);
+    const last = this.buckets[this.buckets.length - 1];
+    if (last && last[0] >= bucket) last[1]++; // the same bucket (or a clock step back): counted with the newest
+    else this.buckets.push([bucket, 1]);
+    this.total++;
+  }
+
+  /** Drops the buckets that began at or before `from`. */
+  expire(from: number): void {
+    while (this.head < this.buckets.length && this.buckets[this.head]![0] * PRESS_BUCKET_MS <= from) this.total -= this.buckets[this.head++]![1];
+    if (this.head > 1024 && this.head * 2 > this.buckets.length) {
+      this.buckets.splice(0, this.head);
+      this.head = 0;
+    }
+  }
+}
+
+/** One control's window in this process. */
+export class ControlWindow {
+  /** each participant's latest value and when it came, oldest first (an update moves it to the end) */
+  private readonly latest = new Map<string, { value: ActionValue; at: number }>();
+  private readonly figures: Figures;
+  /** Button: press times within the window, oldest first, and each presser's last press */
+  private readonly presses = new PressBuckets();
+  private readonly pressers = new Map<string, Presser>();
+  private seq = 0;
+  dirty = false;
+  /** when the last summary was made (the lease is refreshed from it) */
+  summarisedAt = -Infinity;
+  /** the last summary counted someone (a graceful stop retracts it) */
+  counted = false;
+  /** how long after the last summary the next may go (LARGE_SUMMARY_MS after a large one) */
+  pauseMs = 0;
+  waiters: Waiter[] = [];
+
+  constructor(
+    readonly layoutId: string,
+    readonly control: AggregatedControl,
+    readonly windowMs: number,
+    /** participants held at most; past it the one whose value is oldest leaves first */
+    private readonly maxParticipants: number,
+    /** told of each participant pushed out by the cap */
+    private readonly onEvicted: () => void,
+  ) {
+    this.figures = new Figures(control.type, control.options?.length ?? 0);
+  }
+
+  /** Nobody in the window (and the summary saying so is out, unless dirty). */
+  summaryIsEmpty(): boolean {
+    return this.latest.size === 0 && this.pressers.size === 0;
+  }
+
+  get mode(): AggregateMode {
+    return this.control.aggregate.mode;
+  }
+
+  add(sub: string, value: ActionValue, at: number): void {
+    if (this.mode === 'rate') {
+      const second = Math.floor(at / 1000);
+      const prev = this.pressers.get(sub);
+      const inSecond = prev && prev.second === second ? prev.inSecond : 0;
+      if (inSecond >= PRESSES_PER_SECOND_MAX) return; // answered, not counted: one phone cannot applaud for a hall
+      if (prev) this.pressers.delete(sub);
+      else if (this.pressers.size >= this.maxParticipants) this.evictOldest(this.pressers);
+      this.pressers.set(sub, { at, second, inSecond: inSecond + 1 });
+      this.presses.add(at);
+    } else {
+      const prev = this.latest.get(sub);
+      if (prev) {
+        this.latest.delete(sub);
+        this.figures.apply(prev.value, -1);
+      } else if (this.latest.size >= this.maxParticipants) {
+        const oldest = this.evictOldest(this.latest);
+        if (oldest) this.figures.apply(oldest.value, -1);
+      }
+      this.latest.set(sub, { value, at });
+      this.figures.apply(value, 1);
+    }
+    this.dirty = true;
+  }
+
+  /** Forgets the participant whose latest action is the oldest (the first of the map), returning what it held. */
+  private evictOldest<V>(map: Map<string, V>): V | undefined {
+    for (const [sub, v] of map) {
+      map.delete(sub);
+      this.onEvicted();
+      return v;
+    }
+    return undefined;
+  }
+
+  /** Participants held now. */
+  get participants(): number {
+    return this.mode === 'rate' ? this.pressers.size : this.latest.size;
+  }
+
+  /** Drops what left the window by `now`; marks the window changed if anything did. */
+  expire(now: number): void {
+    const from = now - this.windowMs;
+    for (const [sub, v] of this.latest) {
+      if (v.at > from) break;
+      this.latest.delete(sub);
+      this.figures.apply(v.value, -1);
+      this.dirty = true;
+      if (this.latest.size === 0) this.figures.reset(); // empty: exactly zero again, whatever rounding was left
+    }
+    for (const [sub, { at }] of this.pressers) {
+      if (at > from) break;
+      this.pressers.delete(sub);
+      this.dirty = true;
+    }
+    this.presses.expire(from);
+  }
+
+  /** The mergeable figures of what is in the window now (`empty`: nobody, to retract this process's share). */
+  summary(source: string, now: number, empty = false): CrowdSummary {
+    const c = this.control;
+    const f = empty ? new Figures(c.type, c.options?.length ?? 0) : this.figures;
+    this.summarisedAt = now;
+    const head = {
+      v: 2 as const,
+      kind: 'summary' as const,
+      id: entryId(),
+      layoutId: this.layoutId,
+      lid: c.lid,
+      address: c.address,
+      type: c.type as CrowdSummary['type'],
+      mode: this.mode,
+      windowMs: this.windowMs,
+      source,
+      seq: ++this.seq,
+      ts: now,
+    };
+    switch (this.mode) {
+      case 'rate':
+        return { ...head, n: empty ? 0 : this.pressers.size, sum: empty ? 0 : this.presses.total };
+      case 'fraction':
+        return { ...head, n: f.n, sum: f.sum };
+      case 'votes':
+        return { ...head, n: f.n, votes: [...f.votes] };
+      case 'centroid':
+        return { ...head, n: f.n, sumX: f.sumX, sumY: f.sumY };
+      case 'mean':
+        return { ...head, n: f.n, sum: f.sum, sumSq: Math.max(0, f.sumSq) };
+      case 'median':
+        return { ...head, n: f.n, sum: f.sum, sumSq: Math.max(0, f.sumSq), hist: [...f.hist] };
+      default:
+        return { ...head, n: f.n, sum: f.sum, sumSq: Math.max(0, f.sumSq), hist: [...f.hist], histSum: [...f.histSum] };
+    }
+  }
+}
+
+/** A participant's presses of one Button: the last one, and how many counted in its second. */
+interface Presser {
+  at: number;
+  second: number;
+  inSecond: number;
+}
