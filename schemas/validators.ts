@@ -52,6 +52,17 @@ const ajv = createAjv();
 export const WHOLE_DOCUMENT = Object.freeze({ instancePath: '' }) as DataValidationCxt;
 
 export const validateActionRequest = compile<ActionRequest>(ajv, 'action-request.schema.json');
+/** A client's frame on the live channel (live-frames.schema.json). */
+export interface LiveActionFrame {
+  op: 'action';
+  ref: string;
+  layoutId?: string;
+  lid: number;
+  type: ActionRequest['type'];
+  value?: unknown;
+  idempotencyKey?: string;
+}
+export const validateLiveActionFrame = compile<LiveActionFrame>(ajv, 'live-frames.schema.json');
 export const validateTokenRequest = compile<TokenRequest>(ajv, 'token-request.schema.json');
 export const validateLayoutDefinition = compile<LayoutDefinition>(ajv, 'layout-definition.schema.json');
 export const validateActionEntry = compile<ActionEntry>(ajv, 'action-entry.schema.json');

@@ -1,28 +1,19 @@
-// POST /action (spec 4.3), the hot path: a cached token check, an in-memory layout lookup, pure value
-// checks, then the append (group commit: gateway/actions/action-log.ts); 200 only after Redis acknowledged it.
-// OPTIONS answers CORS preflight.
-import { createHash } from 'node:crypto';
+// POST /action (spec 4.3), the hot path: a cached token check, an in-memory layout lookup, then the
+// intake (gateway/actions/intake.ts: budget, pure value checks, the append by group commit); 200
+// only after Redis acknowledged it. OPTIONS answers CORS preflight.
 import { WHOLE_DOCUMENT, describeFirstError, validateActionRequest } from '../../schemas/validators.js';
-import { CONTROL_TYPES, type ActionEntry, type ActionRequest } from '../../schemas/types.js';
-import { checkAction } from '../actions/check-action.js';
-import type { AggregatedControl } from '../actions/crowd-fold.js';
-import type { AppendWaiter, OnceRecord } from '../actions/action-log.js';
-import { entryId } from '../actions/entry-id.js';
-import { newEntryText } from '../actions/entry-text.js';
-import { revokedByLayout, type AudienceClaims } from '../auth/audience-tokens.js';
+import { CONTROL_TYPES } from '../../schemas/types.js';
+import { ActionIntake, type IntakeWaiter } from '../actions/intake.js';
+import type { AudienceClaims } from '../auth/audience-tokens.js';
 import { AppError } from '../errors.js';
 import { ok, prepared } from '../http/reply.js';
 import { parseJson } from '../http/body.js';
 import { LATER, type RequestHead, type Responder, type Route } from '../http/route.js';
-import type { LiveLayout } from '../layouts/layout-cache.js';
-import { ratesOf, type ActionRates } from '../limits/participant-limits.js';
 import type { CounterSeries } from '../live-metrics.js';
 import type { GatewayMetrics } from '../metrics.js';
 import type { RouteDeps } from './deps.js';
 
 const OK = prepared(ok({ success: true }));
-/** Idempotency-Key: 1 to 64 of A-Z a-z 0-9 . _ : - */
-const IDEMPOTENCY_KEY = /^[A-Za-z0-9._:-]{1,64}$/;
 
 /** The token of `Authorization: Bearer <token>`, or token_missing. */
 export function bearerToken(header: string): string {
@@ -37,14 +28,7 @@ export function actionRoutes(d: RouteDeps): Route[] {
   const replyHeaders: Route['replyHeaders'] = (head) => d.cors.replyHeaders(head.headers.origin);
   const untyped = new Outcomes(d.metrics, 'unknown');
   const byType = new Map(CONTROL_TYPES.map((t) => [t, new Outcomes(d.metrics, t)]));
-  // a layout's own rates, made once per cached layout (a re-load makes a new LiveLayout)
-  const layoutRates = new WeakMap<LiveLayout, ActionRates>();
-  const ratesFor = (layout: LiveLayout): ActionRates => {
-    if (!layout.limits) return d.actionRates;
-    let r = layoutRates.get(layout);
-    if (!r) layoutRates.set(layout, (r = ratesOf(d.actionRates, layout.limits)));
-    return r;
-  };
+  const intake = new ActionIntake(d);
   return [
     {
       method: 'options',
@@ -96,53 +80,12 @@ export function actionRoutes(d: RouteDeps): Route[] {
     try {
       if (body.layoutId !== claims.layoutId) throw new AppError('token_layout_mismatch');
       const layout = d.layouts.get(body.layoutId);
-      if (layout instanceof Promise) layout.then((l) => append(body, claims, l, answer)).catch((e: unknown) => answer.failed(e));
-      else append(body, claims, layout, answer);
+      const once = head.headers['idempotency-key']; // '' when absent (uWS reads an empty header as absent too)
+      if (layout instanceof Promise) layout.then((l) => intake.take(body, claims, l, once, head.receivedAt, answer)).catch((e: unknown) => answer.failed(e));
+      else intake.take(body, claims, layout, once, head.receivedAt, answer);
     } catch (e) {
       answer.failed(e);
     }
-  }
-
-  /** Hands the action to the action log (or the crowd fold); throws what refuses it before that. */
-  function append(body: ActionRequest, claims: AudienceClaims, layout: LiveLayout | null, answer: Answer): void {
-    if (!layout || layout.teamId !== claims.team) throw new AppError('layout_not_found', undefined, 400);
-    if (revokedByLayout(claims, layout)) throw new AppError('token_revoked');
-    // before anything is checked or stored: whatever a participant sends counts against its budget
-    d.participants.check(claims.sub, body.type, ratesFor(layout), answer.head.receivedAt);
-    const { control, value } = checkAction(layout, body);
-    const once = answer.head.headers['idempotency-key'];
-    if (control.aggregate) {
-      // Folded into the crowd's summary: a repeat of a latest value changes nothing, so an
-      // Idempotency-Key is only checked for its form (a repeated press does count for `rate`).
-      if (once !== '' && !IDEMPOTENCY_KEY.test(once)) throw new AppError('idempotency_key_invalid');
-      return answer.after(d.crowd.add(layout.layoutId, control as AggregatedControl, claims.sub, value, answer.head.receivedAt));
-    }
-    if (once === '') return d.actions.appendFor(layout.layoutId, newEntryText(layout.layoutId, control, value, answer.head.receivedAt), answer); // absent (uWS reads an empty header as absent too)
-    if (!IDEMPOTENCY_KEY.test(once)) throw new AppError('idempotency_key_invalid');
-    const entry: ActionEntry = {
-      v: 1,
-      id: entryId(),
-      layoutId: layout.layoutId,
-      lid: control.lid,
-      address: control.address,
-      type: control.type,
-      value,
-      ts: answer.head.receivedAt,
-    };
-    // 96 bits of the action: enough to tell one participant's actions apart, 16 characters stored
-    const fingerprint = createHash('sha256').update(JSON.stringify([entry.layoutId, entry.lid, entry.type, entry.value])).digest('base64url').slice(0, 16);
-    const windowMs = d.idempotency.windowSeconds * 1000;
-    const generation = Math.floor(entry.ts / windowMs);
-    const record: OnceRecord = {
-      current: d.keys.actionOnce(entry.layoutId, claims.sub, generation),
-      previous: d.keys.actionOnce(entry.layoutId, claims.sub, generation - 1),
-      key: once,
-      fingerprint,
-      expiresAt: (generation + 2) * windowMs,
-      cap: d.idempotency.keysPerParticipant,
-      nextWindowAt: (generation + 1) * windowMs,
-    };
-    answer.after(d.actions.appendOnce(entry, record, () => answer.aborted()));
   }
 }
 
@@ -165,7 +108,7 @@ class Outcomes {
 }
 
 /** One action's answer, counted and written once the log stored it or could not. */
-class Answer implements AppendWaiter {
+class Answer implements IntakeWaiter {
   constructor(
     readonly head: RequestHead,
     private readonly respond: Responder,

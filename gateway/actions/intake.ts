@@ -1,0 +1,75 @@
+// One audience action from its checked envelope to the stream: the way every action comes in (POST
+// /action, the live channel) once its token is verified and its layout known. Counts it against the
+// participant's budget first, checks it against the layout, then hands it to the crowd fold, the
+// action log's group commit, or (with an Idempotency-Key) the once-only append. Throws the AppError
+// that refuses it before anything is stored; afterwards it answers through the waiter.
+import { createHash } from 'node:crypto';
+import type { ActionEntry, ActionRequest } from '../../schemas/types.js';
+import { revokedByLayout, type AudienceClaims } from '../auth/audience-tokens.js';
+import { AppError } from '../errors.js';
+import type { LiveLayout } from '../layouts/layout-cache.js';
+import { ratesOf, type ActionRates } from '../limits/participant-limits.js';
+import type { RouteDeps } from '../routes/deps.js';
+import type { AppendWaiter, OnceRecord } from './action-log.js';
+import { checkAction } from './check-action.js';
+import type { AggregatedControl } from './crowd-fold.js';
+import { entryId } from './entry-id.js';
+import { newEntryText } from './entry-text.js';
+
+/** Idempotency-Key: 1 to 64 of A-Z a-z 0-9 . _ : - */
+export const IDEMPOTENCY_KEY = /^[A-Za-z0-9._:-]{1,64}$/;
+
+/** Who is told an action's fate: as the action log tells, or once a promise settles (crowd, Idempotency-Key). */
+export interface IntakeWaiter extends AppendWaiter {
+  after(settled: Promise<void>): void;
+}
+
+export class ActionIntake {
+  /** a layout's own rates, made once per cached layout (a re-load makes a new LiveLayout) */
+  private readonly layoutRates = new WeakMap<LiveLayout, ActionRates>();
+
+  constructor(private readonly d: RouteDeps) {}
+
+  private ratesFor(layout: LiveLayout): ActionRates {
+    if (!layout.limits) return this.d.actionRates;
+    let r = this.layoutRates.get(layout);
+    if (!r) this.layoutRates.set(layout, (r = ratesOf(this.d.actionRates, layout.limits)));
+    return r;
+  }
+
+  /**
+   * Takes one action. `once` is its Idempotency-Key ('' for none), `at` when it arrived. Throws what
+   * refuses it before anything is stored; otherwise the waiter hears once, stored or failed.
+   */
+  take(body: ActionRequest, claims: AudienceClaims, layout: LiveLayout | null, once: string, at: number, waiter: IntakeWaiter): void {
+    const d = this.d;
+    if (!layout || layout.teamId !== claims.team) throw new AppError('layout_not_found', undefined, 400);
+    if (revokedByLayout(claims, layout)) throw new AppError('token_revoked');
+    // before anything is checked or stored: whatever a participant sends counts against its budget
+    d.participants.check(claims.sub, body.type, this.ratesFor(layout), at);
+    const { control, value } = checkAction(layout, body);
+    if (control.aggregate) {
+      // Folded into the crowd's summary: a repeat of a latest value changes nothing, so an
+      // Idempotency-Key is only checked for its form (a repeated press does count for `rate`).
+      if (once !== '' && !IDEMPOTENCY_KEY.test(once)) throw new AppError('idempotency_key_invalid');
+      return waiter.after(d.crowd.add(layout.layoutId, control as AggregatedControl, claims.sub, value, at));
+    }
+    if (once === '') return d.actions.appendFor(layout.layoutId, newEntryText(layout.layoutId, control, value, at), waiter);
+    if (!IDEMPOTENCY_KEY.test(once)) throw new AppError('idempotency_key_invalid');
+    const entry: ActionEntry = { v: 1, id: entryId(), layoutId: layout.layoutId, lid: control.lid, address: control.address, type: control.type, value, ts: at };
+    // 96 bits of the action: enough to tell one participant's actions apart, 16 characters stored
+    const fingerprint = createHash('sha256').update(JSON.stringify([entry.layoutId, entry.lid, entry.type, entry.value])).digest('base64url').slice(0, 16);
+    const windowMs = d.idempotency.windowSeconds * 1000;
+    const generation = Math.floor(at / windowMs);
+    const record: OnceRecord = {
+      current: d.keys.actionOnce(entry.layoutId, claims.sub, generation),
+      previous: d.keys.actionOnce(entry.layoutId, claims.sub, generation - 1),
+      key: once,
+      fingerprint,
+      expiresAt: (generation + 2) * windowMs,
+      cap: d.idempotency.keysPerParticipant,
+      nextWindowAt: (generation + 1) * windowMs,
+    };
+    waiter.after(d.actions.appendOnce(entry, record, () => waiter.aborted()));
+  }
+}

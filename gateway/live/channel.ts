@@ -1,0 +1,238 @@
+// The live channel: GET /live?token=<audience token> upgrades to a WebSocket on which a phone sees
+// what is live and acts. The server sends the layout's active page first and again after every
+// page switch or re-import; the client sends actions, each answered by an ack once stored (the
+// moment POST /action answers 200) or an error with the same codes as the HTTP API. Actions take
+// the same intake as POST /action, so one participant has one budget whichever way it acts. A
+// socket whose token stops being valid is closed with 4001, one whose layout is gone with 4004,
+// and every socket with 1001 when the gateway stops.
+import type { HttpRequest, HttpResponse, TemplatedApp, WebSocket, us_socket_context_t } from 'uWebSockets.js';
+import { WHOLE_DOCUMENT, describeFirstError, validateLiveActionFrame } from '../../schemas/validators.js';
+import type { ActionIntake, IntakeWaiter } from '../actions/intake.js';
+import { revokedByLayout, type AudienceClaims } from '../auth/audience-tokens.js';
+import { AppError, ERRORS } from '../errors.js';
+import type { LiveLayout } from '../layouts/layout-cache.js';
+import type { RouteDeps } from '../routes/deps.js';
+
+/** Close codes that tell a client what to do. */
+export const CLOSE = {
+  /** the token is no longer valid (its key revoked, its layout's tokens revoked, its signing key retired): do not reconnect with it */
+  tokenInvalid: 4001,
+  /** the layout is gone */
+  layoutGone: 4004,
+  /** this gateway is stopping: reconnect (with jitter) */
+  goingAway: 1001,
+} as const;
+
+interface SocketData {
+  claims: AudienceClaims;
+  layoutId: string;
+  /** the version of the layout whose page this socket was last sent */
+  version: number;
+  open: boolean;
+}
+type LiveSocket = WebSocket<SocketData>;
+
+export interface LiveOptions {
+  /** the largest frame a client may send; a larger one closes the socket (uWS) */
+  maxFrameBytes: number;
+  now: () => number;
+  /** an error that is not an AppError (a bug): logged by the gateway */
+  onError: (e: unknown) => void;
+}
+
+const encoder = new TextDecoder('utf-8', { fatal: true });
+
+/** An error frame: the HTTP API's body for the same code, with the client's ref. */
+function errorFrame(ref: string | null, e: unknown): string {
+  const err = e instanceof AppError ? e : new AppError('internal');
+  const retry = err.headers.find(([name]) => name === 'retry-after');
+  return JSON.stringify({ op: 'error', ref, error: { code: err.code, message: err.message, ...(retry && { retryAfterMs: Number(retry[1]) * 1000 }) } });
+}
+
+export class LiveChannel {
+  /** the open sockets, by layout */
+  private readonly byLayout = new Map<string, Set<LiveSocket>>();
+
+  constructor(
+    private readonly d: RouteDeps,
+    private readonly intake: ActionIntake,
+    private readonly o: LiveOptions,
+  ) {}
+
+  /** Sockets open now. */
+  get size(): number {
+    let n = 0;
+    for (const set of this.byLayout.values()) n += set.size;
+    return n;
+  }
+
+  mount(app: TemplatedApp): void {
+    app.ws<SocketData>('/live', {
+      maxPayloadLength: this.o.maxFrameBytes,
+      idleTimeout: 60,
+      sendPingsAutomatically: true,
+      maxBackpressure: 64 * 1024,
+      upgrade: (res, req, context) => this.upgrade(res, req, context),
+      open: (ws) => this.opened(ws),
+      message: (ws, message, isBinary) => this.received(ws, message, isBinary),
+      close: (ws) => this.closed(ws),
+    });
+  }
+
+  /** The token (from the query, as a browser's WebSocket cannot send headers) and its layout, checked before the upgrade. */
+  private upgrade(res: HttpResponse, req: HttpRequest, context: us_socket_context_t): void {
+    const key = req.getHeader('sec-websocket-key');
+    const protocol = req.getHeader('sec-websocket-protocol');
+    const extensions = req.getHeader('sec-websocket-extensions');
+    const token = new URLSearchParams(req.getQuery() ?? '').get('token') ?? '';
+    let aborted = false;
+    res.onAborted(() => (aborted = true));
+    const refuse = (e: unknown) => {
+      if (aborted) return;
+      if (!(e instanceof AppError)) this.o.onError(e);
+      const err = e instanceof AppError ? e : new AppError('internal');
+      res.cork(() => res.writeStatus(`${err.status} ${err.status === 401 ? 'Unauthorized' : err.status === 404 ? 'Not Found' : err.status === 503 ? 'Service Unavailable' : 'Error'}`).writeHeader('content-type', 'application/json').end(JSON.stringify({ success: false, error: { code: err.code, message: err.message } })));
+    };
+    const accept = (claims: AudienceClaims, layout: LiveLayout | null) => {
+      if (!layout || layout.teamId !== claims.team) throw new AppError('layout_not_found');
+      if (revokedByLayout(claims, layout)) throw new AppError('token_revoked');
+      if (aborted) return;
+      res.cork(() => res.upgrade<SocketData>({ claims, layoutId: layout.layoutId, version: -1, open: true }, key, protocol, extensions, context));
+    };
+    try {
+      if (token === '') throw new AppError('token_missing');
+      const verified = this.d.tokens.verify(token);
+      void Promise.resolve(verified)
+        .then(async (claims) => accept(claims, await this.d.layouts.get(claims.layoutId)))
+        .catch(refuse);
+    } catch (e) {
+      refuse(e);
+    }
+  }
+
+  private opened(ws: LiveSocket): void {
+    const data = ws.getUserData();
+    let set = this.byLayout.get(data.layoutId);
+    if (!set) this.byLayout.set(data.layoutId, (set = new Set()));
+    set.add(ws);
+    void this.sendPage(ws);
+  }
+
+  private closed(ws: LiveSocket): void {
+    const data = ws.getUserData();
+    data.open = false;
+    const set = this.byLayout.get(data.layoutId);
+    set?.delete(ws);
+    if (set?.size === 0) this.byLayout.delete(data.layoutId);
+  }
+
+  /** The layout's active page, as GET /layout answers it, with its version; nothing when it did not change for this socket. */
+  private async sendPage(ws: LiveSocket): Promise<void> {
+    const data = ws.getUserData();
+    try {
+      const layout = await this.d.layouts.get(data.layoutId);
+      if (!data.open) return;
+      if (!layout) return this.end(ws, CLOSE.layoutGone, 'the layout is gone');
+      if (layout.version === data.version) return;
+      const destinationCount = await this.d.destinations.count(data.layoutId).catch(() => 0);
+      if (!data.open) return;
+      data.version = layout.version;
+      ws.send(JSON.stringify({ op: 'page', layoutId: layout.layoutId, activePageId: layout.activePageId, controls: layout.activeControls, destinationCount, version: layout.version }));
+    } catch (e) {
+      if (!(e instanceof AppError)) this.o.onError(e);
+    }
+  }
+
+  private received(ws: LiveSocket, message: ArrayBuffer, isBinary: boolean): void {
+    const data = ws.getUserData();
+    let frame: unknown;
+    try {
+      if (isBinary) throw new AppError('invalid_json', 'Frames are JSON text.');
+      frame = JSON.parse(encoder.decode(message));
+    } catch (e) {
+      return this.reply(ws, errorFrame(null, e instanceof AppError ? e : new AppError('invalid_json')));
+    }
+    const ref = typeof (frame as { ref?: unknown } | null)?.ref === 'string' ? ((frame as { ref: string }).ref.slice(0, 64) || null) : null;
+    try {
+      if (!validateLiveActionFrame(frame, WHOLE_DOCUMENT)) throw new AppError('invalid_body', describeFirstError(validateLiveActionFrame.errors, 'frame'));
+      if (frame.layoutId !== undefined && frame.layoutId !== data.claims.layoutId) throw new AppError('token_layout_mismatch');
+      const body = { layoutId: data.claims.layoutId, lid: frame.lid, type: frame.type, ...(frame.value !== undefined && { value: frame.value }) };
+      const waiter = new FrameAnswer(ws, frame.ref, this.o.onError);
+      const at = this.o.now();
+      const once = frame.idempotencyKey ?? '';
+      const layout = this.d.layouts.get(body.layoutId);
+      if (layout instanceof Promise) layout.then((l) => this.intake.take(body, data.claims, l, once, at, waiter)).catch((e: unknown) => waiter.failed(e));
+      else this.intake.take(body, data.claims, layout, once, at, waiter);
+    } catch (e) {
+      this.reply(ws, errorFrame(ref, e));
+    }
+  }
+
+  private reply(ws: LiveSocket, text: string): void {
+    if (ws.getUserData().open) ws.send(text);
+  }
+
+  private end(ws: LiveSocket, code: number, reason: string): void {
+    const data = ws.getUserData();
+    if (!data.open) return;
+    data.open = false;
+    ws.end(code, reason);
+  }
+
+  /** A layout changed (page switch, re-import, revocations, gone): each of its sockets gets the new page, or is closed. */
+  layoutChanged(layoutId: string): void {
+    const set = this.byLayout.get(layoutId);
+    if (!set) return;
+    void Promise.resolve(this.d.layouts.get(layoutId)).then(
+      (layout) => {
+        for (const ws of [...set]) {
+          if (!layout) this.end(ws, CLOSE.layoutGone, 'the layout is gone');
+          else if (revokedByLayout(ws.getUserData().claims, layout)) this.end(ws, CLOSE.tokenInvalid, ERRORS.token_revoked.message);
+          else void this.sendPage(ws);
+        }
+      },
+      (e: unknown) => {
+        if (!(e instanceof AppError)) this.o.onError(e);
+      },
+    );
+  }
+
+  /** An API key was revoked: the sockets of the tokens it minted close with 4001. */
+  keyRevoked(keyId: string): void {
+    for (const set of this.byLayout.values()) for (const ws of [...set]) if (ws.getUserData().claims.keyId === keyId) this.end(ws, CLOSE.tokenInvalid, ERRORS.token_revoked.message);
+  }
+
+  /** The gateway stops: every socket closes with 1001, so clients reconnect elsewhere. */
+  closeAll(): void {
+    for (const set of this.byLayout.values()) for (const ws of [...set]) this.end(ws, CLOSE.goingAway, 'the gateway is stopping');
+  }
+}
+
+/** One action frame's answer: an ack once stored, or an error frame with the HTTP API's code. */
+class FrameAnswer implements IntakeWaiter {
+  constructor(
+    private readonly ws: LiveSocket,
+    private readonly ref: string,
+    private readonly onError: (e: unknown) => void,
+  ) {}
+
+  stored(): void {
+    if (this.ws.getUserData().open) this.ws.send(JSON.stringify({ op: 'ack', ref: this.ref }));
+  }
+
+  failed(e: unknown): void {
+    if (!(e instanceof AppError)) this.onError(e);
+    if (this.ws.getUserData().open) this.ws.send(errorFrame(this.ref, e));
+  }
+
+  aborted(): boolean {
+    return !this.ws.getUserData().open;
+  }
+
+  after(settled: Promise<void>): void {
+    settled.then(
+      () => this.stored(),
+      (e: unknown) => this.failed(e),
+    );
+  }
+}

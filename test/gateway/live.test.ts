@@ -1,0 +1,157 @@
+// The live channel, frame by frame, with the `ws` client against a real gateway: the token checked
+// before the upgrade, the page first and after every switch, actions acked once stored (and in the
+// stream), errors with the HTTP API's codes (the socket stays open), one budget per participant
+// whichever way it acts, and the close codes: 4001 when the token is revoked, 1001 when the gateway
+// stops.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import WebSocket from 'ws';
+import { eventually, mintToken, postAction, startTestGateway, type TestGateway } from '../helpers/gateway.js';
+import { useRedis } from '../helpers/redis.js';
+
+const redis = useRedis();
+let t: TestGateway;
+beforeAll(async () => {
+  t = await startTestGateway({ redisUrl: redis.get().server.url, overrides: { actionBurst: 30, actionRatePerSecond: 1 } });
+});
+afterAll(() => t.close());
+
+interface Frame {
+  op: string;
+  ref?: string | null;
+  [k: string]: unknown;
+}
+
+/** A socket on /live with the frames it received and how it closed. */
+async function connect(token: string): Promise<{ ws: WebSocket; frames: Frame[]; closed: Promise<{ code: number; reason: string }>; next: (op: string, after?: number) => Promise<Frame> }> {
+  const ws = new WebSocket(`${t.url.replace('http', 'ws')}/live?token=${encodeURIComponent(token)}`);
+  const frames: Frame[] = [];
+  ws.on('message', (data: Buffer) => frames.push(JSON.parse(data.toString('utf8')) as Frame));
+  const closed = new Promise<{ code: number; reason: string }>((r) => ws.once('close', (code, reason) => r({ code, reason: String(reason) })));
+  await new Promise<void>((resolve, reject) => {
+    ws.once('open', () => resolve());
+    ws.once('error', reject);
+  });
+  const next = async (op: string, after = 0) => {
+    await eventually(() => frames.slice(after).some((f) => f.op === op), 3000);
+    return frames.slice(after).find((f) => f.op === op)!;
+  };
+  return { ws, frames, closed, next };
+}
+
+/** The HTTP answer to an upgrade that is refused. */
+function refusal(query: string): Promise<number> {
+  return new Promise((resolve) => {
+    const ws = new WebSocket(`${t.url.replace('http', 'ws')}/live${query}`);
+    ws.on('unexpected-response', (_req, res) => {
+      resolve(res.statusCode ?? 0);
+      ws.terminate();
+    });
+    ws.on('error', () => {});
+    ws.on('open', () => resolve(101));
+  });
+}
+
+describe('GET /live', () => {
+  it('refuses the upgrade without a valid token: 401 before any socket exists', async () => {
+    expect(await refusal('')).toBe(401);
+    expect(await refusal('?token=not.a.token')).toBe(401);
+  });
+
+  it('closes a socket that sends a frame over the size limit (MAX_BODY_BYTES), and answers a plain GET as no route', async () => {
+    const { ws, next, closed } = await connect(await mintToken(t, t.layoutId, t.apiKey));
+    await next('page');
+    ws.send(JSON.stringify({ op: 'action', ref: 'big', lid: 5, type: 'String', value: 'x'.repeat(t.config.maxBodyBytes) }));
+    expect([1006, 1009]).toContain((await closed).code); // uWS drops the connection at once (the client sees 1006)
+    const plain = await fetch(`${t.url}/live`);
+    expect(plain.status).toBeGreaterThanOrEqual(400);
+    expect(plain.status).toBeLessThan(500);
+  });
+
+  it('sends the active page first: the controls as GET /layout has them, and a version', async () => {
+    const { ws, next } = await connect(await mintToken(t, t.layoutId, t.apiKey));
+    const page = await next('page');
+    expect(page).toMatchObject({ op: 'page', layoutId: t.layoutId, activePageId: 'main' });
+    expect((page.controls as { type: string }[]).map((c) => c.type)).toEqual(['Button', 'Slider', 'Toggle', 'Index', 'String', 'XYPad']);
+    expect(typeof page.version).toBe('number');
+    ws.close();
+  });
+
+  it('acks an action once it is in the stream, and answers a bad one with the HTTP code; the socket stays open', async () => {
+    const { ws, frames, next } = await connect(await mintToken(t, t.layoutId, t.apiKey));
+    await next('page');
+    const before = frames.length;
+    ws.send(JSON.stringify({ op: 'action', ref: 'r-1', lid: 5, type: 'String', value: 'over the socket' }));
+    expect(await next('ack', before)).toEqual({ op: 'ack', ref: 'r-1' });
+    const entries = await redis.get().client.xrange(t.gw.stores.keys.actions(t.layoutId), '-', '+');
+    expect(entries.some(([, f]) => f[1]!.includes('over the socket'))).toBe(true);
+    const errorsFrom = frames.length;
+    ws.send(JSON.stringify({ op: 'action', ref: 'r-2', lid: 2, type: 'Slider', value: 'loud' }));
+    ws.send('{not json');
+    ws.send(Buffer.from([1, 2, 3]), { binary: true });
+    ws.send(JSON.stringify({ op: 'dance', ref: 'r-3' }));
+    ws.send(JSON.stringify({ op: 'action', ref: 'r-4', layoutId: 'another-layout', lid: 1, type: 'Button' }));
+    ws.send(JSON.stringify({ op: 'action', ref: 'r-5', lid: 99, type: 'Button' }));
+    await eventually(() => frames.slice(errorsFrom).filter((f) => f.op === 'error').length === 6, 3000);
+    const codes = frames.slice(errorsFrom).map((f) => [f.ref, (f.error as { code: string }).code]);
+    expect(codes).toEqual([
+      ['r-2', 'invalid_value'],
+      [null, 'invalid_json'],
+      [null, 'invalid_json'],
+      ['r-3', 'invalid_body'],
+      ['r-4', 'token_layout_mismatch'],
+      ['r-5', 'control_not_found'],
+    ]);
+    const after = frames.length;
+    ws.send(JSON.stringify({ op: 'action', ref: 'r-6', lid: 1, type: 'Button' }));
+    expect(await next('ack', after)).toEqual({ op: 'ack', ref: 'r-6' });
+    ws.close();
+  });
+
+  it('gives one participant one budget, whichever way it acts: past it rate_limited with retryAfterMs', async () => {
+    const token = await mintToken(t, t.layoutId, t.apiKey);
+    for (let i = 0; i < 30; i++) await postAction(t, token, { layoutId: t.layoutId, lid: 1, type: 'Button' });
+    const { ws, frames, next } = await connect(token);
+    await next('page');
+    const before = frames.length;
+    ws.send(JSON.stringify({ op: 'action', ref: 'over', lid: 1, type: 'Button' }));
+    const refused = await next('error', before);
+    expect(refused).toMatchObject({ ref: 'over', error: { code: 'rate_limited' } });
+    expect((refused.error as { retryAfterMs: number }).retryAfterMs).toBeGreaterThanOrEqual(1000);
+    ws.close();
+  });
+
+  it('sends the new page after a page switch, with a higher version', async () => {
+    const { frames, next, ws } = await connect(await mintToken(t, t.layoutId, t.apiKey));
+    const first = await next('page');
+    const before = frames.length;
+    await t.admin.layouts.activate(t.layoutId, 'encore');
+    const switched = await next('page', before);
+    expect(switched.activePageId).toBe('encore');
+    expect(switched.version as number).toBeGreaterThan(first.version as number);
+    await t.admin.layouts.activate(t.layoutId, 'main');
+    ws.close();
+  });
+
+  it('closes with 4001 when the layout revokes the token (end of show), and when its API key is revoked', async () => {
+    const shown = await connect(await mintToken(t, t.layoutId, t.apiKey));
+    await shown.next('page');
+    await t.admin.layouts.revokeTokens(t.layoutId, { before: Date.now() });
+    expect((await shown.closed).code).toBe(4001);
+    const key = await t.admin.apiKeys.create(t.teamId, { name: 'to revoke' });
+    const keyed = await connect(await mintToken(t, t.layoutId, key.apiKey));
+    await keyed.next('page');
+    await t.admin.apiKeys.revoke(key.keyId);
+    expect((await keyed.closed).code).toBe(4001);
+  });
+});
+
+describe('a gateway that stops', () => {
+  it('closes its sockets with 1001, so clients reconnect elsewhere', async () => {
+    const other = await startTestGateway({ redisUrl: redis.get().server.url, sameDataAs: t });
+    const ws = new WebSocket(`${other.url.replace('http', 'ws')}/live?token=${await mintToken(t, t.layoutId, t.apiKey)}`);
+    const closed = new Promise<number>((r) => ws.once('close', (code) => r(code)));
+    await new Promise<void>((r) => ws.once('open', () => r()));
+    await other.close();
+    expect(await closed).toBe(1001);
+  });
+});
