@@ -87,8 +87,8 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
   const layouts = new LayoutCache(stores.layouts, timed);
   await Promise.all([keyring.reload(), apiKeys.reload()]);
 
-  /** the live channel, once made (invalidation messages can come before) */
-  let live: LiveChannel | undefined;
+  /** the live channel, once made (invalidation messages can come before it is) */
+  const sockets: { live?: LiveChannel } = {};
   const recheckAll = (): Promise<void> =>
     Promise.all([apiKeys.reload(), keyring.reload(), layouts.recheck()]).then(
       () => {},
@@ -102,11 +102,11 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
         metrics.invalidations.labels(INVALIDATION_LABEL[m.kind]).inc();
         if (m.kind === 'key-revoked') {
           apiKeys.keyRevoked(m.id);
-          live?.keyRevoked(m.id);
+          sockets.live?.keyRevoked(m.id);
         } else if (m.kind === 'key-created') apiKeys.keyCreated(m.id);
         else if (m.kind === 'layout') {
           layouts.invalidate(m.id);
-          live?.layoutChanged(m.id);
+          sockets.live?.layoutChanged(m.id);
         }
         else keyring.reload().catch((e: unknown) => log.warn({ err: e }, 'signing key reload failed'));
       },
@@ -178,8 +178,9 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
   };
   server.mount(layoutRoute(deps)).mount(tokenRoute(deps)).mount(openApiRoute());
   for (const r of [...actionRoutes(deps), ...adminApiRoutes(admin), ...adminPageRoutes()]) server.mount(r);
-  live = new LiveChannel(deps, new ActionIntake(deps), { maxFrameBytes: config.maxBodyBytes, now, onError: (e) => log.error({ err: e }, 'unexpected error on the live channel') });
+  const live = new LiveChannel(deps, new ActionIntake(deps), { maxFrameBytes: config.maxBodyBytes, now, onError: (e) => log.error({ err: e }, 'unexpected error on the live channel') });
   live.mount(server.app);
+  sockets.live = live;
   for (const r of fallbackRoutes(server.patterns())) server.mount(r); // 405 with Allow on known paths, 404 elsewhere
   const port = await server.listen(config.host, config.port);
   const ready = async (): Promise<string | null> => {
@@ -209,7 +210,7 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
     async close(drainMs = DRAIN_MS) {
       closing = true; // at once: Redis going away from now on is part of stopping, not news
       await server.close(drainMs);
-      live?.closeAll(); // listening has stopped: the sockets go now, and reconnect to another gateway
+      live.closeAll(); // listening has stopped: the sockets go now, and reconnect to another gateway
       await deps.crowd.retract(); // the bridge stops counting this process now, not when its lease runs out
       participants.stop();
       mints.stop();
