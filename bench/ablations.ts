@@ -26,6 +26,7 @@ const REPLY = 'gateway/http/reply.js';
 const EXCHANGE = 'gateway/http/exchange.js';
 const ENTRY_TEXT = 'gateway/actions/entry-text.js';
 const ACTION = 'gateway/routes/action.js';
+const INTAKE = 'gateway/actions/intake.js';
 const LOG = 'gateway/actions/action-log.js';
 const REDIS = 'runtime/redis.js';
 
@@ -71,7 +72,7 @@ export const ABLATIONS: Ablation[] = [
     name: 'value',
     step: 'value check against the control (ajv per type, options)',
     how: 'removed',
-    edits: [{ file: ACTION, find: 'const { control, value } = checkAction(layout, body);', replace: 'const control = layout.controls.get(body.lid), value = body.value ?? null;' }],
+    edits: [{ file: INTAKE, find: 'const { control, value } = checkAction(layout, body);', replace: 'const control = layout.controls.get(body.lid), value = body.value ?? null;' }],
   },
   {
     name: 'uuid',
