@@ -7,6 +7,7 @@ import autocannon from 'autocannon';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { freePort, startRedisServer, type RedisServer } from '../gateway/dev/redis-server.js';
+import { BENCH_LIMITS } from './limits.js';
 import { GATEWAY_NODE_FLAGS } from '../gateway/node-flags.js';
 import { createRedisClient, type RedisTarget } from '../runtime/redis.js';
 
@@ -34,19 +35,6 @@ export async function spawnPinned(core: number | string, file: string, args: str
   return { child, match };
 }
 
-/**
- * The per-participant and per-key limits of a benched gateway: raised, since a bench plays a few
- * thousand participants at tens of thousands of actions a second (each far above a phone's budget).
- * Every action still passes through the limiter; it just never refuses one.
- */
-export const BENCH_LIMITS: Record<string, string> = {
-  ACTION_RATE_PER_SECOND: '10000',
-  ACTION_BURST: '100000',
-  STRING_RATE_PER_SECOND: '10000',
-  STRING_BURST: '100000',
-  MINT_RATE_PER_SECOND: '100000',
-  MINT_BURST: '1000000',
-};
 
 /** The built gateway (dist/gateway/main.js unless `main` says another build's) on a free port, pinned to core 0. */
 export async function spawnPinnedGateway(

@@ -2,7 +2,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { request } from 'node:http';
 import { fileURLToPath } from 'node:url';
-import { BENCH_LIMITS } from '../../bench/harness.js';
+import { BENCH_LIMITS } from '../../bench/limits.js';
 import { freePort } from '../../gateway/dev/redis-server.js';
 
 export const GATEWAY_BIN = fileURLToPath(new URL('../../dist/gateway/main.js', import.meta.url));
