@@ -40,7 +40,7 @@ export interface LiveOptions {
   onError: (e: unknown) => void;
 }
 
-const encoder = new TextDecoder('utf-8', { fatal: true });
+const decoder = new TextDecoder('utf-8', { fatal: true });
 
 /** An error frame: the HTTP API's body for the same code, with the client's ref. */
 function errorFrame(ref: string | null, e: unknown): string {
@@ -148,7 +148,7 @@ export class LiveChannel {
     let frame: unknown;
     try {
       if (isBinary) throw new AppError('invalid_json', 'Frames are JSON text.');
-      frame = JSON.parse(encoder.decode(message));
+      frame = JSON.parse(decoder.decode(message));
     } catch (e) {
       return this.reply(ws, errorFrame(null, e instanceof AppError ? e : new AppError('invalid_json')));
     }
@@ -157,7 +157,7 @@ export class LiveChannel {
       if (!validateLiveActionFrame(frame, WHOLE_DOCUMENT)) throw new AppError('invalid_body', describeFirstError(validateLiveActionFrame.errors, 'frame'));
       if (frame.layoutId !== undefined && frame.layoutId !== data.claims.layoutId) throw new AppError('token_layout_mismatch');
       const body = { layoutId: data.claims.layoutId, lid: frame.lid, type: frame.type, ...(frame.value !== undefined && { value: frame.value }) };
-      const waiter = new FrameAnswer(ws, frame.ref, this.o.onError);
+      const waiter = new FrameAnswer(ws, data, frame.ref, this.o.onError);
       const at = this.o.now();
       const once = frame.idempotencyKey ?? '';
       const layout = this.d.layouts.get(body.layoutId);
@@ -168,8 +168,9 @@ export class LiveChannel {
     }
   }
 
+  /** A frame in answer to the one being handled (the socket is open while its message handler runs). */
   private reply(ws: LiveSocket, text: string): void {
-    if (ws.getUserData().open) ws.send(text);
+    ws.send(text);
   }
 
   private end(ws: LiveSocket, code: number, reason: string): void {
@@ -208,25 +209,30 @@ export class LiveChannel {
   }
 }
 
-/** One action frame's answer: an ack once stored, or an error frame with the HTTP API's code. */
+/**
+ * One action frame's answer: an ack once stored, or an error frame with the HTTP API's code. Sent
+ * only while the socket is open (uWS throws on a send to a closed one), which the socket's data
+ * says: the close handler marks it.
+ */
 class FrameAnswer implements IntakeWaiter {
   constructor(
     private readonly ws: LiveSocket,
+    private readonly data: SocketData,
     private readonly ref: string,
     private readonly onError: (e: unknown) => void,
   ) {}
 
   stored(): void {
-    if (this.ws.getUserData().open) this.ws.send(JSON.stringify({ op: 'ack', ref: this.ref }));
+    if (this.data.open) this.ws.send(JSON.stringify({ op: 'ack', ref: this.ref }));
   }
 
   failed(e: unknown): void {
     if (!(e instanceof AppError)) this.onError(e);
-    if (this.ws.getUserData().open) this.ws.send(errorFrame(this.ref, e));
+    if (this.data.open) this.ws.send(errorFrame(this.ref, e));
   }
 
   aborted(): boolean {
-    return !this.ws.getUserData().open;
+    return !this.data.open;
   }
 
   after(settled: Promise<void>): void {

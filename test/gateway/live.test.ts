@@ -3,6 +3,8 @@
 // stream), errors with the HTTP API's codes (the socket stays open), one budget per participant
 // whichever way it acts, and the close codes: 4001 when the token is revoked, 1001 when the gateway
 // stops.
+import { Writable } from 'node:stream';
+import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { eventually, mintToken, postAction, startTestGateway, type TestGateway } from '../helpers/gateway.js';
@@ -142,6 +144,35 @@ describe('GET /live', () => {
     await keyed.next('page');
     await t.admin.apiKeys.revoke(key.keyId);
     expect((await keyed.closed).code).toBe(4001);
+  });
+});
+
+describe('a client that leaves before its actions are answered', () => {
+  it('is not written to once gone: nothing logs an error, and the gateway keeps serving', async () => {
+    const lines: string[] = [];
+    const sink = new Writable({ write: (chunk: Buffer, _e, done) => (lines.push(...chunk.toString().split('\n').filter(Boolean)), done()) });
+    const g = await startTestGateway({ redisUrl: redis.get().server.url, sameDataAs: t, log: pino({ level: 'info' }, sink) });
+    try {
+      const token = await mintToken(t, t.layoutId, t.apiKey);
+      const url = `${g.url.replace('http', 'ws')}/live?token=${token}`;
+      for (let round = 0; round < 5; round++) {
+        const ws = new WebSocket(url);
+        await new Promise<void>((r) => ws.once('message', () => r())); // the page
+        for (let i = 0; i < 5; i++) ws.send(JSON.stringify({ op: 'action', ref: `gone-${i}`, lid: 5, type: 'String', value: `left ${round}-${i}` }));
+        ws.terminate(); // the acks are still to come
+      }
+      await new Promise((r) => setTimeout(r, 300));
+      expect(lines.filter((l) => /"level":(50|60)/.test(l))).toEqual([]);
+      const ws = new WebSocket(url);
+      const frames: Frame[] = [];
+      ws.on('message', (data: Buffer) => frames.push(JSON.parse(data.toString('utf8')) as Frame));
+      await new Promise<void>((r) => ws.once('open', () => r()));
+      ws.send(JSON.stringify({ op: 'action', ref: 'still-here', lid: 1, type: 'Button' }));
+      await eventually(() => frames.some((f) => f.op === 'ack' && f.ref === 'still-here'), 3000);
+      ws.close();
+    } finally {
+      await g.close();
+    }
   });
 });
 
