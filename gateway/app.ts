@@ -108,7 +108,11 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
           layouts.invalidate(m.id);
           sockets.live?.layoutChanged(m.id);
         }
-        else keyring.reload().catch((e: unknown) => log.warn({ err: e }, 'signing key reload failed'));
+        else
+          keyring.reload().then(
+            () => sockets.live?.signingKeysChanged((kid) => keyring.status(kid) === 'active'),
+            (e: unknown) => log.warn({ err: e }, 'signing key reload failed'),
+          );
       },
       recheck: recheckAll,
     },
@@ -210,7 +214,7 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
     async close(drainMs = DRAIN_MS) {
       closing = true; // at once: Redis going away from now on is part of stopping, not news
       await server.close(drainMs);
-      live.closeAll(); // listening has stopped: the sockets go now, and reconnect to another gateway
+      await live.closeAll(); // listening has stopped: the sockets go over a second, and reconnect to another gateway
       await deps.crowd.retract(); // the bridge stops counting this process now, not when its lease runs out
       participants.stop();
       mints.stop();

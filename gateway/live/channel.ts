@@ -23,6 +23,9 @@ export const CLOSE = {
   goingAway: 1001,
 } as const;
 
+/** A stopping gateway closes its sockets over this long, so their reconnects are spread too. */
+export const CLOSE_SPREAD_MS = 1000;
+
 interface SocketData {
   claims: AudienceClaims;
   layoutId: string;
@@ -203,9 +206,24 @@ export class LiveChannel {
     for (const set of this.byLayout.values()) for (const ws of [...set]) if (ws.getUserData().claims.keyId === keyId) this.end(ws, CLOSE.tokenInvalid, ERRORS.token_revoked.message);
   }
 
-  /** The gateway stops: every socket closes with 1001, so clients reconnect elsewhere. */
-  closeAll(): void {
-    for (const set of this.byLayout.values()) for (const ws of [...set]) this.end(ws, CLOSE.goingAway, 'the gateway is stopping');
+  /** The signing keys changed: the sockets of tokens signed with a key no longer active close with 4001. */
+  signingKeysChanged(active: (kid: string) => boolean): void {
+    for (const set of this.byLayout.values()) for (const ws of [...set]) if (!active(ws.getUserData().claims.kid)) this.end(ws, CLOSE.tokenInvalid, ERRORS.token_revoked.message);
+  }
+
+  /**
+   * The gateway stops: every socket closes with 1001, so clients reconnect elsewhere, spread evenly
+   * over `spreadMs` (in 20 steps) so that thousands of phones do not all reconnect in the same
+   * millisecond. Resolves once all are closed.
+   */
+  async closeAll(spreadMs = CLOSE_SPREAD_MS): Promise<void> {
+    const all = [...this.byLayout.values()].flatMap((set) => [...set]);
+    const steps = 20;
+    for (let step = 0; step < steps && all.length > 0; step++) {
+      const share = Math.ceil(all.length / (steps - step));
+      for (const ws of all.splice(0, share)) this.end(ws, CLOSE.goingAway, 'the gateway is stopping');
+      if (all.length > 0) await new Promise((r) => setTimeout(r, spreadMs / steps));
+    }
   }
 }
 

@@ -145,6 +145,24 @@ describe('GET /live', () => {
     await t.admin.apiKeys.revoke(key.keyId);
     expect((await keyed.closed).code).toBe(4001);
   });
+
+  it('closes with 4001 when the signing key of its token is retired; a token of the new key keeps its socket', async () => {
+    const old = await connect(await mintToken(t, t.layoutId, t.apiKey));
+    await old.next('page');
+    const retiring = (await t.admin.signingKeys.list()).find((k) => k.current)!.kid;
+    await t.admin.signingKeys.rotate();
+    await eventually(async () => {
+      const fresh = await mintToken(t, t.layoutId, t.apiKey);
+      return JSON.parse(Buffer.from(fresh.split('.')[0]!, 'base64url').toString()).kid !== retiring;
+    }, 3000);
+    const renewed = await connect(await mintToken(t, t.layoutId, t.apiKey));
+    await renewed.next('page');
+    await t.admin.signingKeys.retire(retiring);
+    expect((await old.closed).code).toBe(4001);
+    await new Promise((r) => setTimeout(r, 100));
+    expect(renewed.ws.readyState).toBe(WebSocket.OPEN);
+    renewed.ws.close();
+  });
 });
 
 describe('a client that leaves before its actions are answered', () => {
@@ -177,12 +195,24 @@ describe('a client that leaves before its actions are answered', () => {
 });
 
 describe('a gateway that stops', () => {
-  it('closes its sockets with 1001, so clients reconnect elsewhere', async () => {
+  it('closes its sockets with 1001, spread over about a second, so clients reconnect elsewhere and not all at once', async () => {
     const other = await startTestGateway({ redisUrl: redis.get().server.url, sameDataAs: t });
-    const ws = new WebSocket(`${other.url.replace('http', 'ws')}/live?token=${await mintToken(t, t.layoutId, t.apiKey)}`);
-    const closed = new Promise<number>((r) => ws.once('close', (code) => r(code)));
-    await new Promise<void>((r) => ws.once('open', () => r()));
+    const token = await mintToken(t, t.layoutId, t.apiKey);
+    const sockets = await Promise.all(
+      Array.from({ length: 40 }, async () => {
+        const ws = new WebSocket(`${other.url.replace('http', 'ws')}/live?token=${token}`);
+        const closed = new Promise<{ code: number; at: number }>((r) => ws.once('close', (code) => r({ code, at: Date.now() })));
+        await new Promise<void>((r) => ws.once('open', () => r()));
+        return { closed }; // wrapped: an async function returning the promise itself would wait for the close
+      }),
+    );
     await other.close();
-    expect(await closed).toBe(1001);
+    const closes = await Promise.all(sockets.map((x) => x.closed));
+    expect(new Set(closes.map((c) => c.code))).toEqual(new Set([1001]));
+    const times = closes.map((c) => c.at).sort((a, b) => a - b);
+    const spread = times.at(-1)! - times[0]!;
+    console.log(`figure: 40 sockets closed over ${spread} ms`);
+    expect(spread).toBeGreaterThanOrEqual(600);
+    expect(spread).toBeLessThan(2000);
   });
 });
