@@ -19,9 +19,14 @@ export const CLOSE = {
   tokenInvalid: 4001,
   /** the layout is gone */
   layoutGone: 4004,
+  /** the client kept sending past its budget (FLOOD_CLOSE_AFTER refusals in a row): reconnect later, slower */
+  flooding: 4029,
   /** this gateway is stopping: reconnect (with jitter) */
   goingAway: 1001,
 } as const;
+
+/** A socket whose actions were refused as rate_limited this many times in a row is closed (4029). */
+export const FLOOD_CLOSE_AFTER = 50;
 
 /** A stopping gateway closes its sockets over this long, so their reconnects are spread too. */
 export const CLOSE_SPREAD_MS = 1000;
@@ -32,6 +37,8 @@ interface SocketData {
   /** the version of the layout whose page this socket was last sent */
   version: number;
   open: boolean;
+  /** actions refused as rate_limited in a row (an accepted one resets it) */
+  refusedInARow: number;
 }
 type LiveSocket = WebSocket<SocketData>;
 
@@ -100,7 +107,7 @@ export class LiveChannel {
       if (!layout || layout.teamId !== claims.team) throw new AppError('layout_not_found');
       if (revokedByLayout(claims, layout)) throw new AppError('token_revoked');
       if (aborted) return;
-      res.cork(() => res.upgrade<SocketData>({ claims, layoutId: layout.layoutId, version: -1, open: true }, key, protocol, extensions, context));
+      res.cork(() => res.upgrade<SocketData>({ claims, layoutId: layout.layoutId, version: -1, open: true, refusedInARow: 0 }, key, protocol, extensions, context));
     };
     try {
       if (token === '') throw new AppError('token_missing');
@@ -168,6 +175,7 @@ export class LiveChannel {
       else this.intake.take(body, data.claims, layout, once, at, waiter);
     } catch (e) {
       this.reply(ws, errorFrame(ref, e));
+      if (e instanceof AppError && e.code === 'rate_limited' && ++data.refusedInARow >= FLOOD_CLOSE_AFTER) this.end(ws, CLOSE.flooding, 'too many actions past the budget');
     }
   }
 
@@ -241,6 +249,7 @@ class FrameAnswer implements IntakeWaiter {
   ) {}
 
   stored(): void {
+    this.data.refusedInARow = 0;
     if (this.data.open) this.ws.send(JSON.stringify({ op: 'ack', ref: this.ref }));
   }
 

@@ -144,16 +144,20 @@ describe(`crowd aggregation on the wire (seed ${seed})`, () => {
       const before = await client.xlen(stream);
       const answers = await Promise.all(tokens.map((tk, k) => postAction(gateways[0]!, tk, { layoutId: LAYOUT, lid: 13, type: 'Slider', value: k / 50 })));
       expect(answers.map((a) => a.status)).toEqual(new Array(50).fill(200));
-      const added = (await client.xrange(stream, '-', '+')).slice(before).map(([, f]) => JSON.parse(f[1]!) as { v: number; kind?: string; lid: number; n: number; sum: number });
+      // the other controls' lease refreshes (every second while they hold participants) land in between: leave them out
+      const added = (await client.xrange(stream, '-', '+'))
+        .slice(before)
+        .map(([, f]) => JSON.parse(f[1]!) as { v: number; kind?: string; lid: number; n: number; sum: number })
+        .filter((e) => e.lid === 13);
       // every answer came after a summary holding its action was stored: the newest already counts all 50
-      expect(added.every((e) => e.v === 2 && e.kind === 'summary' && e.lid === 13)).toBe(true);
+      expect(added.every((e) => e.v === 2 && e.kind === 'summary')).toBe(true);
       expect(added.length).toBeLessThan(50);
       expect(added[added.length - 1]!.n).toBe(50);
       expect(added[added.length - 1]!.sum).toBeCloseTo(49 / 2, 10);
       // a plain control on the same layout still appends one action entry per request
       expect((await postAction(gateways[0]!, token, { layoutId: LAYOUT, lid: 12, type: 'Slider', value: 0.5 })).status).toBe(200);
-      const last = await client.xrevrange(stream, '+', '-', 'COUNT', 1);
-      expect(JSON.parse(last[0]![1][1]!)).toMatchObject({ v: 1, lid: 12, value: 0.5 });
+      const newest = (await client.xrevrange(stream, '+', '-', 'COUNT', 20)).map(([, f]) => JSON.parse(f[1]!) as { v: number; lid: number }).filter((e) => e.lid === 12);
+      expect(newest[0]).toMatchObject({ v: 1, lid: 12, value: 0.5 });
     } finally {
       client.disconnect();
     }

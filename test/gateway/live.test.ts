@@ -122,6 +122,24 @@ describe('GET /live', () => {
     ws.close();
   });
 
+  it('closes a socket that keeps flooding past its budget with 4029, without slowing another', async () => {
+    const flood = await connect(await mintToken(t, t.layoutId, t.apiKey));
+    await flood.next('page');
+    const calm = await connect(await mintToken(t, t.layoutId, t.apiKey));
+    await calm.next('page');
+    for (let i = 0; i < 200 && flood.ws.readyState === WebSocket.OPEN; i++) flood.ws.send(JSON.stringify({ op: 'action', ref: `f-${i}`, lid: 1, type: 'Button' }));
+    const { code } = await flood.closed;
+    expect(code).toBe(4029);
+    const acks = flood.frames.filter((f) => f.op === 'ack').length;
+    const refused = flood.frames.filter((f) => f.op === 'error').length;
+    expect(acks).toBeLessThanOrEqual(31); // the burst (and what a second refills)
+    expect(refused).toBe(50); // then 50 refusals in a row, and the close
+    const before = calm.frames.length;
+    calm.ws.send(JSON.stringify({ op: 'action', ref: 'calm', lid: 1, type: 'Button' }));
+    expect(await calm.next('ack', before)).toEqual({ op: 'ack', ref: 'calm' });
+    calm.ws.close();
+  });
+
   it('sends the new page after a page switch, with a higher version', async () => {
     const { frames, next, ws } = await connect(await mintToken(t, t.layoutId, t.apiKey));
     const first = await next('page');
