@@ -182,7 +182,7 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
   };
   server.mount(layoutRoute(deps)).mount(tokenRoute(deps)).mount(openApiRoute());
   for (const r of [...actionRoutes(deps), ...adminApiRoutes(admin), ...adminPageRoutes()]) server.mount(r);
-  const live = new LiveChannel(deps, new ActionIntake(deps), { maxFrameBytes: config.maxBodyBytes, now, onError: (e) => log.error({ err: e }, 'unexpected error on the live channel') });
+  const live = new LiveChannel(deps, new ActionIntake(deps), { maxFrameBytes: config.maxBodyBytes, maxSockets: config.liveMaxSockets, newSocketsPerSecond: config.liveNewSocketsPerSecond, now, onError: (e) => log.error({ err: e }, 'unexpected error on the live channel') });
   live.mount(server.app);
   sockets.live = live;
   for (const r of fallbackRoutes(server.patterns())) server.mount(r); // 405 with Allow on known paths, 404 elsewhere

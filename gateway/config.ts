@@ -32,6 +32,8 @@ export interface GatewayConfig {
   readonly corsOrigins: string;
   readonly crowdFoldMs: number;
   readonly crowdMaxParticipants: number;
+  readonly liveMaxSockets: number;
+  readonly liveNewSocketsPerSecond: number;
   readonly streamMaxLen: number;
   readonly streamRetentionSeconds: number;
   readonly redisMemoryReadyShare: number;

@@ -11,6 +11,7 @@ import type { ActionIntake, IntakeWaiter } from '../actions/intake.js';
 import { revokedByLayout, type AudienceClaims } from '../auth/audience-tokens.js';
 import { AppError, ERRORS } from '../errors.js';
 import type { LiveLayout } from '../layouts/layout-cache.js';
+import { TokenBuckets } from '../limits/token-buckets.js';
 import type { RouteDeps } from '../routes/deps.js';
 
 /** Close codes that tell a client what to do. */
@@ -45,6 +46,9 @@ type LiveSocket = WebSocket<SocketData>;
 export interface LiveOptions {
   /** the largest frame a client may send; a larger one closes the socket (uWS) */
   maxFrameBytes: number;
+  /** sockets this process holds at most, and new ones it accepts a second: past either, 503 before the upgrade */
+  maxSockets: number;
+  newSocketsPerSecond: number;
   now: () => number;
   /** an error that is not an AppError (a bug): logged by the gateway */
   onError: (e: unknown) => void;
@@ -62,6 +66,10 @@ function errorFrame(ref: string | null, e: unknown): string {
 export class LiveChannel {
   /** the open sockets, by layout */
   private readonly byLayout = new Map<string, Set<LiveSocket>>();
+  /** the upgrades accepted lately (one bucket: this process's) */
+  private readonly upgrades = new TokenBuckets(1);
+  /** sockets open now (an upgrade under way is not counted yet, so a burst may pass the cap by a few) */
+  private held = 0;
 
   constructor(
     private readonly d: RouteDeps,
@@ -101,7 +109,11 @@ export class LiveChannel {
       if (aborted) return;
       if (!(e instanceof AppError)) this.o.onError(e);
       const err = e instanceof AppError ? e : new AppError('internal');
-      res.cork(() => res.writeStatus(`${err.status} ${err.status === 401 ? 'Unauthorized' : err.status === 404 ? 'Not Found' : err.status === 503 ? 'Service Unavailable' : 'Error'}`).writeHeader('content-type', 'application/json').end(JSON.stringify({ success: false, error: { code: err.code, message: err.message } })));
+      res.cork(() => {
+        res.writeStatus(`${err.status} ${err.status === 401 ? 'Unauthorized' : err.status === 404 ? 'Not Found' : err.status === 503 ? 'Service Unavailable' : 'Error'}`).writeHeader('content-type', 'application/json');
+        for (const [name, value] of err.headers) res.writeHeader(name, value);
+        res.end(JSON.stringify({ success: false, error: { code: err.code, message: err.message } }));
+      });
     };
     const accept = (claims: AudienceClaims, layout: LiveLayout | null) => {
       if (!layout || layout.teamId !== claims.team) throw new AppError('layout_not_found');
@@ -110,6 +122,11 @@ export class LiveChannel {
       res.cork(() => res.upgrade<SocketData>({ claims, layoutId: layout.layoutId, version: -1, open: true, refusedInARow: 0 }, key, protocol, extensions, context));
     };
     try {
+      // before anything else is spent on it: a storm of reconnects is refused at the door
+      if (this.held >= this.o.maxSockets) throw new AppError('unavailable', 'This gateway holds as many live sockets as it may; connect again (to another gateway).', undefined, [['retry-after', '1']]);
+      if (this.upgrades.take('upgrades', { ratePerSecond: this.o.newSocketsPerSecond, burst: this.o.newSocketsPerSecond }, this.o.now()) > 0) {
+        throw new AppError('unavailable', 'Too many new live sockets this second; connect again shortly.', undefined, [['retry-after', '1']]);
+      }
       if (token === '') throw new AppError('token_missing');
       const verified = this.d.tokens.verify(token);
       void Promise.resolve(verified)
@@ -121,6 +138,7 @@ export class LiveChannel {
   }
 
   private opened(ws: LiveSocket): void {
+    this.held++;
     const data = ws.getUserData();
     let set = this.byLayout.get(data.layoutId);
     if (!set) this.byLayout.set(data.layoutId, (set = new Set()));
@@ -129,6 +147,7 @@ export class LiveChannel {
   }
 
   private closed(ws: LiveSocket): void {
+    this.held--;
     const data = ws.getUserData();
     data.open = false;
     const set = this.byLayout.get(data.layoutId);

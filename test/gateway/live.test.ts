@@ -183,6 +183,58 @@ describe('GET /live', () => {
   });
 });
 
+describe('the socket caps of a process (LIVE_MAX_SOCKETS, LIVE_NEW_SOCKETS_PER_SECOND)', () => {
+  /** How an upgrade to `g` is answered: 101 or the refusal's status, with its Retry-After. */
+  const attempt = (g: TestGateway, token: string): Promise<{ status: number; retryAfter?: string; ws?: WebSocket }> =>
+    new Promise((resolve) => {
+      const ws = new WebSocket(`${g.url.replace('http', 'ws')}/live?token=${token}`);
+      ws.on('unexpected-response', (_req, res) => {
+        resolve({ status: res.statusCode ?? 0, ...(res.headers['retry-after'] !== undefined && { retryAfter: String(res.headers['retry-after']) }) });
+        ws.terminate();
+      });
+      ws.on('error', () => {});
+      ws.on('open', () => resolve({ status: 101, ws }));
+    });
+
+  it('refuses a socket past LIVE_MAX_SOCKETS with 503 before the upgrade; a closed one frees its place', async () => {
+    const g = await startTestGateway({ redisUrl: redis.get().server.url, sameDataAs: t, overrides: { liveMaxSockets: 3 } });
+    try {
+      const token = await mintToken(t, t.layoutId, t.apiKey);
+      const held = [];
+      for (let i = 0; i < 3; i++) held.push(await attempt(g, token));
+      expect(held.map((h) => h.status)).toEqual([101, 101, 101]);
+      const over = await attempt(g, token);
+      expect([over.status, over.retryAfter]).toEqual([503, '1']);
+      held[0]!.ws!.close();
+      await eventually(async () => {
+        const again = await attempt(g, token);
+        again.ws?.close();
+        return again.status === 101;
+      }, 2000);
+      for (const h of held) h.ws?.close();
+    } finally {
+      await g.close();
+    }
+  });
+
+  it('refuses new sockets past LIVE_NEW_SOCKETS_PER_SECOND with 503 and Retry-After 1 (a reconnect storm)', async () => {
+    const g = await startTestGateway({ redisUrl: redis.get().server.url, sameDataAs: t, overrides: { liveNewSocketsPerSecond: 5 } });
+    try {
+      const token = await mintToken(t, t.layoutId, t.apiKey);
+      const storm = await Promise.all(Array.from({ length: 15 }, () => attempt(g, token)));
+      const accepted = storm.filter((s) => s.status === 101);
+      const refused = storm.filter((s) => s.status === 503);
+      expect(accepted.length).toBeGreaterThanOrEqual(5);
+      expect(accepted.length).toBeLessThanOrEqual(7);
+      expect(refused.length).toBe(15 - accepted.length);
+      expect(refused.every((r) => r.retryAfter === '1')).toBe(true);
+      for (const s of accepted) s.ws!.close();
+    } finally {
+      await g.close();
+    }
+  });
+});
+
 describe('a client that leaves before its actions are answered', () => {
   it('is not written to once gone: nothing logs an error, and the gateway keeps serving', async () => {
     const lines: string[] = [];
