@@ -60,11 +60,6 @@ export class ParticipantLimits {
     }
   }
 
-  /** Participants whose buckets are held (not yet full again). */
-  get size(): number {
-    return this.actions.size;
-  }
-
   sweep(): void {
     const now = this.now();
     this.actions.sweep(now);

@@ -28,10 +28,6 @@ export class TokenBuckets {
     private readonly maxOwners: number,
   ) {}
 
-  get size(): number {
-    return this.buckets.size;
-  }
-
   /**
    * Takes one token from the owner's bucket: 0 when it had one, else the ms until it will have one
    * (nothing is taken then, so a refused request costs its owner nothing more).

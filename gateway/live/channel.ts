@@ -77,13 +77,6 @@ export class LiveChannel {
     private readonly o: LiveOptions,
   ) {}
 
-  /** Sockets open now. */
-  get size(): number {
-    let n = 0;
-    for (const set of this.byLayout.values()) n += set.size;
-    return n;
-  }
-
   mount(app: TemplatedApp): void {
     app.ws<SocketData>('/live', {
       maxPayloadLength: this.o.maxFrameBytes,
