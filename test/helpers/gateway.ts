@@ -4,7 +4,8 @@ import { readFileSync } from 'node:fs';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll } from 'vitest';
 import { startGateway, type Gateway } from '../../gateway/app.js';
-import { loadConfig, type GatewayConfig } from '../../gateway/config.js';
+import { configProperties, loadConfig, type GatewayConfig } from '../../gateway/config.js';
+import { BENCH_LIMITS } from '../../bench/limits.js';
 import { createLogger, type Logger } from '../../runtime/log.js';
 import { createStores, type Stores } from '../../gateway/store/stores.js';
 import type { LayoutDefinition } from '../../schemas/types.js';
@@ -43,7 +44,11 @@ export interface TestGatewayOptions {
  * from one token to test something else. The limits' own tests (participant-limits, mint-limits)
  * set the limits they test.
  */
-export const UNLIMITED: Partial<GatewayConfig> = { actionRatePerSecond: 10_000, actionBurst: 100_000, stringRatePerSecond: 10_000, stringBurst: 100_000, mintRatePerSecond: 100_000, mintBurst: 1_000_000 };
+export const UNLIMITED = Object.fromEntries(
+  Object.entries(configProperties())
+    .filter(([, p]) => p['x-env'] in BENCH_LIMITS)
+    .map(([key, p]) => [key, Number(BENCH_LIMITS[p['x-env']])]),
+) as Partial<GatewayConfig>; // the bench's raised limits (bench/limits.ts), as configuration keys
 
 export async function startTestGateway(o: TestGatewayOptions): Promise<TestGateway> {
   const prefix = o.sameDataAs?.config.redisPrefix ?? o.prefix ?? randomPrefix();
