@@ -182,7 +182,12 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
   };
   server.mount(layoutRoute(deps)).mount(tokenRoute(deps)).mount(openApiRoute());
   for (const r of [...actionRoutes(deps), ...adminApiRoutes(admin), ...adminPageRoutes()]) server.mount(r);
-  const live = new LiveChannel(deps, new ActionIntake(deps), { maxFrameBytes: config.maxBodyBytes, maxSockets: config.liveMaxSockets, newSocketsPerSecond: config.liveNewSocketsPerSecond, now, onError: (e) => log.error({ err: e }, 'unexpected error on the live channel') });
+  // a Redis outage would otherwise be a line per socket: one line per interval, with the count
+  const liveMisses = new SummaryLog(log, 'warn', 'live channel: a page could not be read for its sockets (Redis away?); count of the interval', 10_000, now);
+  const live = new LiveChannel(deps, new ActionIntake(deps), { maxFrameBytes: config.maxBodyBytes, maxSockets: config.liveMaxSockets, newSocketsPerSecond: config.liveNewSocketsPerSecond, now,
+    onError: (e) => log.error({ err: e }, 'unexpected error on the live channel'),
+    onUnavailable: (what) => liveMisses.count(what),
+  });
   live.mount(server.app);
   sockets.live = live;
   for (const r of fallbackRoutes(server.patterns())) server.mount(r); // 405 with Allow on known paths, 404 elsewhere
@@ -220,6 +225,7 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
       mints.stop();
       refusals.flush();
       writes.flush();
+      liveMisses.flush();
       await ops.close();
       listener.stop();
       redis.disconnect();

@@ -52,6 +52,8 @@ export interface LiveOptions {
   now: () => number;
   /** an error that is not an AppError (a bug): logged by the gateway */
   onError: (e: unknown) => void;
+  /** a page that could not be read or sent (Redis away): counted in the gateway's summary log, the socket keeps its last page */
+  onUnavailable: (what: string) => void;
 }
 
 const decoder = new TextDecoder('utf-8', { fatal: true });
@@ -156,12 +158,16 @@ export class LiveChannel {
       if (!data.open) return;
       if (!layout) return this.end(ws, CLOSE.layoutGone, 'the layout is gone');
       if (layout.version === data.version) return;
-      const destinationCount = await this.d.destinations.count(data.layoutId).catch(() => 0);
+      const destinationCount = await this.d.destinations.count(data.layoutId).catch(() => {
+        this.o.onUnavailable('live_destination_count');
+        return 0; // the page still goes out: the count is a hint
+      });
       if (!data.open) return;
       data.version = layout.version;
       ws.send(JSON.stringify({ op: 'page', layoutId: layout.layoutId, activePageId: layout.activePageId, controls: layout.activeControls, destinationCount, version: layout.version }));
     } catch (e) {
-      if (!(e instanceof AppError)) this.o.onError(e);
+      if (e instanceof AppError) this.o.onUnavailable('live_page');
+      else this.o.onError(e);
     }
   }
 
@@ -216,7 +222,8 @@ export class LiveChannel {
         }
       },
       (e: unknown) => {
-        if (!(e instanceof AppError)) this.o.onError(e);
+        if (e instanceof AppError) this.o.onUnavailable('live_page');
+        else this.o.onError(e);
       },
     );
   }
