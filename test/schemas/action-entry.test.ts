@@ -1,6 +1,7 @@
 // The stream-entry contract between gateway and bridge: encode/decode and what decoding refuses.
 import { describe, expect, it } from 'vitest';
-import { ACTION_FIELD, decodeActionEntry, encodeActionEntry } from '../../schemas/action-entry.js';
+import { ACTION_FIELD, decodeActionEntry, decodeStreamEntry, encodeActionEntry, encodeCrowdSummary } from '../../schemas/action-entry.js';
+import type { CrowdSummary } from '../../schemas/aggregate.js';
 import { actionStreamKey, deadLetterKey, presenceKey } from '../../schemas/redis-keys.js';
 import type { ActionEntry } from '../../schemas/types.js';
 
@@ -39,5 +40,24 @@ describe('shared key names', () => {
       expect(k.startsWith('ac:')).toBe(true);
       expect(k).toContain('{show}');
     }
+  });
+});
+
+describe('crowd summary codec: sparse bins', () => {
+  const summary = (votes: number[]): CrowdSummary => ({ v: 2, kind: 'summary', id: 's-1', layoutId: 'show', lid: 4, address: '/004', type: 'Index', mode: 'votes', windowMs: 1000, source: 'gw-1', seq: 1, ts: 1_700_000_000_000, n: votes.reduce((a, b) => a + b, 0), votes });
+
+  it('writes mostly-empty bins sparse and reads them back dense', () => {
+    const votes = new Array<number>(1000).fill(0);
+    votes[3] = 2;
+    votes[999] = 1;
+    const text = encodeCrowdSummary(summary(votes));
+    expect(JSON.parse(text).votes).toEqual({ len: 1000, at: [3, 999], v: [2, 1] });
+    const back = decodeStreamEntry([ACTION_FIELD, text]);
+    expect(back.ok && 'summary' in back && back.summary.votes).toEqual(votes);
+  });
+
+  it('refuses a sparse form that points outside its length (dead-lettered with its reason, never a crash)', () => {
+    const text = JSON.stringify({ ...summary([1, 0, 0]), votes: { len: 3, at: [7], v: [1] } });
+    expect(decodeStreamEntry([ACTION_FIELD, text])).toEqual({ ok: false, reason: 'summary votes points at a bin outside its length' });
   });
 });
