@@ -1,5 +1,7 @@
-// The live channel: GET /live?token=<audience token> upgrades to a WebSocket on which a phone sees
-// what is live and acts. The server sends the layout's active page first and again after every
+// The live channel: GET /live upgrades to a WebSocket on which a phone sees what is live and acts.
+// The client offers two subprotocols, `audience-control.v1` and `bearer.<audience token>` (a
+// browser's WebSocket cannot send headers, and a token in the URL would land in access logs); the
+// server selects `audience-control.v1`. The server sends the layout's active page first and again after every
 // page switch or re-import; the client sends actions, each answered by an ack once stored (the
 // moment POST /action answers 200) or an error with the same codes as the HTTP API. Actions take
 // the same intake as POST /action, so one participant has one budget whichever way it acts. A
@@ -56,6 +58,22 @@ export interface LiveOptions {
   onUnavailable: (what: string) => void;
 }
 
+/** The subprotocol the server selects: the frames of this version. */
+export const PROTOCOL = 'audience-control.v1';
+const BEARER = 'bearer.';
+
+/** What the client offered in Sec-WebSocket-Protocol: this protocol, and the token in `bearer.<token>`. */
+export function offeredProtocols(header: string): { protocol: boolean; token: string } {
+  let protocol = false;
+  let token = '';
+  for (const part of header.split(',')) {
+    const p = part.trim();
+    if (p === PROTOCOL) protocol = true;
+    else if (p.startsWith(BEARER)) token = p.slice(BEARER.length);
+  }
+  return { protocol, token };
+}
+
 const decoder = new TextDecoder('utf-8', { fatal: true });
 
 /** An error frame: the HTTP API's body for the same code, with the client's ref. */
@@ -64,6 +82,8 @@ function errorFrame(ref: string | null, e: unknown): string {
   const retry = err.headers.find(([name]) => name === 'retry-after');
   return JSON.stringify({ op: 'error', ref, error: { code: err.code, message: err.message, ...(retry && { retryAfterMs: Number(retry[1]) * 1000 }) } });
 }
+
+const STATUS_TEXT: Record<number, string> = { 400: 'Bad Request', 401: 'Unauthorized', 403: 'Forbidden', 404: 'Not Found', 503: 'Service Unavailable' };
 
 export class LiveChannel {
   /** the open sockets, by layout */
@@ -92,12 +112,12 @@ export class LiveChannel {
     });
   }
 
-  /** The token (from the query, as a browser's WebSocket cannot send headers) and its layout, checked before the upgrade. */
+  /** The Origin (as CORS for POST /action), the subprotocols, the token and its layout, checked before the upgrade. */
   private upgrade(res: HttpResponse, req: HttpRequest, context: us_socket_context_t): void {
     const key = req.getHeader('sec-websocket-key');
-    const protocol = req.getHeader('sec-websocket-protocol');
+    const offered = offeredProtocols(req.getHeader('sec-websocket-protocol'));
     const extensions = req.getHeader('sec-websocket-extensions');
-    const token = new URLSearchParams(req.getQuery() ?? '').get('token') ?? '';
+    const origin = req.getHeader('origin');
     let aborted = false;
     res.onAborted(() => (aborted = true));
     const refuse = (e: unknown) => {
@@ -105,7 +125,7 @@ export class LiveChannel {
       if (!(e instanceof AppError)) this.o.onError(e);
       const err = e instanceof AppError ? e : new AppError('internal');
       res.cork(() => {
-        res.writeStatus(`${err.status} ${err.status === 401 ? 'Unauthorized' : err.status === 404 ? 'Not Found' : err.status === 503 ? 'Service Unavailable' : 'Error'}`).writeHeader('content-type', 'application/json');
+        res.writeStatus(`${err.status} ${STATUS_TEXT[err.status] ?? 'Error'}`).writeHeader('content-type', 'application/json');
         for (const [name, value] of err.headers) res.writeHeader(name, value);
         res.end(JSON.stringify({ success: false, error: { code: err.code, message: err.message } }));
       });
@@ -114,7 +134,7 @@ export class LiveChannel {
       if (!layout || layout.teamId !== claims.team) throw new AppError('layout_not_found');
       if (revokedByLayout(claims, layout)) throw new AppError('token_revoked');
       if (aborted) return;
-      res.cork(() => res.upgrade<SocketData>({ claims, layoutId: layout.layoutId, version: -1, open: true, refusedInARow: 0 }, key, protocol, extensions, context));
+      res.cork(() => res.upgrade<SocketData>({ claims, layoutId: layout.layoutId, version: -1, open: true, refusedInARow: 0 }, key, PROTOCOL, extensions, context));
     };
     try {
       // before anything else is spent on it: a storm of reconnects is refused at the door
@@ -122,8 +142,10 @@ export class LiveChannel {
       if (this.upgrades.take('upgrades', { ratePerSecond: this.o.newSocketsPerSecond, burst: this.o.newSocketsPerSecond }, this.o.now()) > 0) {
         throw new AppError('unavailable', 'Too many new live sockets this second; connect again shortly.', undefined, [['retry-after', '1']]);
       }
-      if (token === '') throw new AppError('token_missing');
-      const verified = this.d.tokens.verify(token);
+      if (origin !== '' && !this.d.cors.allows(origin)) throw new AppError('origin_not_allowed');
+      if (!offered.protocol) throw new AppError('protocol_missing');
+      if (offered.token === '') throw new AppError('token_missing', 'Offer the audience token as the subprotocol bearer.<token>, beside audience-control.v1.');
+      const verified = this.d.tokens.verify(offered.token);
       void Promise.resolve(verified)
         .then(async (claims) => accept(claims, await this.d.layouts.get(claims.layoutId)))
         .catch(refuse);

@@ -8,6 +8,7 @@ import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { eventually, mintToken, postAction, startTestGateway, type TestGateway } from '../helpers/gateway.js';
+import { attemptLive, connectLive, liveProtocols, liveUrl, type Frame } from '../helpers/live.js';
 import { useRedis } from '../helpers/redis.js';
 
 const redis = useRedis();
@@ -17,46 +18,48 @@ beforeAll(async () => {
 });
 afterAll(() => t.close());
 
-interface Frame {
-  op: string;
-  ref?: string | null;
-  [k: string]: unknown;
-}
-
-/** A socket on /live with the frames it received and how it closed. */
-async function connect(token: string): Promise<{ ws: WebSocket; frames: Frame[]; closed: Promise<{ code: number; reason: string }>; next: (op: string, after?: number) => Promise<Frame> }> {
-  const ws = new WebSocket(`${t.url.replace('http', 'ws')}/live?token=${encodeURIComponent(token)}`);
-  const frames: Frame[] = [];
-  ws.on('message', (data: Buffer) => frames.push(JSON.parse(data.toString('utf8')) as Frame));
-  const closed = new Promise<{ code: number; reason: string }>((r) => ws.once('close', (code, reason) => r({ code, reason: String(reason) })));
-  await new Promise<void>((resolve, reject) => {
-    ws.once('open', () => resolve());
-    ws.once('error', reject);
-  });
-  const next = async (op: string, after = 0) => {
-    await eventually(() => frames.slice(after).some((f) => f.op === op), 3000);
-    return frames.slice(after).find((f) => f.op === op)!;
-  };
-  return { ws, frames, closed, next };
-}
-
-/** The HTTP answer to an upgrade that is refused. */
-function refusal(query: string): Promise<number> {
-  return new Promise((resolve) => {
-    const ws = new WebSocket(`${t.url.replace('http', 'ws')}/live${query}`);
-    ws.on('unexpected-response', (_req, res) => {
-      resolve(res.statusCode ?? 0);
-      ws.terminate();
-    });
-    ws.on('error', () => {});
-    ws.on('open', () => resolve(101));
-  });
-}
+const connect = (token: string) => connectLive(t.url, token);
+const refusal = async (protocols: string[], headers: Record<string, string> = {}) => attemptLive(t.url, protocols, headers);
 
 describe('GET /live', () => {
-  it('refuses the upgrade without a valid token: 401 before any socket exists', async () => {
-    expect(await refusal('')).toBe(401);
-    expect(await refusal('?token=not.a.token')).toBe(401);
+  it('takes the token as the subprotocol bearer.<token> and selects audience-control.v1', async () => {
+    const accepted = await refusal(liveProtocols(await mintToken(t, t.layoutId, t.apiKey)));
+    expect([accepted.status, accepted.protocol]).toEqual([101, 'audience-control.v1']);
+    accepted.ws!.close();
+  });
+
+  it('refuses the upgrade without a valid token, or without the protocol, before any socket exists: the HTTP error body', async () => {
+    const missing = await refusal(['audience-control.v1']);
+    expect([missing.status, JSON.parse(missing.body!).error.code]).toEqual([401, 'token_missing']);
+    const invalid = await refusal(liveProtocols('not.a.token'));
+    expect([invalid.status, JSON.parse(invalid.body!).error.code]).toEqual([401, 'token_invalid']);
+    const token = await mintToken(t, t.layoutId, t.apiKey);
+    const noProtocol = await refusal([`bearer.${token}`]);
+    expect([noProtocol.status, JSON.parse(noProtocol.body!).error.code]).toEqual([400, 'protocol_missing']);
+    const inQuery = await new Promise<number>((resolve) => {
+      const ws = new WebSocket(`${liveUrl(t.url)}?token=${token}`, ['audience-control.v1']);
+      ws.on('unexpected-response', (_req, res) => (resolve(res.statusCode ?? 0), ws.terminate()));
+      ws.on('open', () => resolve(101));
+      ws.on('error', () => {});
+    });
+    expect(inQuery).toBe(401); // a token in the URL is not read: it would land in access logs
+  });
+
+  it('checks Origin as CORS for POST /action: an origin outside CORS_ORIGINS gets 403', async () => {
+    const g = await startTestGateway({ redisUrl: redis.get().server.url, sameDataAs: t, overrides: { corsOrigins: 'https://app.example' } });
+    try {
+      const token = await mintToken(t, t.layoutId, t.apiKey);
+      const foreign = await attemptLive(g.url, liveProtocols(token), { origin: 'https://evil.example' });
+      expect([foreign.status, JSON.parse(foreign.body!).error.code]).toEqual([403, 'origin_not_allowed']);
+      const own = await attemptLive(g.url, liveProtocols(token), { origin: 'https://app.example' });
+      expect(own.status).toBe(101);
+      own.ws!.close();
+      const none = await attemptLive(g.url, liveProtocols(token)); // not a browser: no Origin
+      expect(none.status).toBe(101);
+      none.ws!.close();
+    } finally {
+      await g.close();
+    }
   });
 
   it('closes a socket that sends a frame over the size limit (MAX_BODY_BYTES), and answers a plain GET as no route', async () => {
@@ -184,17 +187,7 @@ describe('GET /live', () => {
 });
 
 describe('the socket caps of a process (LIVE_MAX_SOCKETS, LIVE_NEW_SOCKETS_PER_SECOND)', () => {
-  /** How an upgrade to `g` is answered: 101 or the refusal's status, with its Retry-After. */
-  const attempt = (g: TestGateway, token: string): Promise<{ status: number; retryAfter?: string; ws?: WebSocket }> =>
-    new Promise((resolve) => {
-      const ws = new WebSocket(`${g.url.replace('http', 'ws')}/live?token=${token}`);
-      ws.on('unexpected-response', (_req, res) => {
-        resolve({ status: res.statusCode ?? 0, ...(res.headers['retry-after'] !== undefined && { retryAfter: String(res.headers['retry-after']) }) });
-        ws.terminate();
-      });
-      ws.on('error', () => {});
-      ws.on('open', () => resolve({ status: 101, ws }));
-    });
+  const attempt = (g: TestGateway, token: string) => attemptLive(g.url, liveProtocols(token));
 
   it('refuses a socket past LIVE_MAX_SOCKETS with 503 before the upgrade; a closed one frees its place', async () => {
     const g = await startTestGateway({ redisUrl: redis.get().server.url, sameDataAs: t, overrides: { liveMaxSockets: 3 } });
@@ -242,16 +235,16 @@ describe('a client that leaves before its actions are answered', () => {
     const g = await startTestGateway({ redisUrl: redis.get().server.url, sameDataAs: t, log: pino({ level: 'info' }, sink) });
     try {
       const token = await mintToken(t, t.layoutId, t.apiKey);
-      const url = `${g.url.replace('http', 'ws')}/live?token=${token}`;
+      
       for (let round = 0; round < 5; round++) {
-        const ws = new WebSocket(url);
+        const ws = new WebSocket(liveUrl(g.url), liveProtocols(token));
         await new Promise<void>((r) => ws.once('message', () => r())); // the page
         for (let i = 0; i < 5; i++) ws.send(JSON.stringify({ op: 'action', ref: `gone-${i}`, lid: 5, type: 'String', value: `left ${round}-${i}` }));
         ws.terminate(); // the acks are still to come
       }
       await new Promise((r) => setTimeout(r, 300));
       expect(lines.filter((l) => /"level":(50|60)/.test(l))).toEqual([]);
-      const ws = new WebSocket(url);
+      const ws = new WebSocket(liveUrl(g.url), liveProtocols(token));
       const frames: Frame[] = [];
       ws.on('message', (data: Buffer) => frames.push(JSON.parse(data.toString('utf8')) as Frame));
       await new Promise<void>((r) => ws.once('open', () => r()));
@@ -270,7 +263,7 @@ describe('a gateway that stops', () => {
     const token = await mintToken(t, t.layoutId, t.apiKey);
     const sockets = await Promise.all(
       Array.from({ length: 40 }, async () => {
-        const ws = new WebSocket(`${other.url.replace('http', 'ws')}/live?token=${token}`);
+        const ws = new WebSocket(liveUrl(other.url), liveProtocols(token));
         const closed = new Promise<{ code: number; at: number }>((r) => ws.once('close', (code) => r({ code, at: Date.now() })));
         await new Promise<void>((r) => ws.once('open', () => r()));
         return { closed }; // wrapped: an async function returning the promise itself would wait for the close

@@ -1,0 +1,66 @@
+// A `ws` client on a gateway's live channel, as a phone connects: the subprotocols
+// `audience-control.v1` and `bearer.<token>`, the frames received kept in order, how it closed.
+import WebSocket from 'ws';
+import { eventually } from './gateway.js';
+
+export interface Frame {
+  op: string;
+  ref?: string | null;
+  [k: string]: unknown;
+}
+
+export interface LiveClient {
+  ws: WebSocket;
+  frames: Frame[];
+  closed: Promise<{ code: number; reason: string }>;
+  /** the first frame with this op after the first `after` frames, waited for up to 3 s (or `ms`) */
+  next: (op: string, after?: number, ms?: number) => Promise<Frame>;
+  send: (frame: object) => void;
+}
+
+/** ws://host:port/live from a gateway's http:// base URL. */
+export function liveUrl(base: string): string {
+  return `${base.replace(/^http/, 'ws')}/live`;
+}
+
+export function liveProtocols(token: string): string[] {
+  return ['audience-control.v1', `bearer.${token}`];
+}
+
+/** Opens a socket on `base`'s live channel with `token`; rejects if the upgrade is refused. */
+export async function connectLive(base: string, token: string, options: WebSocket.ClientOptions = {}): Promise<LiveClient> {
+  const ws = new WebSocket(liveUrl(base), liveProtocols(token), options);
+  const frames: Frame[] = [];
+  ws.on('message', (data: Buffer) => frames.push(JSON.parse(data.toString('utf8')) as Frame));
+  const closed = new Promise<{ code: number; reason: string }>((r) => ws.once('close', (code, reason) => r({ code, reason: String(reason) })));
+  await new Promise<void>((resolve, reject) => {
+    ws.once('open', () => resolve());
+    ws.once('error', reject);
+  });
+  const next = async (op: string, after = 0, ms = 3000) => {
+    await eventually(() => frames.slice(after).some((f) => f.op === op), ms);
+    return frames.slice(after).find((f) => f.op === op)!;
+  };
+  return { ws, frames, closed, next, send: (frame) => ws.send(JSON.stringify(frame)) };
+}
+
+/** How an upgrade is answered: 101 with the socket, or the refusal's status, headers and body. */
+export function attemptLive(
+  base: string,
+  protocols: string[],
+  headers: Record<string, string> = {},
+): Promise<{ status: number; retryAfter?: string; body?: string; protocol?: string; ws?: WebSocket }> {
+  return new Promise((resolve) => {
+    const ws = new WebSocket(liveUrl(base), protocols, { headers });
+    ws.on('unexpected-response', (_req, res) => {
+      let body = '';
+      res.on('data', (c: Buffer) => (body += c.toString()));
+      res.on('end', () => {
+        resolve({ status: res.statusCode ?? 0, body, ...(res.headers['retry-after'] !== undefined && { retryAfter: String(res.headers['retry-after']) }) });
+        ws.terminate();
+      });
+    });
+    ws.on('error', () => {});
+    ws.on('open', () => resolve({ status: 101, protocol: ws.protocol, ws }));
+  });
+}
