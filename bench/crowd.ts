@@ -17,7 +17,7 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { Redis } from 'ioredis';
 import { Agent as HttpAgent, request as httpRequest } from 'node:http';
-import { CrowdTable, type CrowdValue } from '../bridge/crowd.js';
+import { CrowdTable, type CrowdValue } from '../schemas/crowd-merge.js';
 import { DEMO_LAYOUT_FILE } from '../gateway/demo/seed.js';
 import { decodeStreamEntry } from '../schemas/action-entry.js';
 import { actionStreamKey } from '../schemas/redis-keys.js';

@@ -11,7 +11,8 @@
 import type { ActionEntry } from '../schemas/types.js';
 import type { CrowdSummary } from '../schemas/aggregate.js';
 import { AckQueue } from './ack-queue.js';
-import { CrowdTable, crowdDatagrams, type CrowdValue } from './crowd.js';
+import { CrowdTable, type CrowdValue } from '../schemas/crowd-merge.js';
+import { crowdDatagrams } from './crowd.js';
 import type { BridgeCounters, LayoutCounters } from './counters.js';
 import type { Logger } from '../runtime/log.js';
 import { oscRefusal, packDatagrams, timetag, type BooleanMode, type TimedGroup } from './osc.js';

@@ -21,6 +21,7 @@ import { DestinationCounts } from './layouts/destinations.js';
 import { LayoutCache } from './layouts/layout-cache.js';
 import { ActionIntake } from './actions/intake.js';
 import { LiveChannel } from './live/channel.js';
+import { CrowdFeed } from './live/crowd-feed.js';
 import { MintLimits, ParticipantLimits } from './limits/participant-limits.js';
 import { SummaryLog } from './summary-log.js';
 import { WriteHealth } from './store/write-health.js';
@@ -72,6 +73,8 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
   const settings = { ...redisTarget(config), commandTimeoutMs: config.redisCommandTimeoutMs };
   const redis = await connectServiceRedis({ ...settings, name: 'audience-gateway' });
   const subscriber = await connectServiceRedis({ ...settings, name: 'audience-gateway-sub' });
+  // the live channel's crowd: SSUBSCRIBE to each layout's shard while this process holds its sockets
+  const liveSubscriber = await connectServiceRedis({ ...settings, name: 'audience-gateway-live', shardedSubscribers: true });
 
   const metrics = new GatewayMetrics();
   const timed = <T>(command: string, p: Promise<T>) => metrics.redis(command, p);
@@ -125,7 +128,10 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
   let closing = false;
   watchConnection(redis, log, 'redis', () => closing, recheckAll);
   watchConnection(subscriber, log, 'redis subscriber', () => closing);
+  watchConnection(liveSubscriber, log, 'redis live subscriber', () => closing);
 
+  // a Redis outage would otherwise be a line per socket: one line per interval, with the count
+  const liveMisses = new SummaryLog(log, 'warn', 'live channel: a page, a crowd subscription or a crowd summary could not be sent or published (Redis away?); count of the interval', 10_000, now);
   // A flood of refusals is one log line per interval, not one per request.
   const refusals = new SummaryLog(log, 'warn', 'requests refused by a rate limit (count of the interval)', 10_000, now);
   const participants = new ParticipantLimits(config.participantsTracked, now, (kind) => refusals.count(kind));
@@ -152,7 +158,8 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
     layouts,
     destinations: new DestinationCounts(redis, stores.keys, now),
     actions,
-    crowd: new CrowdFold(actions, `gw-${entryId()}`, config.crowdFoldMs, { now, maxParticipants: config.crowdMaxParticipants, onEvicted: () => metrics.crowdEvictions.inc() }),
+    crowd: new CrowdFold(actions, `gw-${entryId()}`, config.crowdFoldMs, { now, maxParticipants: config.crowdMaxParticipants, onEvicted: () => metrics.crowdEvictions.inc(),
+      publish: (layoutId, payload) => void redis.spublish(stores.keys.liveChannel(layoutId), payload).catch(() => liveMisses.count('live_crowd_publish')) }),
     cors: new CorsPolicy(config.corsOrigins),
     metrics,
     keys: stores.keys,
@@ -182,9 +189,10 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
   };
   server.mount(layoutRoute(deps)).mount(tokenRoute(deps)).mount(openApiRoute());
   for (const r of [...actionRoutes(deps), ...adminApiRoutes(admin), ...adminPageRoutes()]) server.mount(r);
-  // a Redis outage would otherwise be a line per socket: one line per interval, with the count
-  const liveMisses = new SummaryLog(log, 'warn', 'live channel: a page could not be read for its sockets (Redis away?); count of the interval', 10_000, now);
-  const live = new LiveChannel(deps, new ActionIntake(deps), { maxFrameBytes: config.maxBodyBytes, maxSockets: config.liveMaxSockets, newSocketsPerSecond: config.liveNewSocketsPerSecond, now,
+  const liveCrowd = new CrowdFeed(liveSubscriber, stores.keys, { now, onChanged: (layoutId, values) => sockets.live?.crowdChanged(layoutId, values), onUnavailable: (what) => liveMisses.count(what) });
+  const live = new LiveChannel(deps, new ActionIntake(deps), liveCrowd, {
+    maxFrameBytes: config.maxBodyBytes, maxSockets: config.liveMaxSockets, newSocketsPerSecond: config.liveNewSocketsPerSecond,
+    bufferBytes: config.liveBufferBytes, slowCloseMs: config.liveSlowCloseMs, now,
     onError: (e) => log.error({ err: e }, 'unexpected error on the live channel'),
     onUnavailable: (what) => liveMisses.count(what),
   });
@@ -228,6 +236,7 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
       liveMisses.flush();
       await ops.close();
       listener.stop();
+      liveCrowd.stop();
       redis.disconnect();
     },
   };

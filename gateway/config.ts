@@ -34,6 +34,8 @@ export interface GatewayConfig {
   readonly crowdMaxParticipants: number;
   readonly liveMaxSockets: number;
   readonly liveNewSocketsPerSecond: number;
+  readonly liveBufferBytes: number;
+  readonly liveSlowCloseMs: number;
   readonly streamMaxLen: number;
   readonly streamRetentionSeconds: number;
   readonly redisMemoryReadyShare: number;

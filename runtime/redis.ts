@@ -22,6 +22,8 @@ export interface FailFastSettings {
   /** reconnection attempt n waits n × this, up to maxReconnectDelayMs */
   reconnectStepMs: number;
   maxReconnectDelayMs: number;
+  /** on a cluster: SSUBSCRIBE goes to the channel's shard (a subscriber per master, made as needed) */
+  shardedSubscribers?: boolean;
 }
 
 export function failFastRedisOptions(s: FailFastSettings): RedisOptions {
@@ -87,6 +89,7 @@ export function createRedisClient(target: RedisTarget, s: FailFastSettings): Red
     slotsRefreshTimeout: 1000,
     clusterRetryStrategy: (attempt) => Math.min(s.reconnectStepMs * attempt, s.maxReconnectDelayMs),
     redisOptions: { ...perNode, ...auth },
+    shardedSubscribers: s.shardedSubscribers ?? false,
   };
   return new Cluster(
     seeds.map(({ host, port }) => ({ host, port })),

@@ -77,3 +77,9 @@ export function decodeStreamEntry(fields: readonly unknown[] | null | undefined)
   }
   return asActionEntry(p.parsed);
 }
+
+/** A crowd summary as a gateway process publishes it (the stream entry's text), or null if it is not a valid one. */
+export function decodeCrowdSummary(text: string): CrowdSummary | null {
+  const r = decodeStreamEntry([ACTION_FIELD, text]);
+  return r.ok && 'summary' in r ? r.summary : null;
+}

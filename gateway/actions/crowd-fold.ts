@@ -11,9 +11,9 @@ import { encodeCrowdSummary } from '../../schemas/action-entry.js';
 import type { ActionValue } from '../../schemas/types.js';
 import { AppError } from '../errors.js';
 import type { ActionLog } from './action-log.js';
-import { ControlWindow, LEASE_REFRESH_MS, type AggregatedControl } from './crowd-window.js';
+import { ControlWindow, LEASE_REFRESH_MS, PUBLISH_MIN_MS, type AggregatedControl } from './crowd-window.js';
 
-export { LEASE_REFRESH_MS, PRESSES_PER_SECOND_MAX, PRESS_BUCKET_MS, type AggregatedControl } from './crowd-window.js';
+export { LEASE_REFRESH_MS, PRESSES_PER_SECOND_MAX, PRESS_BUCKET_MS, PUBLISH_MIN_MS, type AggregatedControl } from './crowd-window.js';
 
 /** Whether a window still fits its control (a re-import may have changed type, mode, window, address or options). */
 function sameShape(w: ControlWindow, c: AggregatedControl): boolean {
@@ -30,6 +30,8 @@ export interface CrowdFoldOptions {
   maxParticipants?: number;
   /** told of each participant the cap pushed out */
   onEvicted?: () => void;
+  /** publishes a stored summary to the layout's live channel (at most every PUBLISH_MIN_MS per control) */
+  publish?: (layoutId: string, payload: string) => void;
   now?: () => number;
 }
 
@@ -39,6 +41,7 @@ export class CrowdFold {
   private readonly now: () => number;
   private readonly maxParticipants: number;
   private readonly onEvicted: () => void;
+  private readonly publish: (layoutId: string, payload: string) => void;
 
   constructor(
     private readonly log: ActionLog,
@@ -51,6 +54,7 @@ export class CrowdFold {
     this.now = options.now ?? Date.now;
     this.maxParticipants = options.maxParticipants ?? 100_000;
     this.onEvicted = options.onEvicted ?? (() => {});
+    this.publish = options.publish ?? (() => {});
   }
 
   /** Counts a participant's action; resolves once a summary holding it is stored. */
@@ -81,10 +85,11 @@ export class CrowdFold {
   fold(): void {
     const now = this.now();
     for (const [key, w] of this.windows) {
+      if (w.unpublished && now - w.publishedAt >= PUBLISH_MIN_MS) this.published(w, w.unpublished.seq, w.unpublished.payload, now);
       w.expire(now);
       const leaseDue = w.participants > 0 && now - w.summarisedAt >= LEASE_REFRESH_MS;
       if (!w.dirty && !leaseDue) {
-        if (w.waiters.length === 0 && w.summaryIsEmpty()) this.windows.delete(key);
+        if (w.waiters.length === 0 && w.summaryIsEmpty() && !w.unpublished) this.windows.delete(key);
         continue;
       }
       if (now < w.summarisedAt + w.pauseMs) continue; // a large summary waits its turn; its actions wait with it
@@ -94,8 +99,24 @@ export class CrowdFold {
     if (this.windows.size === 0) this.stop();
   }
 
-  /** Appends one window's summary and answers the actions it holds once it is stored. */
-  private append(w: ControlWindow, summary: CrowdSummary): Promise<void> {
+  /**
+   * A stored summary goes to the live channel, unless one went out less than PUBLISH_MIN_MS ago
+   * (then the newest waits for the next fold tick past it); `force` for a retraction.
+   */
+  private published(w: ControlWindow, seq: number, payload: string, now: number, force = false): void {
+    if (seq <= w.publishedSeq) return; // an older summary stored late: a newer one is out
+    if (!force && now - w.publishedAt < PUBLISH_MIN_MS) {
+      w.unpublished = { seq, payload };
+      return;
+    }
+    w.unpublished = null;
+    w.publishedAt = now;
+    w.publishedSeq = seq;
+    this.publish(w.layoutId, payload);
+  }
+
+  /** Appends one window's summary and answers the actions it holds once it is stored (and publishes it). */
+  private append(w: ControlWindow, summary: CrowdSummary, force = false): Promise<void> {
     const waiters = w.waiters;
     w.waiters = [];
     let payload: string;
@@ -109,7 +130,10 @@ export class CrowdFold {
     w.counted = summary.n > 0;
     w.pauseMs = payload.length > LARGE_SUMMARY_CHARS ? LARGE_SUMMARY_MS : 0;
     return this.log.appendPayload(w.layoutId, payload).then(
-      () => waiters.forEach((x) => x.resolve()),
+      () => {
+        waiters.forEach((x) => x.resolve());
+        this.published(w, summary.seq, payload, this.now(), force);
+      },
       (e: unknown) => waiters.forEach((x) => x.reject(e instanceof AppError ? e : new AppError('unavailable'))),
     );
   }
@@ -132,7 +156,7 @@ export class CrowdFold {
     const appends: Promise<void>[] = [];
     for (const w of this.windows.values()) {
       if (w.dirty || w.waiters.length > 0) appends.push(this.append(w, w.summary(this.source, now)));
-      if (w.counted) appends.push(this.append(w, w.summary(this.source, now, true)));
+      if (w.counted) appends.push(this.append(w, w.summary(this.source, now, true), true));
     }
     this.windows.clear();
     await Promise.allSettled(appends);

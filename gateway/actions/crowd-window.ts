@@ -80,6 +80,12 @@ export const PRESSES_PER_SECOND_MAX = 10;
  * not: the bridge takes a source silent for CROWD_LEASE_MS (schemas/aggregate.ts) for gone.
  */
 export const LEASE_REFRESH_MS = 1000;
+/**
+ * A control's summary is published to the live channel at most this often per process (stored
+ * ones only; the newest held back goes out when the time comes): phones get crowd frames at most
+ * 4 times a second.
+ */
+export const PUBLISH_MIN_MS = 250;
 
 /**
  * Button presses within a window, counted per PRESS_BUCKET_MS bucket, so memory is bounded by the
@@ -126,6 +132,10 @@ export class ControlWindow {
   /** how long after the last summary the next may go (LARGE_SUMMARY_MS after a large one) */
   pauseMs = 0;
   waiters: Waiter[] = [];
+  /** when this window's summary was last published to the live channel, which seq, and the newer one held back */
+  publishedAt = -Infinity;
+  publishedSeq = 0;
+  unpublished: { seq: number; payload: string } | null = null;
 
   constructor(
     readonly layoutId: string,

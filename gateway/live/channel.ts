@@ -1,49 +1,38 @@
 // The live channel: GET /live upgrades to a WebSocket on which a phone sees what is live and acts.
 // The client offers two subprotocols, `audience-control.v1` and `bearer.<audience token>` (a
 // browser's WebSocket cannot send headers, and a token in the URL would land in access logs); the
-// server selects `audience-control.v1`. The server sends the layout's active page first and again after every
-// page switch or re-import; the client sends actions, each answered by an ack once stored (the
-// moment POST /action answers 200) or an error with the same codes as the HTTP API. Actions take
-// the same intake as POST /action, so one participant has one budget whichever way it acts. A
-// socket whose token stops being valid is closed with 4001, one whose layout is gone with 4004,
-// and every socket with 1001 when the gateway stops.
-import type { HttpRequest, HttpResponse, TemplatedApp, WebSocket, us_socket_context_t } from 'uWebSockets.js';
+// server selects `audience-control.v1`. The server sends the layout's active page first and again
+// after every page switch or re-import, and the crowd's value of each aggregated control on the
+// page as it changes (at most 4 times a second); the client sends actions, each answered by an ack
+// once stored (the moment POST /action answers 200) or an error with the HTTP API's codes. Actions
+// take the same intake as POST /action, so one participant has one budget whichever way it acts.
+// Page and crowd frames are latest-value state: a socket that cannot keep up is skipped, then sent
+// the current state when it drains, and closed with 4008 if it stays behind.
+import type { HttpRequest, HttpResponse, TemplatedApp, us_socket_context_t } from 'uWebSockets.js';
 import { WHOLE_DOCUMENT, describeFirstError, validateLiveActionFrame } from '../../schemas/validators.js';
-import type { ActionIntake, IntakeWaiter } from '../actions/intake.js';
+import type { ActionIntake } from '../actions/intake.js';
+import type { CrowdValue } from '../../schemas/crowd-merge.js';
 import { revokedByLayout, type AudienceClaims } from '../auth/audience-tokens.js';
 import { AppError, ERRORS } from '../errors.js';
 import type { LiveLayout } from '../layouts/layout-cache.js';
 import { TokenBuckets } from '../limits/token-buckets.js';
 import type { RouteDeps } from '../routes/deps.js';
+import type { CrowdFeed } from './crowd-feed.js';
+import { CLOSE, PROTOCOL, crowdFrame, crowdLids, errorFrame, offeredProtocols, pageFrame } from './frames.js';
+import { FrameAnswer, sendAnswer, type LiveSocket, type SocketData } from './socket.js';
 
-/** Close codes that tell a client what to do. */
-export const CLOSE = {
-  /** the token is no longer valid (its key revoked, its layout's tokens revoked, its signing key retired): do not reconnect with it */
-  tokenInvalid: 4001,
-  /** the layout is gone */
-  layoutGone: 4004,
-  /** the client kept sending past its budget (FLOOD_CLOSE_AFTER refusals in a row): reconnect later, slower */
-  flooding: 4029,
-  /** this gateway is stopping: reconnect (with jitter) */
-  goingAway: 1001,
-} as const;
+export { CLOSE, PROTOCOL } from './frames.js';
 
 /** A socket whose actions were refused as rate_limited this many times in a row is closed (4029). */
 export const FLOOD_CLOSE_AFTER = 50;
 
+/** Answers may fill a socket's buffer to this many times LIVE_BUFFER_BYTES (1 MiB by default). */
+export const ANSWER_BUFFER_FACTOR = 64;
+
 /** A stopping gateway closes its sockets over this long, so their reconnects are spread too. */
 export const CLOSE_SPREAD_MS = 1000;
 
-interface SocketData {
-  claims: AudienceClaims;
-  layoutId: string;
-  /** the version of the layout whose page this socket was last sent */
-  version: number;
-  open: boolean;
-  /** actions refused as rate_limited in a row (an accepted one resets it) */
-  refusedInARow: number;
-}
-type LiveSocket = WebSocket<SocketData>;
+
 
 export interface LiveOptions {
   /** the largest frame a client may send; a larger one closes the socket (uWS) */
@@ -51,6 +40,10 @@ export interface LiveOptions {
   /** sockets this process holds at most, and new ones it accepts a second: past either, 503 before the upgrade */
   maxSockets: number;
   newSocketsPerSecond: number;
+  /** bytes waiting on a socket past which state frames are skipped (answers may fill ANSWER_BUFFER_FACTOR times this) */
+  bufferBytes: number;
+  /** a socket behind this long is closed with 4008 */
+  slowCloseMs: number;
   now: () => number;
   /** an error that is not an AppError (a bug): logged by the gateway */
   onError: (e: unknown) => void;
@@ -58,30 +51,7 @@ export interface LiveOptions {
   onUnavailable: (what: string) => void;
 }
 
-/** The subprotocol the server selects: the frames of this version. */
-export const PROTOCOL = 'audience-control.v1';
-const BEARER = 'bearer.';
-
-/** What the client offered in Sec-WebSocket-Protocol: this protocol, and the token in `bearer.<token>`. */
-export function offeredProtocols(header: string): { protocol: boolean; token: string } {
-  let protocol = false;
-  let token = '';
-  for (const part of header.split(',')) {
-    const p = part.trim();
-    if (p === PROTOCOL) protocol = true;
-    else if (p.startsWith(BEARER)) token = p.slice(BEARER.length);
-  }
-  return { protocol, token };
-}
-
 const decoder = new TextDecoder('utf-8', { fatal: true });
-
-/** An error frame: the HTTP API's body for the same code, with the client's ref. */
-function errorFrame(ref: string | null, e: unknown): string {
-  const err = e instanceof AppError ? e : new AppError('internal');
-  const retry = err.headers.find(([name]) => name === 'retry-after');
-  return JSON.stringify({ op: 'error', ref, error: { code: err.code, message: err.message, ...(retry && { retryAfterMs: Number(retry[1]) * 1000 }) } });
-}
 
 const STATUS_TEXT: Record<number, string> = { 400: 'Bad Request', 401: 'Unauthorized', 403: 'Forbidden', 404: 'Not Found', 503: 'Service Unavailable' };
 
@@ -92,19 +62,36 @@ export class LiveChannel {
   private readonly upgrades = new TokenBuckets(1);
   /** sockets open now (an upgrade under way is not counted yet, so a burst may pass the cap by a few) */
   private held = 0;
+  /** the sockets whose state frames are being skipped, and the timer that closes those behind too long */
+  private readonly behind = new Set<LiveSocket>();
+  private readonly sweeper: NodeJS.Timeout;
 
   constructor(
     private readonly d: RouteDeps,
     private readonly intake: ActionIntake,
+    /** the crowd's values, merged over every gateway process (null: no crowd frames) */
+    private readonly crowd: CrowdFeed | null,
     private readonly o: LiveOptions,
-  ) {}
+  ) {
+    this.sweeper = setInterval(() => this.sweep(), Math.min(1000, o.slowCloseMs / 4));
+    this.sweeper.unref();
+  }
+
+  /** Sockets open on this process now. */
+  get sockets(): number {
+    return this.held;
+  }
 
   mount(app: TemplatedApp): void {
     app.ws<SocketData>('/live', {
       maxPayloadLength: this.o.maxFrameBytes,
       idleTimeout: 60,
       sendPingsAutomatically: true,
-      maxBackpressure: 64 * 1024,
+      // answers (ack, error) pass the state frames' limit, behind a large page on a slow network too:
+      // past this uWS drops a send, and the socket is closed (4008)
+      maxBackpressure: ANSWER_BUFFER_FACTOR * this.o.bufferBytes,
+      closeOnBackpressureLimit: false,
+      drain: (ws) => this.drained(ws),
       upgrade: (res, req, context) => this.upgrade(res, req, context),
       open: (ws) => this.opened(ws),
       message: (ws, message, isBinary) => this.received(ws, message, isBinary),
@@ -134,7 +121,7 @@ export class LiveChannel {
       if (!layout || layout.teamId !== claims.team) throw new AppError('layout_not_found');
       if (revokedByLayout(claims, layout)) throw new AppError('token_revoked');
       if (aborted) return;
-      res.cork(() => res.upgrade<SocketData>({ claims, layoutId: layout.layoutId, version: -1, open: true, refusedInARow: 0 }, key, PROTOCOL, extensions, context));
+      res.cork(() => res.upgrade<SocketData>({ claims, layoutId: layout.layoutId, version: -1, open: true, refusedInARow: 0, overSince: null, stale: false }, key, PROTOCOL, extensions, context));
     };
     try {
       // before anything else is spent on it: a storm of reconnects is refused at the door
@@ -158,9 +145,12 @@ export class LiveChannel {
     this.held++;
     const data = ws.getUserData();
     let set = this.byLayout.get(data.layoutId);
-    if (!set) this.byLayout.set(data.layoutId, (set = new Set()));
+    if (!set) {
+      this.byLayout.set(data.layoutId, (set = new Set()));
+      this.crowd?.watch(data.layoutId); // the first socket on the layout here: its crowd is listened to
+    }
     set.add(ws);
-    void this.sendPage(ws);
+    void this.sendPage(ws, true);
   }
 
   private closed(ws: LiveSocket): void {
@@ -168,12 +158,60 @@ export class LiveChannel {
     const data = ws.getUserData();
     data.open = false;
     const set = this.byLayout.get(data.layoutId);
+    this.behind.delete(ws);
     set?.delete(ws);
-    if (set?.size === 0) this.byLayout.delete(data.layoutId);
+    if (set?.size === 0) {
+      this.byLayout.delete(data.layoutId);
+      this.crowd?.unwatch(data.layoutId);
+    }
   }
 
-  /** The layout's active page, as GET /layout answers it, with its version; nothing when it did not change for this socket. */
-  private async sendPage(ws: LiveSocket): Promise<void> {
+  /**
+   * Sends a state frame (page, crowd) unless the socket is over its buffer: then it is skipped, and
+   * the socket gets the current state when it drains. Returns whether it went out.
+   */
+  private sendState(ws: LiveSocket, data: SocketData, text: string): boolean {
+    if (data.overSince !== null) {
+      data.stale = true;
+      return false;
+    }
+    ws.send(text);
+    if (ws.getBufferedAmount() > this.o.bufferBytes) {
+      data.overSince = this.o.now();
+      this.behind.add(ws);
+    }
+    return true;
+  }
+
+  /** A socket's buffer drained: one back under its limit that skipped state gets the current page and crowd. */
+  private drained(ws: LiveSocket): void {
+    const data = ws.getUserData();
+    if (data.overSince === null || ws.getBufferedAmount() > this.o.bufferBytes) return;
+    data.overSince = null;
+    this.behind.delete(ws);
+    if (!data.stale) return;
+    data.stale = false;
+    data.version = -1; // the page it last got may be old: send it again with the crowd
+    void this.sendPage(ws, true);
+  }
+
+  /** Closes the sockets that stayed behind for slowCloseMs with 4008. */
+  private sweep(): void {
+    const now = this.o.now();
+    for (const ws of this.behind) {
+      const since = ws.getUserData().overSince;
+      if (since !== null && now - since >= this.o.slowCloseMs) {
+        this.behind.delete(ws);
+        this.end(ws, CLOSE.tooSlow, 'too slow to read');
+      }
+    }
+  }
+
+  /**
+   * The layout's active page, as GET /layout answers it, with its version (nothing when it did not
+   * change for this socket), then the crowd's values on it (always with `withCrowd`).
+   */
+  private async sendPage(ws: LiveSocket, withCrowd = false): Promise<void> {
     const data = ws.getUserData();
     try {
       const layout = await this.d.layouts.get(data.layoutId);
@@ -184,9 +222,15 @@ export class LiveChannel {
         this.o.onUnavailable('live_destination_count');
         return 0; // the page still goes out: the count is a hint
       });
-      if (!data.open) return;
+      if (!data.open || layout.version === data.version) return; // another call sent it meanwhile
+      if (!this.sendState(ws, data, pageFrame(layout, destinationCount))) return;
+      const changedPage = data.version !== -1;
       data.version = layout.version;
-      ws.send(JSON.stringify({ op: 'page', layoutId: layout.layoutId, activePageId: layout.activePageId, controls: layout.activeControls, destinationCount, version: layout.version }));
+      if (!withCrowd && !changedPage) return;
+      const lids = crowdLids(layout);
+      ws.cork(() => {
+        for (const v of this.crowd?.current(data.layoutId) ?? []) if (lids.has(v.lid) && !this.sendState(ws, data, crowdFrame(v))) return;
+      });
     } catch (e) {
       if (e instanceof AppError) this.o.onUnavailable('live_page');
       else this.o.onError(e);
@@ -221,7 +265,29 @@ export class LiveChannel {
 
   /** A frame in answer to the one being handled (the socket is open while its message handler runs). */
   private reply(ws: LiveSocket, text: string): void {
-    ws.send(text);
+    sendAnswer(ws, ws.getUserData(), text);
+  }
+
+  /** The crowd's values on a layout changed: each of its sockets in step with the page gets those on its page. */
+  crowdChanged(layoutId: string, values: readonly CrowdValue[]): void {
+    const set = this.byLayout.get(layoutId);
+    if (!set) return;
+    const fan = (layout: LiveLayout | null) => {
+      if (!layout) return;
+      const lids = crowdLids(layout);
+      const texts = values.filter((v) => lids.has(v.lid)).map(crowdFrame);
+      if (texts.length === 0) return;
+      for (const ws of set) {
+        const data = ws.getUserData();
+        if (data.version !== layout.version || data.overSince !== null) continue; // it gets the page and the crowd with it
+        ws.cork(() => {
+          for (const text of texts) if (!this.sendState(ws, data, text)) return;
+        });
+      }
+    };
+    const layout = this.d.layouts.get(layoutId);
+    if (layout instanceof Promise) layout.then(fan, (e: unknown) => (e instanceof AppError ? this.o.onUnavailable('live_crowd') : this.o.onError(e)));
+    else fan(layout);
   }
 
   private end(ws: LiveSocket, code: number, reason: string): void {
@@ -266,6 +332,7 @@ export class LiveChannel {
    * millisecond. Resolves once all are closed.
    */
   async closeAll(spreadMs = CLOSE_SPREAD_MS): Promise<void> {
+    clearInterval(this.sweeper);
     const all = [...this.byLayout.values()].flatMap((set) => [...set]);
     const steps = 20;
     for (let step = 0; step < steps && all.length > 0; step++) {
@@ -273,40 +340,5 @@ export class LiveChannel {
       for (const ws of all.splice(0, share)) this.end(ws, CLOSE.goingAway, 'the gateway is stopping');
       if (all.length > 0) await new Promise((r) => setTimeout(r, spreadMs / steps));
     }
-  }
-}
-
-/**
- * One action frame's answer: an ack once stored, or an error frame with the HTTP API's code. Sent
- * only while the socket is open (uWS throws on a send to a closed one), which the socket's data
- * says: the close handler marks it.
- */
-class FrameAnswer implements IntakeWaiter {
-  constructor(
-    private readonly ws: LiveSocket,
-    private readonly data: SocketData,
-    private readonly ref: string,
-    private readonly onError: (e: unknown) => void,
-  ) {}
-
-  stored(): void {
-    this.data.refusedInARow = 0;
-    if (this.data.open) this.ws.send(JSON.stringify({ op: 'ack', ref: this.ref }));
-  }
-
-  failed(e: unknown): void {
-    if (!(e instanceof AppError)) this.onError(e);
-    if (this.data.open) this.ws.send(errorFrame(this.ref, e));
-  }
-
-  aborted(): boolean {
-    return !this.data.open;
-  }
-
-  after(settled: Promise<void>): void {
-    settled.then(
-      () => this.stored(),
-      (e: unknown) => this.failed(e),
-    );
   }
 }

@@ -74,6 +74,13 @@ export class RedisKeys {
     return `${this.prefix}login-failures:{${kind}:${who}}`;
   }
   /** Pub/sub channel of cache invalidations (see sync/invalidation.ts for the messages). */
+  /**
+   * The layout's sharded pub/sub channel (SPUBLISH/SSUBSCRIBE), in the layout's hash slot: the
+   * crowd summaries of every gateway process, for the live channel's sockets on every process.
+   */
+  liveChannel(layoutId: string): string {
+    return `${this.prefix}layout:{${layoutId}}:live`;
+  }
   invalidationChannel(): string {
     return `${this.prefix}invalidate`;
   }

@@ -10,11 +10,13 @@ export const untimed: RedisTimer = (_command, p) => p;
 export interface RedisSettings extends RedisTarget {
   commandTimeoutMs: number;
   name: string;
+  /** a cluster client whose SSUBSCRIBE goes to each channel's shard */
+  shardedSubscribers?: boolean;
 }
 
 /** Connects a client for the gateway (reconnecting every 50-250 ms); rejects if the first connection fails. */
 export async function connectServiceRedis(s: RedisSettings): Promise<RedisClient> {
-  const redis = createRedisClient(s, { name: s.name, commandTimeoutMs: s.commandTimeoutMs, reconnectStepMs: 50, maxReconnectDelayMs: 250 });
+  const redis = createRedisClient(s, { name: s.name, commandTimeoutMs: s.commandTimeoutMs, reconnectStepMs: 50, maxReconnectDelayMs: 250, ...(s.shardedSubscribers && { shardedSubscribers: true }) });
   let lastError = '';
   // Later errors surface as command failures and 'close'/'ready' events; without a listener ioredis logs them to stderr.
   redis.on('error', (e: Error) => (lastError = connectionFailure(e)));

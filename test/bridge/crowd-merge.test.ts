@@ -2,7 +2,8 @@
 // and the datagrams a crowd value becomes (decoded with osc-min).
 import { fromBuffer } from 'osc-min';
 import { describe, expect, it } from 'vitest';
-import { CrowdTable, crowdDatagrams } from '../../bridge/crowd.js';
+import { crowdDatagrams } from '../../bridge/crowd.js';
+import { CrowdTable } from '../../schemas/crowd-merge.js';
 import { IMMEDIATE } from '../../bridge/osc.js';
 import { CROWD_LEASE_MS, type CrowdSummary } from '../../schemas/aggregate.js';
 

@@ -4,7 +4,7 @@
 // stream holds summaries only, bounded by fold ticks x processes. Rerun with FUZZ_SEED=<seed>.
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CrowdTable } from '../../bridge/crowd.js';
+import { CrowdTable } from '../../schemas/crowd-merge.js';
 import { ActionLog } from '../../gateway/actions/action-log.js';
 import { CrowdFold, LARGE_SUMMARY_MS, LEASE_REFRESH_MS, PRESSES_PER_SECOND_MAX, type AggregatedControl, type CrowdFoldOptions } from '../../gateway/actions/crowd-fold.js';
 import { RedisKeys } from '../../gateway/store/keys.js';

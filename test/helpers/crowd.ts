@@ -117,3 +117,36 @@ export function offlineCrowd(actions: CrowdAction[], modes: Record<number, strin
   }
   return out;
 }
+
+/** A live channel's crowd frame: the value (a number, or a list for votes and centroid), n, sd. */
+export interface CrowdFrame {
+  op: 'crowd';
+  lid: number;
+  mode: string;
+  value: number | number[];
+  n: number;
+  sd?: number;
+}
+
+/**
+ * Where the newest crowd frame of each control differs from the offline figure: within float32
+ * (what the bridge sends), and within a 0.01 bin for median and trimmed mean. Empty when all agree.
+ */
+export function crowdFrameMismatches(frames: readonly CrowdFrame[], expected: Record<string, OfflineFigure>): string[] {
+  const newest = new Map<number, CrowdFrame>();
+  for (const f of frames) newest.set(f.lid, f);
+  const out: string[] = [];
+  for (const [address, e] of Object.entries(expected)) {
+    const f = newest.get(Number(address.slice(1)));
+    if (!f) {
+      out.push(`${address} ${e.mode}: no crowd frame`);
+      continue;
+    }
+    const value = Array.isArray(f.value) ? f.value : [f.value];
+    const tolerance = e.mode === 'median' || e.mode === 'trimmed-mean' ? 0.01 : 1e-6 * Math.max(1, ...e.value.map(Math.abs));
+    if (f.n !== e.n) out.push(`${address} ${e.mode}: n ${f.n}, offline ${e.n}`);
+    if (value.length !== e.value.length || e.value.some((x, k) => Math.abs(value[k]! - x) > tolerance)) out.push(`${address} ${e.mode}: ${JSON.stringify(value)}, offline ${JSON.stringify(e.value)}`);
+    if (e.sd !== undefined && Math.abs((f.sd ?? NaN) - e.sd) > 1e-6) out.push(`${address} sd ${f.sd}, offline ${e.sd}`);
+  }
+  return out;
+}

@@ -1,0 +1,87 @@
+// The crowd's values for the live channel. Every gateway process publishes each control's stored
+// summaries to the layout's sharded channel (SPUBLISH, in the layout's hash slot; at most 4 a second
+// per control and process). A process subscribes (SSUBSCRIBE) to a layout's channel only while it
+// holds sockets on that layout, merges the newest summary of every process as the bridge does
+// (schemas/crowd-merge.ts), and every TICK_MS hands the values that changed to the live channel:
+// phones see the figure the displays get, at most 4 times a second per control.
+import { decodeCrowdSummary } from '../../schemas/action-entry.js';
+import { CrowdTable, type CrowdValue } from '../../schemas/crowd-merge.js';
+import type { RedisClient } from '../../runtime/redis.js';
+import type { RedisKeys } from '../store/keys.js';
+
+/** How often the merged values are looked at and the changed ones sent: 4 times a second. */
+export const CROWD_TICK_MS = 250;
+
+export interface CrowdFeedOptions {
+  /** values of a layout that changed (or ran out) since the last tick */
+  onChanged: (layoutId: string, values: CrowdValue[]) => void;
+  /** a subscribe or unsubscribe that failed (Redis away): counted; the channel is tried again on the next socket */
+  onUnavailable: (what: string) => void;
+  now: () => number;
+}
+
+export class CrowdFeed {
+  /** the layouts watched, by channel: their merged tables */
+  private readonly tables = new Map<string, { layoutId: string; table: CrowdTable }>();
+  private timer: NodeJS.Timeout | null = null;
+
+  constructor(
+    private readonly subscriber: RedisClient,
+    private readonly keys: RedisKeys,
+    private readonly o: CrowdFeedOptions,
+  ) {
+    subscriber.on('smessage', (channel: string, text: string) => {
+      const watched = this.tables.get(channel);
+      const summary = watched && decodeCrowdSummary(text);
+      if (summary && summary.layoutId === watched.layoutId) watched.table.offer(summary);
+    });
+  }
+
+  /** Starts listening to a layout's crowd (its first socket here). */
+  watch(layoutId: string): void {
+    const channel = this.keys.liveChannel(layoutId);
+    if (this.tables.has(channel)) return;
+    this.tables.set(channel, { layoutId, table: new CrowdTable() });
+    this.subscriber.ssubscribe(channel).catch(() => {
+      this.tables.delete(channel); // the next socket on the layout tries again
+      this.o.onUnavailable('live_crowd_subscribe');
+    });
+    this.timer ??= setInterval(() => this.tick(), CROWD_TICK_MS);
+  }
+
+  /** Stops listening to a layout's crowd (its last socket here left). */
+  unwatch(layoutId: string): void {
+    const channel = this.keys.liveChannel(layoutId);
+    if (!this.tables.delete(channel)) return;
+    this.subscriber.sunsubscribe(channel).catch(() => this.o.onUnavailable('live_crowd_unsubscribe'));
+    if (this.tables.size === 0 && this.timer) {
+      clearInterval(this.timer);
+      this.timer = null;
+    }
+  }
+
+  /** The crowd's values on a layout now (for a socket that just opened, or caught up). */
+  current(layoutId: string): CrowdValue[] {
+    return this.tables.get(this.keys.liveChannel(layoutId))?.table.current() ?? [];
+  }
+
+  /** How many layouts this process listens to. */
+  get watched(): number {
+    return this.tables.size;
+  }
+
+  private tick(): void {
+    const now = this.o.now();
+    for (const { layoutId, table } of this.tables.values()) {
+      const changed = table.changed(now);
+      if (changed.length > 0) this.o.onChanged(layoutId, changed);
+    }
+  }
+
+  stop(): void {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = null;
+    this.tables.clear();
+    this.subscriber.disconnect();
+  }
+}

@@ -1,0 +1,139 @@
+// Crowd frames on the live channel, against a real gateway and Redis: the merged value of each
+// aggregated control on the live page (equal to the offline figure, as the bridge's), at most 4
+// frames a second per control, the current values right after the page for a socket that opens;
+// and backpressure: a socket that does not read is skipped, gets the current state once it
+// drains, and is closed with 4008 if it stays behind.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { LayoutDefinition } from '../../schemas/types.js';
+import { CROWD_LAYOUT, CROWD_MODES, CROWD_WINDOW_MS, crowdFrameMismatches, offlineCrowd, participantRounds, type CrowdAction, type CrowdFrame } from '../helpers/crowd.js';
+import { eventually, mintToken, postAction, startTestGateway, type TestGateway } from '../helpers/gateway.js';
+import { connectLive } from '../helpers/live.js';
+import { useRedis } from '../helpers/redis.js';
+import { fuzzSeed, seededRandom } from '../helpers/seeded-random.js';
+
+const redis = useRedis();
+let t: TestGateway;
+beforeAll(async () => {
+  t = await startTestGateway({ redisUrl: redis.get().server.url, layout: CROWD_LAYOUT });
+});
+afterAll(() => t.close());
+
+const seed = fuzzSeed();
+
+describe(`crowd frames (seed ${seed})`, () => {
+  it('carry each aggregated control merged, equal to the offline figure, to a socket that watches, and to one that opens later right after its page', async () => {
+    const random = seededRandom(seed);
+    const watcher = await connectLive(t.url, await mintToken(t, t.layoutId, t.apiKey));
+    await watcher.next('page');
+    const actions: CrowdAction[] = [];
+    const participants = 30 + Math.floor(random() * 30);
+    for (let p = 0; p < participants; p++) {
+      const token = await mintToken(t, t.layoutId, t.apiKey);
+      const rounds = participantRounds(random, p);
+      // half act over their own socket, half over POST /action: one fold
+      const socket = p % 2 === 0 ? await connectLive(t.url, token) : null;
+      for (const round of rounds) {
+        actions.push(...round);
+        for (const [i, a] of round.entries()) {
+          const body = { lid: a.lid, type: a.type, ...(a.value !== null && { value: a.value }) };
+          if (socket) {
+            const before = socket.frames.length;
+            socket.send({ op: 'action', ref: `${p}-${i}`, ...body });
+            expect(await socket.next('ack', before)).toEqual({ op: 'ack', ref: `${p}-${i}` });
+          } else expect((await postAction(t, token, { layoutId: t.layoutId, ...body })).status).toBe(200);
+        }
+      }
+      socket?.ws.close();
+    }
+    const expected = offlineCrowd(actions, CROWD_MODES, CROWD_WINDOW_MS, { 4: 3 });
+    const crowd = () => watcher.frames.filter((f) => f.op === 'crowd') as unknown as CrowdFrame[];
+    await eventually(() => crowdFrameMismatches(crowd(), expected).length === 0, 3000).catch(() => {});
+    expect(crowdFrameMismatches(crowd(), expected)).toEqual([]);
+    expect(crowd().every((f) => f.lid !== 12)).toBe(true); // a control without aggregate has no crowd
+    const late = await connectLive(t.url, await mintToken(t, t.layoutId, t.apiKey));
+    await eventually(() => late.frames.filter((f) => f.op === 'crowd').length >= Object.keys(expected).length, 2000);
+    expect(late.frames[0]!.op).toBe('page');
+    expect(crowdFrameMismatches(late.frames.filter((f) => f.op === 'crowd') as unknown as CrowdFrame[], expected)).toEqual([]);
+    watcher.ws.close();
+    late.ws.close();
+  }, 60_000);
+
+  it('sends at most 4 crowd frames a second per control, however fast the crowd moves', async () => {
+    const watcher = await connectLive(t.url, await mintToken(t, t.layoutId, t.apiKey));
+    await watcher.next('page');
+    const tokens = await Promise.all(Array.from({ length: 4 }, () => mintToken(t, t.layoutId, t.apiKey)));
+    const from = watcher.frames.length;
+    const started = Date.now();
+    const random = seededRandom(seed);
+    let sent = 0;
+    while (Date.now() - started < 3000) {
+      await Promise.all(tokens.map((token) => postAction(t, token, { layoutId: t.layoutId, lid: 13, type: 'Slider', value: (sent++, Math.round(random() * 1000) / 1000) })));
+    }
+    await new Promise((r) => setTimeout(r, 300));
+    const frames = watcher.frames.slice(from).filter((f) => f.op === 'crowd' && f.lid === 13);
+    console.log(`figure: ${sent} slider moves in 3 s gave ${frames.length} crowd frames`);
+    expect(sent).toBeGreaterThan(100);
+    expect(frames.length).toBeGreaterThanOrEqual(6);
+    expect(frames.length).toBeLessThanOrEqual(3.3 * 4 + 1);
+    watcher.ws.close();
+  }, 20_000);
+});
+
+/** A layout whose page frames are large (~200 KB), so a few fill what the kernel buffers for a socket that does not read. */
+const BIG: LayoutDefinition = {
+  layoutId: 'big-pages',
+  name: 'Big pages',
+  activePageId: 'a',
+  pages: ['a', 'b'].map((pageId, p) => ({
+    pageId,
+    name: pageId.repeat(3),
+    controls: Array.from({ length: 5 }, (_, i) => ({
+      lid: p * 10 + i + 1,
+      address: `/${p * 10 + i + 1}`,
+      type: 'Index' as const,
+      props: { label: `${pageId} choice ${i + 1}` },
+      options: Array.from({ length: 200 }, (_, k) => ({ index: k, label: `option ${k} `.padEnd(190, '.') })),
+    })),
+  })),
+};
+
+describe('a socket that does not read (backpressure)', () => {
+  it('is skipped past LIVE_BUFFER_BYTES, gets the current page once it drains, and is closed with 4008 when it stays behind', async () => {
+    const g = await startTestGateway({ redisUrl: redis.get().server.url, layout: BIG, overrides: { liveBufferBytes: 16384, liveSlowCloseMs: 5000 } });
+    try {
+      const token = await mintToken(g, g.layoutId, g.apiKey);
+      const slow = await connectLive(g.url, token);
+      const stuck = await connectLive(g.url, token);
+      const fast = await connectLive(g.url, token);
+      await Promise.all([slow.next('page'), stuck.next('page'), fast.next('page')]);
+      const tcp = (c: typeof slow) => (c.ws as unknown as { _socket: { pause(): void; resume(): void } })._socket;
+      tcp(slow).pause();
+      tcp(stuck).pause();
+      // page frames of ~200 KB: more than the kernel's buffers and the gateway's limit hold
+      const switches = 41;
+      const pausedAt = Date.now();
+      for (let i = 0; i < switches; i++) await g.admin.layouts.activate(g.layoutId, i % 2 === 0 ? 'b' : 'a');
+      const last = 'b'; // an odd number of switches from 'a'
+      await eventually(() => fast.frames.filter((f) => f.op === 'page').length >= switches / 2, 20_000);
+      tcp(slow).resume();
+      await eventually(() => slow.frames.at(-1)?.op === 'page' && slow.frames.at(-1)?.activePageId === last, 5000);
+      const got = slow.frames.filter((f) => f.op === 'page').length;
+      console.log(`figure: a paused socket got ${got} of ${switches + 1} page frames, the last one the current page`);
+      expect(got).toBeLessThan(switches);
+      // the other stays paused while the pages keep changing: past LIVE_SLOW_CLOSE_MS over its buffer it is closed
+      let page = 0;
+      while (Date.now() - pausedAt < 7000) {
+        await g.admin.layouts.activate(g.layoutId, page++ % 2 === 0 ? 'a' : 'b');
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      expect(slow.ws.readyState).toBe(slow.ws.OPEN);
+      tcp(stuck).resume(); // once it reads again it finds its close
+      expect((await stuck.closed).code).toBe(4008);
+      expect(fast.ws.readyState).toBe(fast.ws.OPEN);
+      slow.ws.close();
+      fast.ws.close();
+    } finally {
+      await g.close();
+    }
+  }, 60_000);
+});
