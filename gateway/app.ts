@@ -195,7 +195,10 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
     bufferBytes: config.liveBufferBytes, slowCloseMs: config.liveSlowCloseMs, now,
     onError: (e) => log.error({ err: e }, 'unexpected error on the live channel'),
     onUnavailable: (what) => liveMisses.count(what),
+    onSkipped: () => metrics.liveSkipped.inc(),
+    onClosed: (code) => metrics.liveCloses.labels(String(code)).inc(),
   });
+  metrics.watchLive(() => live.sockets);
   live.mount(server.app);
   sockets.live = live;
   for (const r of fallbackRoutes(server.patterns())) server.mount(r); // 405 with Allow on known paths, 404 elsewhere

@@ -22,6 +22,14 @@ export class GatewayMetrics {
 
   readonly crowdEvictions = new Counter({ name: 'audience_gateway_crowd_evictions_total', help: 'Participants pushed out of a crowd window by CROWD_MAX_PARTICIPANTS (the one whose latest action is oldest leaves first).', registers: [this.registry] });
   private crowdParticipants: () => number = () => 0;
+  readonly liveSkipped = new Counter({ name: 'audience_gateway_live_frames_skipped_total', help: 'Page and crowd frames skipped for a live socket over LIVE_BUFFER_BYTES (it gets the current state when it drains).', registers: [this.registry] });
+  readonly liveCloses = new Counter({ name: 'audience_gateway_live_closes_total', help: 'Live sockets the gateway closed, by close code (4001 token invalid, 4004 layout gone, 4008 too slow, 4029 flooding, 1001 stopping).', labelNames: ['code'], registers: [this.registry] });
+  private liveSockets: () => number = () => 0;
+
+  /** The live sockets this process holds, read at each scrape. */
+  watchLive(count: () => number): void {
+    this.liveSockets = count;
+  }
 
   /** The participants this process holds in crowd windows, read at each scrape. */
   watchCrowd(count: () => number): void {
@@ -45,6 +53,15 @@ export class GatewayMetrics {
       registers: [this.registry],
       collect() {
         this.set(participants());
+      },
+    });
+    const sockets = () => this.liveSockets();
+    new Gauge({
+      name: 'audience_gateway_live_sockets',
+      help: 'Live-channel sockets this process holds (at most LIVE_MAX_SOCKETS).',
+      registers: [this.registry],
+      collect() {
+        this.set(sockets());
       },
     });
     // Pre-create the bounded label sets so dashboards see zeros rather than gaps.

@@ -49,6 +49,10 @@ export interface LiveOptions {
   onError: (e: unknown) => void;
   /** a page that could not be read or sent (Redis away): counted in the gateway's summary log, the socket keeps its last page */
   onUnavailable: (what: string) => void;
+  /** a state frame skipped for a socket over its buffer */
+  onSkipped?: () => void;
+  /** a socket the gateway closed, with the code */
+  onClosed?: (code: number) => void;
 }
 
 const decoder = new TextDecoder('utf-8', { fatal: true });
@@ -173,6 +177,7 @@ export class LiveChannel {
   private sendState(ws: LiveSocket, data: SocketData, text: string): boolean {
     if (data.overSince !== null) {
       data.stale = true;
+      this.o.onSkipped?.();
       return false;
     }
     ws.send(text);
@@ -294,6 +299,7 @@ export class LiveChannel {
     const data = ws.getUserData();
     if (!data.open) return;
     data.open = false;
+    this.o.onClosed?.(code);
     ws.end(code, reason);
   }
 
