@@ -197,6 +197,7 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
     onUnavailable: (what) => liveMisses.count(what),
     onSkipped: () => metrics.liveSkipped.inc(),
     onClosed: (code) => metrics.liveCloses.labels(String(code)).inc(),
+    onLostAtUpgrade: () => metrics.liveLostAtUpgrade.inc(),
   });
   metrics.watchLive(() => live.sockets);
   live.mount(server.app);

@@ -24,6 +24,7 @@ export class GatewayMetrics {
   private crowdParticipants: () => number = () => 0;
   readonly liveSkipped = new Counter({ name: 'audience_gateway_live_frames_skipped_total', help: 'Page and crowd frames skipped for a live socket over LIVE_BUFFER_BYTES (it gets the current state when it drains).', registers: [this.registry] });
   readonly liveCloses = new Counter({ name: 'audience_gateway_live_closes_total', help: 'Live sockets the gateway closed, by close code (4001 token invalid, 4004 layout gone, 4008 too slow, 4029 flooding, 1001 stopping).', labelNames: ['code'], registers: [this.registry] });
+  readonly liveLostAtUpgrade = new Counter({ name: 'audience_gateway_live_lost_at_upgrade_total', help: 'Live sockets uWS closed (1006) right after an asynchronously completed upgrade, before their first frame (uNetworking/uWebSockets#1928); their clients reconnect.', registers: [this.registry] });
   private liveSockets: () => number = () => 0;
 
   /** The live sockets this process holds, read at each scrape. */

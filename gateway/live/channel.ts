@@ -53,6 +53,8 @@ export interface LiveOptions {
   onSkipped?: () => void;
   /** a socket the gateway closed, with the code */
   onClosed?: (code: number) => void;
+  /** a socket uWS dropped right after an asynchronous upgrade (uNetworking/uWebSockets#1928) */
+  onLostAtUpgrade?: () => void;
 }
 
 const decoder = new TextDecoder('utf-8', { fatal: true });
@@ -99,7 +101,7 @@ export class LiveChannel {
       upgrade: (res, req, context) => this.upgrade(res, req, context),
       open: (ws) => this.opened(ws),
       message: (ws, message, isBinary) => this.received(ws, message, isBinary),
-      close: (ws) => this.closed(ws),
+      close: (ws, code) => this.closed(ws, code),
     });
   }
 
@@ -121,11 +123,14 @@ export class LiveChannel {
         res.end(JSON.stringify({ success: false, error: { code: err.code, message: err.message } }));
       });
     };
-    const accept = (claims: AudienceClaims, layout: LiveLayout | null) => {
+    /** `now`: still inside this handler, where uWS has the response corked */
+    const accept = (claims: AudienceClaims, layout: LiveLayout | null, now: boolean) => {
       if (!layout || layout.teamId !== claims.team) throw new AppError('layout_not_found');
       if (revokedByLayout(claims, layout)) throw new AppError('token_revoked');
       if (aborted) return;
-      res.cork(() => res.upgrade<SocketData>({ claims, layoutId: layout.layoutId, version: -1, open: true, refusedInARow: 0, overSince: null, stale: false }, key, PROTOCOL, extensions, context));
+      const upgrade = () => res.upgrade<SocketData>({ claims, layoutId: layout.layoutId, version: -1, open: true, refusedInARow: 0, overSince: null, stale: false, openedAt: this.o.now() }, key, PROTOCOL, extensions, context);
+      if (now) upgrade();
+      else res.cork(upgrade);
     };
     try {
       // before anything else is spent on it: a storm of reconnects is refused at the door
@@ -136,9 +141,15 @@ export class LiveChannel {
       if (origin !== '' && !this.d.cors.allows(origin)) throw new AppError('origin_not_allowed');
       if (!offered.protocol) throw new AppError('protocol_missing');
       if (offered.token === '') throw new AppError('token_missing', 'Offer the audience token as the subprotocol bearer.<token>, beside audience-control.v1.');
+      // A token verified before and a cached layout (a reconnect) upgrade at once, inside this
+      // handler. Otherwise the upgrade completes after the await, in res.cork: there uWS (v20.51)
+      // now and then closes the new socket right after it opens (uNetworking/uWebSockets#1928,
+      // about 1 in 400 here); it is counted, and clients reconnect.
       const verified = this.d.tokens.verify(offered.token);
+      const layout = verified instanceof Promise ? null : this.d.layouts.get(verified.layoutId);
+      if (!(verified instanceof Promise) && !(layout instanceof Promise)) return accept(verified, layout, true);
       void Promise.resolve(verified)
-        .then(async (claims) => accept(claims, await this.d.layouts.get(claims.layoutId)))
+        .then(async (claims) => accept(claims, await this.d.layouts.get(claims.layoutId), false))
         .catch(refuse);
     } catch (e) {
       refuse(e);
@@ -154,12 +165,16 @@ export class LiveChannel {
       this.crowd?.watch(data.layoutId); // the first socket on the layout here: its crowd is listened to
     }
     set.add(ws);
-    void this.sendPage(ws, true);
+    // Not from inside this handler: it runs within the upgrade's cork, and a send from a promise
+    // settled here (a cached layout) raced the upgrade and lost the socket (1006).
+    setImmediate(() => void this.sendPage(ws, true));
   }
 
-  private closed(ws: LiveSocket): void {
+  private closed(ws: LiveSocket, code: number): void {
     this.held--;
     const data = ws.getUserData();
+    // closed by uWS right after an asynchronous upgrade (see upgrade), before its page went out
+    if (code === 1006 && data.open && data.version === -1 && this.o.now() - data.openedAt < 100) this.o.onLostAtUpgrade?.();
     data.open = false;
     const set = this.byLayout.get(data.layoutId);
     this.behind.delete(ws);
@@ -218,6 +233,7 @@ export class LiveChannel {
    */
   private async sendPage(ws: LiveSocket, withCrowd = false): Promise<void> {
     const data = ws.getUserData();
+    if (!data.open) return;
     try {
       const layout = await this.d.layouts.get(data.layoutId);
       if (!data.open) return;

@@ -27,8 +27,21 @@ export function liveProtocols(token: string): string[] {
   return ['audience-control.v1', `bearer.${token}`];
 }
 
-/** Opens a socket on `base`'s live channel with `token`; rejects if the upgrade is refused. */
+/**
+ * Opens a socket on `base`'s live channel with `token` and waits for its first frame (the page);
+ * rejects if the upgrade is refused. A socket that uWS drops (1006) right after an asynchronous
+ * upgrade, before any frame (uNetworking/uWebSockets#1928, counted by the gateway as
+ * live_lost_at_upgrade_total), is opened again, as every client reconnects: at most twice.
+ */
 export async function connectLive(base: string, token: string, options: WebSocket.ClientOptions = {}): Promise<LiveClient> {
+  for (let attempt = 0; ; attempt++) {
+    const client = await openLive(base, token, options);
+    const first = await Promise.race([client.next('page', 0, 5000).then(() => 'page' as const, () => 'no page' as const), client.closed.then((c) => c.code)]);
+    if (first === 'page' || attempt === 2 || first !== 1006 || client.frames.length > 0) return client;
+  }
+}
+
+async function openLive(base: string, token: string, options: WebSocket.ClientOptions): Promise<LiveClient> {
   const ws = new WebSocket(liveUrl(base), liveProtocols(token), options);
   const frames: Frame[] = [];
   ws.on('message', (data: Buffer) => frames.push(JSON.parse(data.toString('utf8')) as Frame));
