@@ -1,0 +1,91 @@
+// The client library against a real gateway (the `ws` package as its WebSocket, as in Node): the
+// page as state and events, send() resolved by the ack and rejected with the API's code, a page
+// switch, a revoked token refreshed through the callback, a layout gone stopping it; and the
+// backoff curve (full jitter, capped).
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import WebSocket from 'ws';
+import { LiveClient, LiveError, reconnectDelay, type SocketConstructor } from '../../client/live-client.js';
+import { eventually, mintToken, startTestGateway, type TestGateway } from '../helpers/gateway.js';
+import { liveUrl } from '../helpers/live.js';
+import { useRedis } from '../helpers/redis.js';
+import { seededRandom } from '../helpers/seeded-random.js';
+
+const redis = useRedis();
+let t: TestGateway;
+beforeAll(async () => {
+  t = await startTestGateway({ redisUrl: redis.get().server.url });
+});
+afterAll(() => t.close());
+
+const client = (token: string, more: Partial<ConstructorParameters<typeof LiveClient>[0]> = {}) =>
+  new LiveClient({ url: liveUrl(t.url), token, WebSocket: WebSocket as unknown as SocketConstructor, baseDelayMs: 50, ...more });
+
+describe('LiveClient', () => {
+  it('keeps the page as state, resolves send() on the ack, rejects a refused action with its code, and follows a page switch', async () => {
+    const c = client(await mintToken(t, t.layoutId, t.apiKey));
+    const pages: string[] = [];
+    c.on('page', (p) => pages.push(p.activePageId));
+    await eventually(() => c.page !== null, 3000);
+    expect(c.state).toBe('open');
+    expect(c.page!.controls.map((x) => x.lid)).toEqual([1, 2, 3, 4, 5, 6]);
+    await c.send({ lid: 5, type: 'String', value: 'from the client library' });
+    await expect(c.send({ lid: 2, type: 'Slider', value: 7 })).rejects.toMatchObject({ code: 'invalid_value' });
+    await t.admin.layouts.activate(t.layoutId, 'encore');
+    await eventually(() => c.page?.activePageId === 'encore', 3000);
+    await expect(c.send({ lid: 5, type: 'String', value: 'gone' })).rejects.toBeInstanceOf(LiveError); // not on the live page
+    await t.admin.layouts.activate(t.layoutId, 'main');
+    await eventually(() => pages.at(-1) === 'main', 3000);
+    c.stop();
+    await expect(c.send({ lid: 1, type: 'Button' })).rejects.toMatchObject({ code: 'stopped' });
+  });
+
+  it('asks for a new token when the gateway revokes this one (4001) and carries on with it', async () => {
+    const key = await t.admin.apiKeys.create(t.teamId, { name: 'client test' });
+    let refreshed = 0;
+    const c = client(await mintToken(t, t.layoutId, key.apiKey), {
+      refreshToken: async () => {
+        refreshed++;
+        return mintToken(t, t.layoutId, t.apiKey);
+      },
+    });
+    await eventually(() => c.state === 'open' && c.page !== null, 3000);
+    const closes: number[] = [];
+    c.on('closed', (e) => closes.push(e.code));
+    await t.admin.apiKeys.revoke(key.keyId);
+    await eventually(() => refreshed === 1 && c.state === 'open', 5000);
+    expect(closes).toEqual([4001]);
+    await c.send({ lid: 1, type: 'Button' });
+    c.stop();
+  });
+
+  it('stops on 4001 without a refresh callback; after a gateway stops it keeps reconnecting, and an unanswered action times out', async () => {
+    const key = await t.admin.apiKeys.create(t.teamId, { name: 'no refresh' });
+    const c = client(await mintToken(t, t.layoutId, key.apiKey));
+    await eventually(() => c.state === 'open', 3000);
+    await t.admin.apiKeys.revoke(key.keyId);
+    await eventually(() => c.state === 'stopped', 3000);
+    // a gateway that stops (1001): the client keeps trying, and an action waits for its ack until the timeout
+    const other = await startTestGateway({ redisUrl: redis.get().server.url, sameDataAs: t });
+    const d = new LiveClient({ url: liveUrl(other.url), token: await mintToken(t, t.layoutId, t.apiKey), WebSocket: WebSocket as unknown as SocketConstructor, baseDelayMs: 50, maxDelayMs: 200, ackTimeoutMs: 1000 });
+    await eventually(() => d.state === 'open', 3000);
+    const states: string[] = [];
+    d.on('state', (s) => states.push(s));
+    await other.close();
+    await expect(d.send({ lid: 5, type: 'String', value: 'nobody listens' })).rejects.toMatchObject({ code: 'timeout' });
+    expect(states.filter((s) => s === 'connecting').length).toBeGreaterThanOrEqual(2); // it kept trying
+    d.stop();
+  });
+});
+
+describe('reconnectDelay', () => {
+  it('is full jitter: uniform below min(max, base * 2^attempt)', () => {
+    const random = seededRandom(7);
+    for (let attempt = 0; attempt < 12; attempt++) {
+      const cap = Math.min(30_000, 250 * 2 ** attempt);
+      const delays = Array.from({ length: 200 }, () => reconnectDelay(attempt, 250, 30_000, random));
+      expect(Math.min(...delays)).toBeGreaterThanOrEqual(0);
+      expect(Math.max(...delays)).toBeLessThan(cap);
+      expect(Math.max(...delays)).toBeGreaterThan(cap * 0.8); // spread over the whole range, not bunched
+    }
+  });
+});
