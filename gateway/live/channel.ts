@@ -19,7 +19,9 @@ import { TokenBuckets } from '../limits/token-buckets.js';
 import type { RouteDeps } from '../routes/deps.js';
 import type { CrowdFeed } from './crowd-feed.js';
 import { CLOSE, PROTOCOL, crowdFrame, crowdLids, errorFrame, offeredProtocols, pageFrame } from './frames.js';
-import { FrameAnswer, sendAnswer, type LiveSocket, type SocketData } from './socket.js';
+import { FrameAnswer, sendAnswer, type LiveOptions, type LiveSocket, type SocketData } from './socket.js';
+
+export type { LiveOptions } from './socket.js';
 
 export { CLOSE, PROTOCOL } from './frames.js';
 
@@ -31,31 +33,6 @@ export const ANSWER_BUFFER_FACTOR = 64;
 
 /** A stopping gateway closes its sockets over this long, so their reconnects are spread too. */
 export const CLOSE_SPREAD_MS = 1000;
-
-
-
-export interface LiveOptions {
-  /** the largest frame a client may send; a larger one closes the socket (uWS) */
-  maxFrameBytes: number;
-  /** sockets this process holds at most, and new ones it accepts a second: past either, 503 before the upgrade */
-  maxSockets: number;
-  newSocketsPerSecond: number;
-  /** bytes waiting on a socket past which state frames are skipped (answers may fill ANSWER_BUFFER_FACTOR times this) */
-  bufferBytes: number;
-  /** a socket behind this long is closed with 4008 */
-  slowCloseMs: number;
-  now: () => number;
-  /** an error that is not an AppError (a bug): logged by the gateway */
-  onError: (e: unknown) => void;
-  /** a page that could not be read or sent (Redis away): counted in the gateway's summary log, the socket keeps its last page */
-  onUnavailable: (what: string) => void;
-  /** a state frame skipped for a socket over its buffer */
-  onSkipped?: () => void;
-  /** a socket the gateway closed, with the code */
-  onClosed?: (code: number) => void;
-  /** a socket uWS dropped right after an asynchronous upgrade (uNetworking/uWebSockets#1928) */
-  onLostAtUpgrade?: () => void;
-}
 
 const decoder = new TextDecoder('utf-8', { fatal: true });
 

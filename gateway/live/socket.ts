@@ -1,4 +1,5 @@
-// One live socket: what the gateway keeps with it, and how an answer to one of its frames goes out.
+// One live socket: what the gateway keeps with it, and how an answer to one of its frames goes out;
+// and the live channel's options.
 import type { WebSocket } from 'uWebSockets.js';
 import type { IntakeWaiter } from '../actions/intake.js';
 import type { AudienceClaims } from '../auth/audience-tokens.js';
@@ -66,4 +67,27 @@ export class FrameAnswer implements IntakeWaiter {
       (e: unknown) => this.failed(e),
     );
   }
+}
+
+export interface LiveOptions {
+  /** the largest frame a client may send; a larger one closes the socket (uWS) */
+  maxFrameBytes: number;
+  /** sockets this process holds at most, and new ones it accepts a second: past either, 503 before the upgrade */
+  maxSockets: number;
+  newSocketsPerSecond: number;
+  /** bytes waiting on a socket past which state frames are skipped (answers may fill 64 times this) */
+  bufferBytes: number;
+  /** a socket behind this long is closed with 4008 */
+  slowCloseMs: number;
+  now: () => number;
+  /** an error that is not an AppError (a bug): logged by the gateway */
+  onError: (e: unknown) => void;
+  /** a page that could not be read or sent (Redis away): counted in the gateway's summary log, the socket keeps its last page */
+  onUnavailable: (what: string) => void;
+  /** a state frame skipped for a socket over its buffer */
+  onSkipped?: () => void;
+  /** a socket the gateway closed, with the code */
+  onClosed?: (code: number) => void;
+  /** a socket uWS dropped right after an asynchronous upgrade (uNetworking/uWebSockets#1928) */
+  onLostAtUpgrade?: () => void;
 }
