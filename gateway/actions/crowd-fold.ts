@@ -13,7 +13,7 @@ import { AppError } from '../errors.js';
 import type { ActionLog } from './action-log.js';
 import { ControlWindow, LEASE_REFRESH_MS, PUBLISH_MIN_MS, type AggregatedControl } from './crowd-window.js';
 
-export { LEASE_REFRESH_MS, PRESSES_PER_SECOND_MAX, PRESS_BUCKET_MS, PUBLISH_MIN_MS, type AggregatedControl } from './crowd-window.js';
+export { LEASE_REFRESH_MS, PRESSES_PER_SECOND_MAX, PRESS_BUCKET_MS, type AggregatedControl } from './crowd-window.js';
 
 /** Whether a window still fits its control (a re-import may have changed type, mode, window, address or options). */
 function sameShape(w: ControlWindow, c: AggregatedControl): boolean {

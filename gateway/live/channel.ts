@@ -14,12 +14,14 @@ import type { ActionIntake } from '../actions/intake.js';
 import type { CrowdValue } from '../../schemas/crowd-merge.js';
 import { revokedByLayout, type AudienceClaims } from '../auth/audience-tokens.js';
 import { AppError, ERRORS } from '../errors.js';
+import { errorReply, internalError, send } from '../http/reply.js';
+import { requestId } from '../http/server.js';
 import type { LiveLayout } from '../layouts/layout-cache.js';
 import { TokenBuckets } from '../limits/token-buckets.js';
 import type { RouteDeps } from '../routes/deps.js';
 import type { CrowdFeed } from './crowd-feed.js';
 import { CLOSE, PROTOCOL, crowdFrame, crowdLids, errorFrame, offeredProtocols, pageFrame } from './frames.js';
-import { FrameAnswer, sendAnswer, type LiveOptions, type LiveSocket, type SocketData } from './socket.js';
+import { FrameAnswer, type LiveOptions, type LiveSocket, type SocketData } from './socket.js';
 
 export type { LiveOptions } from './socket.js';
 
@@ -29,14 +31,14 @@ export { CLOSE, PROTOCOL } from './frames.js';
 export const FLOOD_CLOSE_AFTER = 50;
 
 /** Answers may fill a socket's buffer to this many times LIVE_BUFFER_BYTES (1 MiB by default). */
-export const ANSWER_BUFFER_FACTOR = 64;
+const ANSWER_BUFFER_FACTOR = 64;
+/** uWS's answer to a send dropped past maxBackpressure. */
+const DROPPED = 2;
 
 /** A stopping gateway closes its sockets over this long, so their reconnects are spread too. */
 export const CLOSE_SPREAD_MS = 1000;
 
 const decoder = new TextDecoder('utf-8', { fatal: true });
-
-const STATUS_TEXT: Record<number, string> = { 400: 'Bad Request', 401: 'Unauthorized', 403: 'Forbidden', 404: 'Not Found', 503: 'Service Unavailable' };
 
 export class LiveChannel {
   /** the open sockets, by layout */
@@ -93,12 +95,7 @@ export class LiveChannel {
     const refuse = (e: unknown) => {
       if (aborted) return;
       if (!(e instanceof AppError)) this.o.onError(e);
-      const err = e instanceof AppError ? e : new AppError('internal');
-      res.cork(() => {
-        res.writeStatus(`${err.status} ${STATUS_TEXT[err.status] ?? 'Error'}`).writeHeader('content-type', 'application/json');
-        for (const [name, value] of err.headers) res.writeHeader(name, value);
-        res.end(JSON.stringify({ success: false, error: { code: err.code, message: err.message } }));
-      });
+      send(res, requestId(), errorReply(e instanceof AppError ? e : internalError()), []); // the API's error answer, as any route's
     };
     /** `now`: still inside this handler, where uWS has the response corked */
     const accept = (claims: AudienceClaims, layout: LiveLayout | null, now: boolean) => {
@@ -242,28 +239,32 @@ export class LiveChannel {
       if (isBinary) throw new AppError('invalid_json', 'Frames are JSON text.');
       frame = JSON.parse(decoder.decode(message));
     } catch (e) {
-      return this.reply(ws, errorFrame(null, e instanceof AppError ? e : new AppError('invalid_json')));
+      return this.answer(ws, errorFrame(null, e instanceof AppError ? e : new AppError('invalid_json')));
     }
     const ref = typeof (frame as { ref?: unknown } | null)?.ref === 'string' ? ((frame as { ref: string }).ref.slice(0, 64) || null) : null;
     try {
       if (!validateLiveActionFrame(frame, WHOLE_DOCUMENT)) throw new AppError('invalid_body', describeFirstError(validateLiveActionFrame.errors, 'frame'));
       if (frame.layoutId !== undefined && frame.layoutId !== data.claims.layoutId) throw new AppError('token_layout_mismatch');
       const body = { layoutId: data.claims.layoutId, lid: frame.lid, type: frame.type, ...(frame.value !== undefined && { value: frame.value }) };
-      const waiter = new FrameAnswer(ws, data, frame.ref, this.o.onError);
+      const waiter = new FrameAnswer(data, frame.ref, (text) => this.answer(ws, text), this.o.onError);
       const at = this.o.now();
       const once = frame.idempotencyKey ?? '';
       const layout = this.d.layouts.get(body.layoutId);
       if (layout instanceof Promise) layout.then((l) => this.intake.take(body, data.claims, l, once, at, waiter)).catch((e: unknown) => waiter.failed(e));
       else this.intake.take(body, data.claims, layout, once, at, waiter);
     } catch (e) {
-      this.reply(ws, errorFrame(ref, e));
+      this.answer(ws, errorFrame(ref, e));
       if (e instanceof AppError && e.code === 'rate_limited' && ++data.refusedInARow >= FLOOD_CLOSE_AFTER) this.end(ws, CLOSE.flooding, 'too many actions past the budget');
     }
   }
 
-  /** A frame in answer to the one being handled (the socket is open while its message handler runs). */
-  private reply(ws: LiveSocket, text: string): void {
-    sendAnswer(ws, ws.getUserData(), text);
+  /**
+   * An answer (ack, error): sent whatever the state frames do, while the socket is open (uWS throws
+   * on a send to a closed one; the close handler marks it). One that uWS drops past the answers'
+   * limit closes the socket with 4008.
+   */
+  private answer(ws: LiveSocket, text: string): void {
+    if (ws.getUserData().open && ws.send(text) === DROPPED) this.end(ws, CLOSE.tooSlow, 'too slow to read');
   }
 
   /** The crowd's values on a layout changed: each of its sockets in step with the page gets those on its page. */

@@ -65,11 +65,6 @@ export class CrowdFeed {
     return this.tables.get(this.keys.liveChannel(layoutId))?.table.current() ?? [];
   }
 
-  /** How many layouts this process listens to. */
-  get watched(): number {
-    return this.tables.size;
-  }
-
   private tick(): void {
     const now = this.o.now();
     for (const { layoutId, table } of this.tables.values()) {

@@ -4,7 +4,7 @@ import type { WebSocket } from 'uWebSockets.js';
 import type { IntakeWaiter } from '../actions/intake.js';
 import type { AudienceClaims } from '../auth/audience-tokens.js';
 import { AppError } from '../errors.js';
-import { CLOSE, ackFrame, errorFrame } from './frames.js';
+import { ackFrame, errorFrame } from './frames.js';
 
 export interface SocketData {
   claims: AudienceClaims;
@@ -23,38 +23,26 @@ export interface SocketData {
 }
 export type LiveSocket = WebSocket<SocketData>;
 
-/** uWS's answer to a send dropped past maxBackpressure. */
-const DROPPED = 2;
-
-/** An answer (ack, error) goes out whatever the state frames do; one dropped past the buffer's limit closes the socket (4008). */
-export function sendAnswer(ws: LiveSocket, data: SocketData, text: string): void {
-  if (ws.send(text) === DROPPED) {
-    data.open = false;
-    ws.end(CLOSE.tooSlow, 'too slow to read');
-  }
-}
-
 /**
- * One action frame's answer: an ack once stored, or an error frame with the HTTP API's code. Sent
- * only while the socket is open (uWS throws on a send to a closed one), which the socket's data
- * says: the close handler marks it.
+ * One action frame's answer: an ack once stored, or an error frame with the HTTP API's code, given
+ * to `answer` (the channel's, which sends it while the socket is open).
  */
 export class FrameAnswer implements IntakeWaiter {
   constructor(
-    private readonly ws: LiveSocket,
     private readonly data: SocketData,
     private readonly ref: string,
+    private readonly answer: (text: string) => void,
     private readonly onError: (e: unknown) => void,
   ) {}
 
   stored(): void {
     this.data.refusedInARow = 0;
-    if (this.data.open) sendAnswer(this.ws, this.data, ackFrame(this.ref));
+    this.answer(ackFrame(this.ref));
   }
 
   failed(e: unknown): void {
     if (!(e instanceof AppError)) this.onError(e);
-    if (this.data.open) sendAnswer(this.ws, this.data, errorFrame(this.ref, e));
+    this.answer(errorFrame(this.ref, e));
   }
 
   aborted(): boolean {

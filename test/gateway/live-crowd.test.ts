@@ -137,3 +137,45 @@ describe('a socket that does not read (backpressure)', () => {
     }
   }, 60_000);
 });
+
+describe("the layout's crowd channel", () => {
+  it('is subscribed (SSUBSCRIBE) only while this process holds sockets on the layout', async () => {
+    const channel = t.gw.stores.keys.liveChannel(t.layoutId);
+    const subscribers = async () => Number(((await redis.get().client.call('PUBSUB', 'SHARDNUMSUB', channel)) as [string, number])[1]);
+    await eventually(async () => (await subscribers()) === 0, 3000); // the sockets of the tests above are gone
+    const a = await connectLive(t.url, await mintToken(t, t.layoutId, t.apiKey));
+    const b = await connectLive(t.url, await mintToken(t, t.layoutId, t.apiKey));
+    await eventually(async () => (await subscribers()) === 1, 3000);
+    a.ws.close();
+    await a.closed;
+    await new Promise((r) => setTimeout(r, 100));
+    expect(await subscribers()).toBe(1); // one socket is still there
+    b.ws.close();
+    await eventually(async () => (await subscribers()) === 0, 3000);
+  });
+});
+
+describe('answers to a client that does not read', () => {
+  it('close the socket with 4008 once they would pass 64 times LIVE_BUFFER_BYTES, and only that socket', async () => {
+    const g = await startTestGateway({ redisUrl: redis.get().server.url, overrides: { liveBufferBytes: 1024 } });
+    try {
+      const deaf = await connectLive(g.url, await mintToken(g, g.layoutId, g.apiKey));
+      const other = await connectLive(g.url, await mintToken(g, g.layoutId, g.apiKey));
+      (deaf.ws as unknown as { _socket: { pause(): void } })._socket.pause();
+      // each bad frame is answered by an error frame of about 150 bytes that nobody reads
+      const frame = JSON.stringify({ op: 'dance', ref: 'x' });
+      for (let i = 0; i < 60_000 && deaf.ws.readyState === deaf.ws.OPEN; i++) deaf.ws.send(frame);
+      await eventually(async () => {
+        const r = await fetch(`http://127.0.0.1:${g.gw.opsPort}/metrics`);
+        return /audience_gateway_live_closes_total\{code="4008"\} 1/.test(await r.text());
+      }, 10_000);
+      const before = other.frames.length;
+      other.send({ op: 'action', ref: 'fine', lid: 1, type: 'Button' });
+      expect(await other.next('ack', before)).toEqual({ op: 'ack', ref: 'fine' });
+      deaf.ws.terminate();
+      other.ws.close();
+    } finally {
+      await g.close();
+    }
+  }, 30_000);
+});
