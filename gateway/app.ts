@@ -8,7 +8,7 @@ import { adminApiRoutes } from './admin/api.js';
 import { AdminGuard } from './admin/guard.js';
 import { LoginLimiter } from './admin/login-limiter.js';
 import { adminPageRoutes } from './admin/page.js';
-import { openApiRoute } from './routes/openapi.js';
+import { asyncApiRoute, openApiRoute } from './routes/openapi.js';
 import { hashPassword } from './admin/passwords.js';
 import { SessionStore } from './admin/sessions.js';
 import { ApiKeyAuth } from './auth/api-keys.js';
@@ -187,7 +187,7 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
     destinations: deps.destinations,
     dummyPasswordHash: await hashPassword(`unknown-${Math.random()}`),
   };
-  server.mount(layoutRoute(deps)).mount(tokenRoute(deps)).mount(openApiRoute());
+  server.mount(layoutRoute(deps)).mount(tokenRoute(deps)).mount(openApiRoute()).mount(asyncApiRoute());
   for (const r of [...actionRoutes(deps), ...adminApiRoutes(admin), ...adminPageRoutes()]) server.mount(r);
   const liveCrowd = new CrowdFeed(liveSubscriber, stores.keys, { now, onChanged: (layoutId, values) => sockets.live?.crowdChanged(layoutId, values), onUnavailable: (what) => liveMisses.count(what) });
   const live = new LiveChannel(deps, new ActionIntake(deps), liveCrowd, {

@@ -36,7 +36,7 @@ const RESPONSE_COMPONENTS: Record<string, string> = {
   audienceTokenClaims: 'AudienceTokenClaims',
 };
 
-const readSchema = (file: string): Json => JSON.parse(readFileSync(join(SCHEMA_DIR, file), 'utf8')) as Json;
+export const readSchema = (file: string): Json => JSON.parse(readFileSync(join(SCHEMA_DIR, file), 'utf8')) as Json;
 const ref = (name: string): Json => ({ $ref: `#/components/schemas/${name}` });
 
 /** A `$ref` of a schema file, rewritten to point at a component of this document. */
@@ -53,7 +53,7 @@ function componentRef(target: string, fromFile: string): string {
  * component. An array of a fixed length (an XYPad's pair) is also said as a tuple (`prefixItems`,
  * JSON Schema 2020-12, which OpenAPI 3.1 uses), so generated clients type it `[number, number]`.
  */
-function rewrite(node: unknown, fromFile: string, top = true): unknown {
+export function rewrite(node: unknown, fromFile: string, top = true): unknown {
   if (Array.isArray(node)) return node.map((n) => rewrite(n, fromFile, false));
   if (typeof node !== 'object' || node === null) return node;
   const out: Json = {};
@@ -95,7 +95,7 @@ function actionSchemas(schemas: Json): void {
   schemas.ActionValue = { title: 'An action’s value, by control type', anyOf: CONTROL_TYPES.map((t) => ref(`${t}Value`)) };
 }
 
-function componentSchemas(): Json {
+export function componentSchemas(): Json {
   const schemas: Json = {};
   for (const [target, name] of Object.entries(DEF_COMPONENTS)) {
     const [file = '', pointer = ''] = target.split('#');
@@ -229,6 +229,13 @@ export function buildOpenApiDocument(): Json {
     security: [],
     responses: { '200': { description: 'The OpenAPI 3.1 document of this API.', content: { 'application/json': { schema: { type: 'object' } } } } },
   };
+  const asyncapi: Json = {
+    operationId: 'getAsyncApi',
+    summary: 'The AsyncAPI 3.0 document of the live channel (GET /live, a WebSocket)',
+    tags: ['meta'],
+    security: [],
+    responses: { '200': { description: 'The AsyncAPI 3.0 document of the live channel: its frames, subprotocols and close codes.', content: { 'application/json': { schema: { type: 'object' } } } } },
+  };
 
   /** HEAD of a GET route: the same statuses and headers, no body. */
   const headOf = (get: Json, operationId: string): Json => ({
@@ -265,7 +272,9 @@ export function buildOpenApiDocument(): Json {
       '/token': { post: postToken },
       '/action': { post: postAction, options: preflight },
       '/openapi.json': { get: openapi, head: headOf(openapi, 'headOpenApi') },
+      '/asyncapi.json': { get: asyncapi, head: headOf(asyncapi, 'headAsyncApi') },
     },
+    externalDocs: { description: 'The live channel (GET /live, a WebSocket for the audience app: the live page, crowd values, actions with acks) is described by the AsyncAPI 3.0 document at /asyncapi.json.', url: '/asyncapi.json' },
     components: {
       schemas: componentSchemas(),
       securitySchemes: {

@@ -1,8 +1,14 @@
-// `npm run openapi`: writes the OpenAPI document to schemas/openapi.json, the committed copy that
-// integrators read without running a gateway (a test fails when it differs from what is served).
+// `npm run openapi`: writes the OpenAPI document to schemas/openapi.json and the live channel's
+// AsyncAPI document to schemas/asyncapi.json, the committed copies that integrators read without
+// running a gateway (a test fails when either differs from what is served).
 import { writeFileSync } from 'node:fs';
+import { buildAsyncApiDocument } from './asyncapi.js';
 import { buildOpenApiDocument } from './document.js';
 
-const target = process.argv[2] ?? 'schemas/openapi.json';
-writeFileSync(target, `${JSON.stringify(buildOpenApiDocument(), null, 2)}\n`);
-console.log(`wrote ${target}`);
+for (const [target, doc] of [
+  ['schemas/openapi.json', buildOpenApiDocument()],
+  ['schemas/asyncapi.json', buildAsyncApiDocument()],
+] as const) {
+  writeFileSync(target, `${JSON.stringify(doc, null, 2)}\n`);
+  console.log(`wrote ${target}`);
+}

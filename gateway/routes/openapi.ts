@@ -1,10 +1,12 @@
-// GET /openapi.json: the OpenAPI 3.1 document of the public API, built once at start from schemas/.
-// It holds nothing secret, so any origin may read it (API tools fetch it from their own pages).
+// GET /openapi.json and GET /asyncapi.json: the OpenAPI 3.1 document of the public API and the
+// AsyncAPI 3.0 document of the live channel, built once at start from schemas/. They hold nothing
+// secret, so any origin may read them (API tools fetch them from their own pages).
+import { buildAsyncApiDocument } from '../openapi/asyncapi.js';
 import { buildOpenApiDocument } from '../openapi/document.js';
 import type { Reply } from '../http/reply.js';
 import type { Route } from '../http/route.js';
 
-export function openApiRoute(): Route {
+function documentRoute(pattern: string, doc: object): Route {
   const reply: Reply = {
     status: 200,
     body: null,
@@ -12,7 +14,15 @@ export function openApiRoute(): Route {
       ['access-control-allow-origin', '*'],
       ['cache-control', 'no-cache'],
     ],
-    raw: { contentType: 'application/json', data: Buffer.from(JSON.stringify(buildOpenApiDocument())) },
+    raw: { contentType: 'application/json', data: Buffer.from(JSON.stringify(doc)) },
   };
-  return { method: 'get', pattern: '/openapi.json', handle: () => reply };
+  return { method: 'get', pattern, handle: () => reply };
+}
+
+export function openApiRoute(): Route {
+  return documentRoute('/openapi.json', buildOpenApiDocument());
+}
+
+export function asyncApiRoute(): Route {
+  return documentRoute('/asyncapi.json', buildAsyncApiDocument());
 }

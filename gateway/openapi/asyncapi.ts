@@ -1,0 +1,103 @@
+// The AsyncAPI 3.0 document of the live channel (GET /live), built from the JSON Schemas the
+// gateway validates frames with (live-frames.schema.json) and writes them by
+// (live-server-frames.schema.json, which the tests hold the real frames to), with the components
+// the OpenAPI document shares (Control, Id, the values by type). Served at GET /asyncapi.json and
+// committed as schemas/asyncapi.json (`npm run openapi` writes both; a test keeps them equal).
+import { componentSchemas, readSchema, rewrite } from './document.js';
+import type { Json } from './examples.js';
+
+const SERVER_FRAMES = 'live-server-frames.schema.json';
+const CLIENT_FRAMES = 'live-frames.schema.json';
+
+/** The frames, each a message of the channel: [message name, component schema, what it is]. */
+const FRAMES: readonly [string, string, string][] = [
+  ['page', 'PageFrame', 'page'],
+  ['crowd', 'CrowdFrame', 'crowd'],
+  ['ack', 'AckFrame', 'ack'],
+  ['error', 'ErrorFrame', 'error'],
+];
+
+const CHANNEL_DESCRIPTION = [
+  'One WebSocket per phone: the live page, the crowd’s values, and the phone’s actions with their answers.',
+  '',
+  'Connecting: offer two subprotocols, `audience-control.v1` and `bearer.<audience token>` (from POST /token); the server selects `audience-control.v1`. Everything is checked before the upgrade, and a refusal is the HTTP API’s error answer, never a socket: 403 `origin_not_allowed` (an Origin outside CORS_ORIGINS), 400 `protocol_missing`, 401 `token_missing` / `token_invalid` / `token_expired` / `token_revoked`, 404 `layout_not_found`, 503 `unavailable` with Retry-After (the process is at its socket caps).',
+  '',
+  'Close codes: 4001 the token is no longer valid (do not reconnect with it; get a new one); 4004 the layout is gone (stop); 4008 too slow to read (reconnect); 4029 kept sending past its budget (reconnect later, slower); 1001 the gateway is stopping (reconnect with jitter). Any other close: reconnect with full-jitter exponential backoff.',
+  '',
+  'Limits: actions share the participant’s budget with POST /action (error `rate_limited` with retryAfterMs); a frame over MAX_BODY_BYTES closes the socket. Page and crowd frames are latest-value state: a socket over LIVE_BUFFER_BYTES is skipped and gets the current state when it drains.',
+].join('\n');
+
+/** The names of the components `node` refers to, and those they refer to, into `into`. */
+function reachable(node: unknown, all: Json, into: Set<string>): Set<string> {
+  if (Array.isArray(node)) node.forEach((n) => reachable(n, all, into));
+  else if (typeof node === 'object' && node !== null) {
+    for (const [k, v] of Object.entries(node)) {
+      const name = k === '$ref' && typeof v === 'string' ? v.replace('#/components/schemas/', '') : null;
+      if (name !== null && !into.has(name)) reachable(all[name], all, into.add(name));
+      else reachable(v, all, into);
+    }
+  }
+  return into;
+}
+
+export function buildAsyncApiDocument(): Json {
+  const shared = componentSchemas();
+  const frames: Json = {};
+  const defs = readSchema(SERVER_FRAMES).$defs as Json;
+  for (const [, name, def] of FRAMES) frames[name] = rewrite(defs[def], SERVER_FRAMES, false);
+  frames.ActionFrame = rewrite(readSchema(CLIENT_FRAMES), CLIENT_FRAMES);
+  // only the shared components the frames use (the REST bodies are the OpenAPI document's)
+  const schemas: Json = { ...frames, ...Object.fromEntries([...reachable(frames, shared, new Set())].sort().map((name) => [name, shared[name]])) };
+  const message = (name: string, schema: string): Json => {
+    const s = schemas[schema] as Json;
+    return { name, title: s.title, summary: s.description, contentType: 'application/json', payload: { $ref: `#/components/schemas/${schema}` } };
+  };
+  const messages: Json = { action: message('action', 'ActionFrame') };
+  for (const [name, schema] of FRAMES) messages[name] = message(name, schema);
+  const inChannel = (name: string): Json => ({ $ref: `#/channels/live/messages/${name}` });
+  const channel = { $ref: '#/channels/live' };
+  return {
+    asyncapi: '3.0.0',
+    info: {
+      title: 'audience-control live channel',
+      version: '1.0.0',
+      description: 'The gateway’s WebSocket for audience apps. The REST API (GET /layout, POST /token, POST /action) is described by the OpenAPI document at /openapi.json.',
+      externalDocs: { description: 'The REST API: OpenAPI 3.1, at /openapi.json on every gateway (here the demo’s)', url: 'http://127.0.0.1:8080/openapi.json' },
+    },
+    defaultContentType: 'application/json',
+    servers: {
+      gateway: { host: '127.0.0.1:8080', protocol: 'ws', description: 'The demo gateway that `npm start` runs; in production wss://<your gateway>.' },
+    },
+    channels: {
+      live: {
+        address: '/live',
+        title: 'The live channel',
+        description: CHANNEL_DESCRIPTION,
+        messages: Object.fromEntries(Object.keys(messages).map((name) => [name, { $ref: `#/components/messages/${name}` }])),
+        bindings: {
+          ws: {
+            method: 'GET',
+            headers: {
+              type: 'object',
+              required: ['Sec-WebSocket-Protocol'],
+              properties: { 'Sec-WebSocket-Protocol': { type: 'string', description: '`audience-control.v1, bearer.<audience token>`' } },
+            },
+          },
+        },
+      },
+    },
+    operations: {
+      receiveAction: {
+        action: 'receive',
+        channel,
+        summary: 'An action from the phone, answered by an ack once stored or an error with the HTTP API’s code.',
+        messages: [inChannel('action')],
+        reply: { channel, messages: [inChannel('ack'), inChannel('error')] },
+      },
+      sendPage: { action: 'send', channel, summary: 'The live page: first, and after every page switch or re-import.', messages: [inChannel('page')] },
+      sendCrowd: { action: 'send', channel, summary: 'The crowd’s value of an aggregated control on the live page, at most 4 times a second per control.', messages: [inChannel('crowd')] },
+      sendError: { action: 'send', channel, summary: 'A frame that does not parse: an error with ref null.', messages: [inChannel('error')] },
+    },
+    components: { schemas, messages },
+  };
+}
