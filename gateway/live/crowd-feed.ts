@@ -11,6 +11,8 @@ import type { RedisKeys } from '../store/keys.js';
 
 /** How often the merged values are looked at and the changed ones sent: 4 times a second. */
 export const CROWD_TICK_MS = 250;
+/** A failed SSUBSCRIBE is tried again this much later (a repeat of one that did go through is harmless). */
+const RESUBSCRIBE_MS = 500;
 
 export interface CrowdFeedOptions {
   /** values of a layout that changed (or ran out) since the last tick */
@@ -42,11 +44,16 @@ export class CrowdFeed {
     const channel = this.keys.liveChannel(layoutId);
     if (this.tables.has(channel)) return;
     this.tables.set(channel, { layoutId, table: new CrowdTable() });
-    this.subscriber.ssubscribe(channel).catch(() => {
-      this.tables.delete(channel); // the next socket on the layout tries again
-      this.o.onUnavailable('live_crowd_subscribe');
-    });
+    this.subscribe(channel);
     this.timer ??= setInterval(() => this.tick(), CROWD_TICK_MS);
+  }
+
+  /** SSUBSCRIBE, tried again every RESUBSCRIBE_MS while the layout is watched (Redis away, a cluster's subscriber not ready). */
+  private subscribe(channel: string): void {
+    this.subscriber.ssubscribe(channel).catch(() => {
+      this.o.onUnavailable('live_crowd_subscribe');
+      setTimeout(() => this.tables.has(channel) && this.subscribe(channel), RESUBSCRIBE_MS).unref();
+    });
   }
 
   /** Stops listening to a layout's crowd (its last socket here left). */

@@ -179,3 +179,25 @@ describe('answers to a client that does not read', () => {
     }
   }, 30_000);
 });
+
+describe('a crowd subscription that fails', () => {
+  it('is tried again while sockets are there, so crowd frames come once Redis answers (CLIENT PAUSE makes the SSUBSCRIBE time out)', async () => {
+    const g = await startTestGateway({ redisUrl: redis.get().server.url, layout: { ...CROWD_LAYOUT, layoutId: 'paused-show' }, overrides: { redisCommandTimeoutMs: 200 } });
+    try {
+      const channel = g.gw.stores.keys.liveChannel(g.layoutId);
+      const subscribers = async () => Number(((await redis.get().client.call('PUBSUB', 'SHARDNUMSUB', channel)) as [string, number])[1]);
+      const token = await mintToken(g, g.layoutId, g.apiKey);
+      const first = await connectLive(g.url, token); // token and layout cached: the next upgrade needs no Redis
+      first.ws.close();
+      await eventually(async () => (await subscribers()) === 0, 3000);
+      await redis.get().client.call('CLIENT', 'PAUSE', '800', 'ALL');
+      const watcher = await connectLive(g.url, token); // its SSUBSCRIBE times out while Redis is paused
+      await eventually(async () => (await subscribers()) === 1, 5000);
+      await postAction(g, await mintToken(g, g.layoutId, g.apiKey), { layoutId: g.layoutId, lid: 2, type: 'Slider', value: 0.4 });
+      await watcher.next('crowd', 0, 3000);
+      watcher.ws.close();
+    } finally {
+      await g.close();
+    }
+  }, 20_000);
+});
