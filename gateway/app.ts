@@ -8,6 +8,7 @@ import { adminApiRoutes } from './admin/api.js';
 import { AdminGuard } from './admin/guard.js';
 import { LoginLimiter } from './admin/login-limiter.js';
 import { adminPageRoutes } from './admin/page.js';
+import { playPageRoutes } from './play/page.js';
 import { asyncApiRoute, openApiRoute } from './routes/openapi.js';
 import { hashPassword } from './admin/passwords.js';
 import { SessionStore } from './admin/sessions.js';
@@ -188,7 +189,7 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
     dummyPasswordHash: await hashPassword(`unknown-${Math.random()}`),
   };
   server.mount(layoutRoute(deps)).mount(tokenRoute(deps)).mount(openApiRoute()).mount(asyncApiRoute());
-  for (const r of [...actionRoutes(deps), ...adminApiRoutes(admin), ...adminPageRoutes()]) server.mount(r);
+  for (const r of [...actionRoutes(deps), ...adminApiRoutes(admin), ...adminPageRoutes(), ...playPageRoutes()]) server.mount(r);
   const liveCrowd = new CrowdFeed(liveSubscriber, stores.keys, { now, onChanged: (layoutId, values) => sockets.live?.crowdChanged(layoutId, values), onUnavailable: (what) => liveMisses.count(what) });
   const live = new LiveChannel(deps, new ActionIntake(deps), liveCrowd, {
     maxFrameBytes: config.maxBodyBytes, maxSockets: config.liveMaxSockets, newSocketsPerSecond: config.liveNewSocketsPerSecond,

@@ -1,4 +1,4 @@
-// Build step: copies the files tsc does not emit (JSON Schemas, Lua scripts, the admin page's static files, demo data) into dist/.
+// Build step: copies the files tsc does not emit (JSON Schemas, Lua scripts, the admin and audience pages' static files, demo data) into dist/.
 // With --clean (run before tsc) it empties dist/ instead, so no file of a deleted source lingers there.
 import { cpSync, existsSync, mkdirSync, readdirSync, rmSync } from 'node:fs';
 
@@ -13,6 +13,7 @@ const copies = [
   ['gateway/store/lua', 'dist/gateway/store/lua', (f) => f.endsWith('.lua')],
   ['bridge/lua', 'dist/bridge/lua', (f) => f.endsWith('.lua')],
   ['gateway/admin/static', 'dist/gateway/admin/static', () => true],
+  ['gateway/play/static', 'dist/gateway/play/static', () => true],
 ];
 for (const [from, to, keep] of copies) {
   if (!existsSync(from)) continue;

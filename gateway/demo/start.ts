@@ -121,8 +121,11 @@ async function main(): Promise<void> {
   const redis = clusterNodes
     ? { redisShown: clusterNodes.map(redactUrl).join(','), redisEnv: `REDIS_CLUSTER_NODES=${clusterNodes.map(redactUrl).join(',')}`, redisCli: `-c -h ${seedNode!.hostname} -p ${seedNode!.port || 6379}` }
     : { redisShown: redactUrl(config.redisUrl), redisEnv: `REDIS_URL=${redactUrl(config.redisUrl)}`, redisCli: `-u ${redactUrl(config.redisUrl)}` };
+  // an audience token for the page a newcomer opens in a browser, minted as a backend would
+  const minted = await fetch(`${api}/token`, { method: 'POST', headers: { 'x-api-key': seed.apiKey, 'content-type': 'application/json' }, body: JSON.stringify({ layoutId: seed.layoutId }) });
+  const { token } = (await minted.json()) as { token: string };
   if (stopping) return; // Ctrl-C came during the start
-  process.stdout.write(walkthrough({ api, ...redis, redisNote, apiKey: seed.apiKey, layoutId: seed.layoutId, teamId: seed.teamId, osc, adminEmail: DEMO_ADMIN_EMAIL, adminPassword: seed.adminPassword, cli: fileURLToPath(new URL('../cli/main.js', import.meta.url)) }));
+  process.stdout.write(walkthrough({ api, ...redis, redisNote, apiKey: seed.apiKey, layoutId: seed.layoutId, teamId: seed.teamId, osc, adminEmail: DEMO_ADMIN_EMAIL, adminPassword: seed.adminPassword, cli: fileURLToPath(new URL('../cli/main.js', import.meta.url)), play: `${api}/play/#token=${token}`, tokenHours: config.tokenTtlSeconds / 3600 }));
 
 }
 

@@ -17,6 +17,9 @@ export interface WalkthroughInput {
   adminPassword: string;
   /** the built audiencectl's absolute path, so the commands work from any folder */
   cli: string;
+  /** the audience page with a demo token in its fragment, and how long that token lasts */
+  play: string;
+  tokenHours: number;
 }
 
 export function walkthrough(w: WalkthroughInput): string {
@@ -33,6 +36,9 @@ audience-control is running
            (a fresh password each start; create your own with: audiencectl admin create)
   Bridge   demo-bridge, sending ${w.layoutId} to the OSC monitor at ${w.osc}
            (a stand-in display: every OSC message it receives is printed here as "[osc ...]")
+  Phone    ${w.play}
+           (the audience page: open it in a browser, move the slider, watch the [osc ...] lines;
+           its token lasts ${w.tokenHours} h)
 
 Try it in another terminal (copy-paste):
 

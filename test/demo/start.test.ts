@@ -9,6 +9,7 @@ import { createSocket } from 'node:dgram';
 import { createServer, type Server } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { freePort, waitForRedis } from '../../gateway/dev/redis-server.js';
+import { connectLive } from '../helpers/live.js';
 import { eventually } from '../helpers/gateway.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -104,6 +105,13 @@ describe('npm start', () => {
     expect(admin[1]).toBe(`http://127.0.0.1:${env.PORT}`);
     const signin = await fetch(`${admin[1]}/admin/api/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email: admin[2], password: admin[3] }) });
     expect(signin.status).toBe(200);
+    // the printed audience page link: the page, and a token that opens the live channel
+    const play = /Phone +(\S+)\/play\/#token=(\S+)/.exec(text)!;
+    expect(play[1]).toBe(`http://127.0.0.1:${env.PORT}`);
+    expect((await fetch(`${play[1]}/play/`)).status).toBe(200);
+    const live = await connectLive(play[1]!, play[2]!);
+    expect(live.frames[0]).toMatchObject({ op: 'page', layoutId: 'demo-show' });
+    live.ws.close();
     const firstKey = /export API=\S+ KEY=(\S+)/.exec(text)![1]!;
     expect(await stop(first.child)).toBe(0);
 

@@ -1,0 +1,116 @@
+// The audience page at /play/ in real headless Chromium at phone size (390 x 844): it reads its
+// token from the URL fragment, renders every control type of the live page, a slider move reaches
+// the displays (an in-process bridge sending to a UDP sink), a page switch re-renders it, the
+// crowd's value shows, and axe-core finds nothing to fix. Screenshots go to test-artifacts/play/.
+import { mkdirSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { LayoutDefinition } from '../../schemas/types.js';
+import { useBridgeWithSink } from '../helpers/bridge.js';
+import { DEMO_LAYOUT, eventually, mintToken, startTestGateway, type TestGateway } from '../helpers/gateway.js';
+import { useRedis } from '../helpers/redis.js';
+
+const ARTIFACTS = 'test-artifacts/play';
+const AXE = createRequire(import.meta.url).resolve('axe-core/axe.min.js');
+const PHONE = { width: 390, height: 844 };
+
+/** The demo layout (every control type) with the Slider and the Index folded as crowds. */
+const LAYOUT = structuredClone<LayoutDefinition>(DEMO_LAYOUT);
+LAYOUT.layoutId = 'play-show';
+for (const c of LAYOUT.pages[0]!.controls) {
+  if (c.lid === 2) c.aggregate = { mode: 'mean', windowMs: 60_000 };
+  if (c.lid === 4) c.aggregate = { mode: 'votes', windowMs: 60_000 };
+}
+
+const redis = useRedis();
+let t: TestGateway;
+let browser: Browser;
+let page: Page;
+const noise: string[] = [];
+
+beforeAll(async () => {
+  mkdirSync(ARTIFACTS, { recursive: true });
+  t = await startTestGateway({ redisUrl: redis.get().server.url, layout: LAYOUT });
+  browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'] });
+  page = await browser.newPage({ viewport: PHONE, hasTouch: true, isMobile: true });
+  page.on('console', (m) => (m.type() === 'error' || m.type() === 'warning') && noise.push(`console ${m.type()}: ${m.text()}`));
+  page.on('pageerror', (e) => noise.push(`page error: ${e.message}`));
+  page.on('response', (r) => r.status() >= 400 && noise.push(`${r.status()} ${r.url()}`));
+}, 60_000);
+// after the gateway's beforeAll, which seeds the data it reads
+const display = useBridgeWithSink(
+  () => redis.get().server.url,
+  () => ({ prefix: t.config.redisPrefix, layoutId: LAYOUT.layoutId }),
+);
+afterAll(async () => {
+  await browser?.close();
+  await t?.close();
+});
+
+describe('the audience page (/play/)', () => {
+  it('says what to do without a token', async () => {
+    await page.goto(`${t.url}/play/`);
+    await expect.poll(() => page.locator('#problem').textContent()).toContain('#token=');
+  });
+
+  it('renders every control type of the live page at 390 px, from a token in the URL fragment', async () => {
+    const token = await mintToken(t, t.layoutId, t.apiKey);
+    await page.goto(`${t.url}/play/#token=${token}`);
+    await expect.poll(() => page.locator('#state').textContent()).toBe('Live');
+    await expect.poll(() => page.locator('#title').textContent()).toBe('main');
+    const labelOf = (lid: number) => LAYOUT.pages[0]!.controls.find((c) => c.lid === lid)!.props.label;
+    expect(await page.getByRole('button', { name: labelOf(1), exact: true }).count()).toBe(1); // Button
+    expect(await page.locator('input[type=range]#c2').count()).toBe(1); // Slider
+    expect(await page.locator('input[type=checkbox][role=switch]#c3').count()).toBe(1); // Toggle
+    expect(await page.locator('input[type=radio][name=c4]').count()).toBe(LAYOUT.pages[0]!.controls.find((c) => c.lid === 4)!.options!.length); // Index
+    expect(await page.locator('input[type=text]#c5').count()).toBe(1); // String
+    expect(await page.locator('.pad').count()).toBe(1); // XYPad, with its two ranges
+    expect(await page.locator('#c6-x, #c6-y').count()).toBe(2);
+    // nothing wider than the phone
+    expect(await page.evaluate<number>('document.documentElement.scrollWidth')).toBeLessThanOrEqual(PHONE.width);
+    await page.screenshot({ path: `${ARTIFACTS}/main.png`, fullPage: true });
+  });
+
+  it('sends what the phone does: a slider move reaches the displays as OSC, and its crowd value shows', async () => {
+    await page.locator('#c2').fill('0.8');
+    await eventually(() => display.sink.messages.some((m) => m.address === '/002' && Math.abs(Number(m.args[0]!.value) - 0.8) < 1e-6), 5000);
+    await expect.poll(() => page.locator('#c2-crowd').textContent(), { timeout: 5000 }).toBe('Crowd: 0.8 (1 people)');
+    await page.locator('input[type=radio][name=c4]').nth(1).check();
+    await expect.poll(() => page.locator('#c4-crowd').textContent(), { timeout: 5000 }).toMatch(/Votes: .* 1/);
+    await page.locator('#c5').fill('hello from a phone');
+    await page.locator('#c5').press('Enter');
+    await eventually(() => display.sink.messages.some((m) => m.address === '/005' && m.args[0]!.value === 'hello from a phone'), 5000);
+    const pad = (await page.locator('.pad').boundingBox())!;
+    await page.locator('.pad').click({ position: { x: pad.width * 0.25, y: pad.height * 0.75 } }); // scrolled into view first
+    await eventually(() => display.sink.messages.some((m) => m.address === '/006' && Math.abs(Number(m.args[0]!.value) - 0.25) < 0.02 && Math.abs(Number(m.args[1]!.value) - 0.75) < 0.02), 5000);
+    await page.screenshot({ path: `${ARTIFACTS}/acted.png`, fullPage: true });
+  });
+
+  it('follows a page switch: the new page’s controls replace the old ones', async () => {
+    await t.admin.layouts.activate(t.layoutId, 'encore');
+    await expect.poll(() => page.locator('#title').textContent()).toBe('encore');
+    expect(await page.locator('#c2').count()).toBe(0);
+    expect(await page.locator('#c8').count()).toBe(1);
+    await t.admin.layouts.activate(t.layoutId, 'main');
+    await expect.poll(() => page.locator('#title').textContent()).toBe('main');
+  });
+
+  it('has nothing for axe-core to report, and nothing in the console', async () => {
+    // axe is injected as a script, which the page's Content-Security-Policy rightly refuses: a
+    // second context that bypasses it, on the same page and state
+    const context = await browser.newContext({ viewport: PHONE, bypassCSP: true, hasTouch: true, isMobile: true });
+    const audit = await context.newPage();
+    await audit.goto(`${t.url}/play/#token=${await mintToken(t, t.layoutId, t.apiKey)}`);
+    await expect.poll(() => audit.locator('#title').textContent()).toBe('main');
+    await expect.poll(() => audit.locator('#c2-crowd').textContent()).toContain('Crowd'); // crowd values shown too
+    await audit.addScriptTag({ path: AXE });
+    const violations = await audit.evaluate(async () => {
+      const result = await (globalThis as unknown as { axe: { run: () => Promise<{ violations: { id: string; nodes: { target: string[] }[] }[] }> } }).axe.run();
+      return result.violations.map((v) => `${v.id}: ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`);
+    });
+    expect(violations).toEqual([]);
+    await context.close();
+    expect(noise).toEqual([]);
+  });
+});
