@@ -196,7 +196,7 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
     bufferBytes: config.liveBufferBytes, slowCloseMs: config.liveSlowCloseMs, now,
     onError: (e) => log.error({ err: e }, 'unexpected error on the live channel'),
     onUnavailable: (what) => liveMisses.count(what),
-    onSkipped: () => metrics.liveSkipped.inc(),
+    onSkipped: (frames = 1) => metrics.liveSkipped.inc(frames),
     onClosed: (code) => metrics.liveCloses.labels(String(code)).inc(),
     onLostAtUpgrade: () => metrics.liveLostAtUpgrade.inc(),
   });

@@ -6,22 +6,22 @@
 // page as it changes (at most 4 times a second); the client sends actions, each answered by an ack
 // once stored (the moment POST /action answers 200) or an error with the HTTP API's codes. Actions
 // take the same intake as POST /action, so one participant has one budget whichever way it acts.
-// Page and crowd frames are latest-value state: a socket that cannot keep up is skipped, then sent
-// the current state when it drains, and closed with 4008 if it stays behind.
-import type { HttpRequest, HttpResponse, TemplatedApp, us_socket_context_t } from 'uWebSockets.js';
+// Page and crowd frames are latest-value state, published once per layout on its uWS topic (uWS
+// writes them to every socket in C++): a socket that cannot keep up leaves the topic, is sent the
+// current state when it drains, and is closed with 4008 if it stays behind.
+import type { TemplatedApp } from 'uWebSockets.js';
 import { WHOLE_DOCUMENT, describeFirstError, validateLiveActionFrame } from '../../schemas/validators.js';
 import type { ActionIntake } from '../actions/intake.js';
 import type { CrowdValue } from '../../schemas/crowd-merge.js';
-import { revokedByLayout, type AudienceClaims } from '../auth/audience-tokens.js';
+import { revokedByLayout } from '../auth/audience-tokens.js';
 import { AppError, ERRORS } from '../errors.js';
-import { errorReply, internalError, send } from '../http/reply.js';
-import { requestId } from '../http/server.js';
 import type { LiveLayout } from '../layouts/layout-cache.js';
 import { TokenBuckets } from '../limits/token-buckets.js';
 import type { RouteDeps } from '../routes/deps.js';
 import type { CrowdFeed } from './crowd-feed.js';
-import { CLOSE, PROTOCOL, crowdFrame, crowdLids, errorFrame, offeredProtocols, pageFrame } from './frames.js';
+import { CLOSE, crowdFrame, crowdLids, errorFrame, pageFrame } from './frames.js';
 import { FrameAnswer, type LiveOptions, type LiveSocket, type SocketData } from './socket.js';
+import { upgradeLive } from './upgrade.js';
 
 export type { LiveOptions } from './socket.js';
 
@@ -32,6 +32,8 @@ export const FLOOD_CLOSE_AFTER = 50;
 
 /** Answers may fill a socket's buffer to this many times LIVE_BUFFER_BYTES (1 MiB by default). */
 const ANSWER_BUFFER_FACTOR = 64;
+/** The uWS topic of a layout's sockets that are in step with its page. */
+const topicOf = (layoutId: string) => `layout:${layoutId}`;
 /** uWS's answer to a send dropped past maxBackpressure. */
 const DROPPED = 2;
 
@@ -50,6 +52,9 @@ export class LiveChannel {
   /** the sockets whose state frames are being skipped, and the timer that closes those behind too long */
   private readonly behind = new Set<LiveSocket>();
   private readonly sweeper: NodeJS.Timeout;
+  private app: TemplatedApp | null = null;
+  /** the version of each layout whose page was last published to its sockets */
+  private readonly published = new Map<string, number>();
 
   constructor(
     private readonly d: RouteDeps,
@@ -62,12 +67,21 @@ export class LiveChannel {
     this.sweeper.unref();
   }
 
+  /** Before anything else is spent on an upgrade: a storm of reconnects is refused at the door (503). */
+  private admit(): void {
+    if (this.held >= this.o.maxSockets) throw new AppError('unavailable', 'This gateway holds as many live sockets as it may; connect again (to another gateway).', undefined, [['retry-after', '1']]);
+    if (this.upgrades.take('upgrades', { ratePerSecond: this.o.newSocketsPerSecond, burst: this.o.newSocketsPerSecond }, this.o.now()) > 0) {
+      throw new AppError('unavailable', 'Too many new live sockets this second; connect again shortly.', undefined, [['retry-after', '1']]);
+    }
+  }
+
   /** Sockets open on this process now. */
   get sockets(): number {
     return this.held;
   }
 
   mount(app: TemplatedApp): void {
+    this.app = app;
     app.ws<SocketData>('/live', {
       maxPayloadLength: this.o.maxFrameBytes,
       idleTimeout: 60,
@@ -77,57 +91,17 @@ export class LiveChannel {
       maxBackpressure: ANSWER_BUFFER_FACTOR * this.o.bufferBytes,
       closeOnBackpressureLimit: false,
       drain: (ws) => this.drained(ws),
-      upgrade: (res, req, context) => this.upgrade(res, req, context),
+      upgrade: (res, req, context) =>
+        upgradeLive(res, req, context, {
+          deps: this.d,
+          admit: () => this.admit(),
+          newSocket: (claims, layoutId) => ({ claims, layoutId, version: -1, open: true, refusedInARow: 0, overSince: null, stale: false, openedAt: this.o.now() }),
+          onError: this.o.onError,
+        }),
       open: (ws) => this.opened(ws),
       message: (ws, message, isBinary) => this.received(ws, message, isBinary),
       close: (ws, code) => this.closed(ws, code),
     });
-  }
-
-  /** The Origin (as CORS for POST /action), the subprotocols, the token and its layout, checked before the upgrade. */
-  private upgrade(res: HttpResponse, req: HttpRequest, context: us_socket_context_t): void {
-    const key = req.getHeader('sec-websocket-key');
-    const offered = offeredProtocols(req.getHeader('sec-websocket-protocol'));
-    const extensions = req.getHeader('sec-websocket-extensions');
-    const origin = req.getHeader('origin');
-    let aborted = false;
-    res.onAborted(() => (aborted = true));
-    const refuse = (e: unknown) => {
-      if (aborted) return;
-      if (!(e instanceof AppError)) this.o.onError(e);
-      send(res, requestId(), errorReply(e instanceof AppError ? e : internalError()), []); // the API's error answer, as any route's
-    };
-    /** `now`: still inside this handler, where uWS has the response corked */
-    const accept = (claims: AudienceClaims, layout: LiveLayout | null, now: boolean) => {
-      if (!layout || layout.teamId !== claims.team) throw new AppError('layout_not_found');
-      if (revokedByLayout(claims, layout)) throw new AppError('token_revoked');
-      if (aborted) return;
-      const upgrade = () => res.upgrade<SocketData>({ claims, layoutId: layout.layoutId, version: -1, open: true, refusedInARow: 0, overSince: null, stale: false, openedAt: this.o.now() }, key, PROTOCOL, extensions, context);
-      if (now) upgrade();
-      else res.cork(upgrade);
-    };
-    try {
-      // before anything else is spent on it: a storm of reconnects is refused at the door
-      if (this.held >= this.o.maxSockets) throw new AppError('unavailable', 'This gateway holds as many live sockets as it may; connect again (to another gateway).', undefined, [['retry-after', '1']]);
-      if (this.upgrades.take('upgrades', { ratePerSecond: this.o.newSocketsPerSecond, burst: this.o.newSocketsPerSecond }, this.o.now()) > 0) {
-        throw new AppError('unavailable', 'Too many new live sockets this second; connect again shortly.', undefined, [['retry-after', '1']]);
-      }
-      if (origin !== '' && !this.d.cors.allows(origin)) throw new AppError('origin_not_allowed');
-      if (!offered.protocol) throw new AppError('protocol_missing');
-      if (offered.token === '') throw new AppError('token_missing', 'Offer the audience token as the subprotocol bearer.<token>, beside audience-control.v1.');
-      // A token verified before and a cached layout (a reconnect) upgrade at once, inside this
-      // handler. Otherwise the upgrade completes after the await, in res.cork: there uWS (v20.51)
-      // now and then closes the new socket right after it opens (uNetworking/uWebSockets#1928,
-      // about 1 in 400 here); it is counted, and clients reconnect.
-      const verified = this.d.tokens.verify(offered.token);
-      const layout = verified instanceof Promise ? null : this.d.layouts.get(verified.layoutId);
-      if (!(verified instanceof Promise) && !(layout instanceof Promise)) return accept(verified, layout, true);
-      void Promise.resolve(verified)
-        .then(async (claims) => accept(claims, await this.d.layouts.get(claims.layoutId), false))
-        .catch(refuse);
-    } catch (e) {
-      refuse(e);
-    }
   }
 
   private opened(ws: LiveSocket): void {
@@ -155,6 +129,7 @@ export class LiveChannel {
     set?.delete(ws);
     if (set?.size === 0) {
       this.byLayout.delete(data.layoutId);
+      this.published.delete(data.layoutId);
       this.crowd?.unwatch(data.layoutId);
     }
   }
@@ -170,11 +145,16 @@ export class LiveChannel {
       return false;
     }
     ws.send(text);
-    if (ws.getBufferedAmount() > this.o.bufferBytes) {
-      data.overSince = this.o.now();
-      this.behind.add(ws);
-    }
+    if (ws.getBufferedAmount() > this.o.bufferBytes) this.fellBehind(ws, data);
     return true;
+  }
+
+  /** A socket over its buffer: off its layout's topic (what is published meanwhile skips it) until it drains. */
+  private fellBehind(ws: LiveSocket, data: SocketData): void {
+    data.overSince = this.o.now();
+    data.stale = true;
+    ws.unsubscribe(topicOf(data.layoutId));
+    this.behind.add(ws);
   }
 
   /** A socket's buffer drained: one back under its limit that skipped state gets the current page and crowd. */
@@ -183,10 +163,8 @@ export class LiveChannel {
     if (data.overSince === null || ws.getBufferedAmount() > this.o.bufferBytes) return;
     data.overSince = null;
     this.behind.delete(ws);
-    if (!data.stale) return;
     data.stale = false;
-    data.version = -1; // the page it last got may be old: send it again with the crowd
-    void this.sendPage(ws, true);
+    void this.sendPage(ws, true); // the current page and crowd, then its topic again
   }
 
   /** Closes the sockets that stayed behind for slowCloseMs with 4008. */
@@ -212,20 +190,22 @@ export class LiveChannel {
       const layout = await this.d.layouts.get(data.layoutId);
       if (!data.open) return;
       if (!layout) return this.end(ws, CLOSE.layoutGone, 'the layout is gone');
-      if (layout.version === data.version) return;
       const destinationCount = await this.d.destinations.count(data.layoutId).catch(() => {
         this.o.onUnavailable('live_destination_count');
         return 0; // the page still goes out: the count is a hint
       });
-      if (!data.open || layout.version === data.version) return; // another call sent it meanwhile
-      if (!this.sendState(ws, data, pageFrame(layout, destinationCount))) return;
-      const changedPage = data.version !== -1;
-      data.version = layout.version;
-      if (!withCrowd && !changedPage) return;
+      if (!data.open || data.overSince !== null) return; // it catches up when it drains
       const lids = crowdLids(layout);
       ws.cork(() => {
-        for (const v of this.crowd?.current(data.layoutId) ?? []) if (lids.has(v.lid) && !this.sendState(ws, data, crowdFrame(v))) return;
+        if (!this.sendState(ws, data, pageFrame(layout, destinationCount))) return;
+        data.version = layout.version;
+        if (withCrowd) for (const v of this.crowd?.current(data.layoutId) ?? []) if (lids.has(v.lid) && !this.sendState(ws, data, crowdFrame(v))) return;
+        // in step: from now on the layout's page and crowd frames reach it by the layout's topic
+        if (data.overSince === null) ws.subscribe(topicOf(data.layoutId));
       });
+      // a page published between the read above and the subscription: this one missed it
+      const now = await this.d.layouts.get(data.layoutId);
+      if (now && now.version !== data.version && data.open && data.overSince === null) void this.sendPage(ws, true);
     } catch (e) {
       if (e instanceof AppError) this.o.onUnavailable('live_page');
       else this.o.onError(e);
@@ -267,27 +247,20 @@ export class LiveChannel {
     if (ws.getUserData().open && ws.send(text) === DROPPED) this.end(ws, CLOSE.tooSlow, 'too slow to read');
   }
 
-  /** The crowd's values on a layout changed: each of its sockets in step with the page gets those on its page. */
+  /** The crowd's values on a layout changed: those on its live page are published to its sockets in step. */
   crowdChanged(layoutId: string, values: readonly CrowdValue[]): void {
-    const set = this.byLayout.get(layoutId);
-    if (!set) return;
+    if (!this.byLayout.has(layoutId)) return;
     const fan = (layout: LiveLayout | null) => {
-      if (!layout) return;
+      if (!layout || !this.app) return;
       const lids = crowdLids(layout);
       const texts = values.filter((v) => lids.has(v.lid)).map(crowdFrame);
-      if (texts.length === 0) return;
-      for (const ws of set) {
-        const data = ws.getUserData();
-        if (data.version !== layout.version || data.overSince !== null) continue; // it gets the page and the crowd with it
-        ws.cork(() => {
-          for (const text of texts) if (!this.sendState(ws, data, text)) return;
-        });
-      }
+      if (texts.length > 0) this.publish(layoutId, texts);
     };
     const layout = this.d.layouts.get(layoutId);
     if (layout instanceof Promise) layout.then(fan, (e: unknown) => (e instanceof AppError ? this.o.onUnavailable('live_crowd') : this.o.onError(e)));
     else fan(layout);
   }
+
 
   private end(ws: LiveSocket, code: number, reason: string): void {
     const data = ws.getUserData();
@@ -302,18 +275,48 @@ export class LiveChannel {
     const set = this.byLayout.get(layoutId);
     if (!set) return;
     void Promise.resolve(this.d.layouts.get(layoutId)).then(
-      (layout) => {
+      async (layout) => {
         for (const ws of [...set]) {
           if (!layout) this.end(ws, CLOSE.layoutGone, 'the layout is gone');
           else if (revokedByLayout(ws.getUserData().claims, layout)) this.end(ws, CLOSE.tokenInvalid, ERRORS.token_revoked.message);
-          else void this.sendPage(ws);
         }
+        if (layout) await this.publishPage(layout);
       },
       (e: unknown) => {
         if (e instanceof AppError) this.o.onUnavailable('live_page');
         else this.o.onError(e);
       },
     );
+  }
+
+  /** A layout's new page (and its crowd's values) to every socket in step, by one publish on its topic. */
+  private async publishPage(layout: LiveLayout): Promise<void> {
+    if ((this.published.get(layout.layoutId) ?? -1) >= layout.version) return;
+    const destinationCount = await this.d.destinations.count(layout.layoutId).catch(() => {
+      this.o.onUnavailable('live_destination_count');
+      return 0;
+    });
+    if (!this.app || (this.published.get(layout.layoutId) ?? -1) >= layout.version) return;
+    this.published.set(layout.layoutId, layout.version);
+    const lids = crowdLids(layout);
+    this.publish(layout.layoutId, [pageFrame(layout, destinationCount), ...(this.crowd?.current(layout.layoutId) ?? []).filter((v) => lids.has(v.lid)).map(crowdFrame)]);
+  }
+
+  /**
+   * State frames to every socket of a layout in step, by one publish each on its topic (uWS writes
+   * them in C++, batched per socket). A socket over its buffer leaves the topic first, so it is
+   * known to have skipped them and gets the current state when it drains (uWS itself would drop
+   * them past maxBackpressure without telling).
+   */
+  private publish(layoutId: string, texts: readonly string[]): void {
+    const set = this.byLayout.get(layoutId);
+    if (!set || !this.app) return;
+    for (const ws of set) {
+      const data = ws.getUserData();
+      if (data.overSince === null && ws.getBufferedAmount() > this.o.bufferBytes) this.fellBehind(ws, data);
+      if (data.overSince !== null) this.o.onSkipped?.(texts.length);
+    }
+    for (const text of texts) this.app.publish(topicOf(layoutId), text);
   }
 
   /** An API key was revoked: the sockets of the tokens it minted close with 4001. */

@@ -72,8 +72,8 @@ export interface LiveOptions {
   onError: (e: unknown) => void;
   /** a page that could not be read or sent (Redis away): counted in the gateway's summary log, the socket keeps its last page */
   onUnavailable: (what: string) => void;
-  /** a state frame skipped for a socket over its buffer */
-  onSkipped?: () => void;
+  /** state frames skipped for a socket over its buffer */
+  onSkipped?: (frames?: number) => void;
   /** a socket the gateway closed, with the code */
   onClosed?: (code: number) => void;
   /** a socket uWS dropped right after an asynchronous upgrade (uNetworking/uWebSockets#1928) */

@@ -1,0 +1,64 @@
+// The upgrade to a live socket: everything is checked before it, and a refusal is the HTTP API's
+// error answer (its body and code), never a socket. In order: the process's socket caps (503), the
+// Origin (as CORS for POST /action), the subprotocol audience-control.v1, the audience token in
+// `bearer.<token>`, and its layout (there, not revoked for this token).
+import type { HttpRequest, HttpResponse, us_socket_context_t } from 'uWebSockets.js';
+import { revokedByLayout, type AudienceClaims } from '../auth/audience-tokens.js';
+import { AppError } from '../errors.js';
+import { errorReply, internalError, send } from '../http/reply.js';
+import { requestId } from '../http/server.js';
+import type { LiveLayout } from '../layouts/layout-cache.js';
+import type { RouteDeps } from '../routes/deps.js';
+import { PROTOCOL, offeredProtocols } from './frames.js';
+import type { SocketData } from './socket.js';
+
+export interface UpgradeGate {
+  deps: Pick<RouteDeps, 'cors' | 'tokens' | 'layouts'>;
+  /** throws the 503 of a process at its socket caps */
+  admit: () => void;
+  newSocket: (claims: AudienceClaims, layoutId: string) => SocketData;
+  /** an error that is not an AppError (a bug) */
+  onError: (e: unknown) => void;
+}
+
+export function upgradeLive(res: HttpResponse, req: HttpRequest, context: us_socket_context_t, gate: UpgradeGate): void {
+  const d = gate.deps;
+  const key = req.getHeader('sec-websocket-key');
+  const offered = offeredProtocols(req.getHeader('sec-websocket-protocol'));
+  const extensions = req.getHeader('sec-websocket-extensions');
+  const origin = req.getHeader('origin');
+  let aborted = false;
+  res.onAborted(() => (aborted = true));
+  const refuse = (e: unknown) => {
+    if (aborted) return;
+    if (!(e instanceof AppError)) gate.onError(e);
+    send(res, requestId(), errorReply(e instanceof AppError ? e : internalError()), []); // the API's error answer, as any route's
+  };
+  /** `now`: still inside this handler, where uWS has the response corked */
+  const accept = (claims: AudienceClaims, layout: LiveLayout | null, now: boolean) => {
+    if (!layout || layout.teamId !== claims.team) throw new AppError('layout_not_found');
+    if (revokedByLayout(claims, layout)) throw new AppError('token_revoked');
+    if (aborted) return;
+    const upgrade = () => res.upgrade<SocketData>(gate.newSocket(claims, layout.layoutId), key, PROTOCOL, extensions, context);
+    if (now) upgrade();
+    else res.cork(upgrade);
+  };
+  try {
+    gate.admit();
+    if (origin !== '' && !d.cors.allows(origin)) throw new AppError('origin_not_allowed');
+    if (!offered.protocol) throw new AppError('protocol_missing');
+    if (offered.token === '') throw new AppError('token_missing', 'Offer the audience token as the subprotocol bearer.<token>, beside audience-control.v1.');
+    // A token verified before and a cached layout (a reconnect) upgrade at once, inside this
+    // handler. Otherwise the upgrade completes after the await, in res.cork: there uWS (v20.51)
+    // now and then closes the new socket right after it opens (uNetworking/uWebSockets#1928,
+    // about 1 in 400 here); it is counted, and clients reconnect.
+    const verified = d.tokens.verify(offered.token);
+    const layout = verified instanceof Promise ? null : d.layouts.get(verified.layoutId);
+    if (!(verified instanceof Promise) && !(layout instanceof Promise)) return accept(verified, layout, true);
+    void Promise.resolve(verified)
+      .then(async (claims) => accept(claims, await d.layouts.get(claims.layoutId), false))
+      .catch(refuse);
+  } catch (e) {
+    refuse(e);
+  }
+}
