@@ -19,6 +19,7 @@ import type { LiveLayout } from '../layouts/layout-cache.js';
 import { TokenBuckets } from '../limits/token-buckets.js';
 import type { RouteDeps } from '../routes/deps.js';
 import type { CrowdFeed } from './crowd-feed.js';
+import { AnswerQueue, DROPPED } from './answers.js';
 import { CLOSE, crowdFrame, crowdLids, errorFrame, pageFrame } from './frames.js';
 import { FrameAnswer, type LiveOptions, type LiveSocket, type SocketData } from './socket.js';
 import { upgradeLive } from './upgrade.js';
@@ -34,8 +35,6 @@ export const FLOOD_CLOSE_AFTER = 50;
 const ANSWER_BUFFER_FACTOR = 64;
 /** The uWS topic of a layout's sockets that are in step with its page. */
 const topicOf = (layoutId: string) => `layout:${layoutId}`;
-/** uWS's answer to a send dropped past maxBackpressure. */
-const DROPPED = 2;
 
 /** A stopping gateway closes its sockets over this long, so their reconnects are spread too. */
 export const CLOSE_SPREAD_MS = 1000;
@@ -55,6 +54,8 @@ export class LiveChannel {
   private app: TemplatedApp | null = null;
   /** the version of each layout whose page was last published to its sockets */
   private readonly published = new Map<string, number>();
+  /** answers to actions, written once per socket and turn */
+  private readonly answers = new AnswerQueue((ws) => this.end(ws, CLOSE.tooSlow, 'too slow to read'));
 
   constructor(
     private readonly d: RouteDeps,
@@ -226,7 +227,7 @@ export class LiveChannel {
       if (!validateLiveActionFrame(frame, WHOLE_DOCUMENT)) throw new AppError('invalid_body', describeFirstError(validateLiveActionFrame.errors, 'frame'));
       if (frame.layoutId !== undefined && frame.layoutId !== data.claims.layoutId) throw new AppError('token_layout_mismatch');
       const body = { layoutId: data.claims.layoutId, lid: frame.lid, type: frame.type, ...(frame.value !== undefined && { value: frame.value }) };
-      const waiter = new FrameAnswer(data, frame.ref, (text) => this.answer(ws, text), this.o.onError);
+      const waiter = new FrameAnswer(ws, data, frame.ref, this.answers, this.o.onError);
       const at = this.o.now();
       const once = frame.idempotencyKey ?? '';
       const layout = this.d.layouts.get(body.layoutId);

@@ -4,6 +4,7 @@ import type { WebSocket } from 'uWebSockets.js';
 import type { IntakeWaiter } from '../actions/intake.js';
 import type { AudienceClaims } from '../auth/audience-tokens.js';
 import { AppError } from '../errors.js';
+import type { AnswerQueue } from './answers.js';
 import { ackFrame, errorFrame } from './frames.js';
 
 export interface SocketData {
@@ -24,25 +25,26 @@ export interface SocketData {
 export type LiveSocket = WebSocket<SocketData>;
 
 /**
- * One action frame's answer: an ack once stored, or an error frame with the HTTP API's code, given
- * to `answer` (the channel's, which sends it while the socket is open).
+ * One action frame's answer: an ack once stored, or an error frame with the HTTP API's code, queued
+ * to go out with the socket's other answers of this turn (answers.ts).
  */
 export class FrameAnswer implements IntakeWaiter {
   constructor(
+    private readonly ws: LiveSocket,
     private readonly data: SocketData,
     private readonly ref: string,
-    private readonly answer: (text: string) => void,
+    private readonly answers: AnswerQueue,
     private readonly onError: (e: unknown) => void,
   ) {}
 
   stored(): void {
     this.data.refusedInARow = 0;
-    this.answer(ackFrame(this.ref));
+    this.answers.push(this.ws, ackFrame(this.ref));
   }
 
   failed(e: unknown): void {
     if (!(e instanceof AppError)) this.onError(e);
-    this.answer(errorFrame(this.ref, e));
+    this.answers.push(this.ws, errorFrame(this.ref, e));
   }
 
   aborted(): boolean {

@@ -1,0 +1,48 @@
+// Answers (ack, error) to live sockets, written once per socket and turn of the event loop. One
+// Redis reply of the action log stores a few hundred actions and tells their waiters in one loop;
+// a socket with several actions in flight then gets all its answers corked into one write, not one
+// write each (a syscall each, and on loopback the reader's wakeup too: most of an action's CPU).
+import type { LiveSocket } from './socket.js';
+
+/** uWS's answer to a send dropped past maxBackpressure. */
+export const DROPPED = 2;
+
+export class AnswerQueue {
+  private readonly queued = new Map<LiveSocket, string[]>();
+  private scheduled = false;
+  private readonly flush = () => this.flushNow();
+
+  constructor(
+    /** a socket whose answer uWS dropped past its limit: the channel closes it (4008) */
+    private readonly onDropped: (ws: LiveSocket) => void,
+  ) {}
+
+  /** Queues an answer; it goes out at the end of this turn (a microtask), with the socket's others. */
+  push(ws: LiveSocket, text: string): void {
+    const texts = this.queued.get(ws);
+    if (texts) {
+      texts.push(text);
+      return;
+    }
+    this.queued.set(ws, [text]);
+    if (!this.scheduled) {
+      this.scheduled = true;
+      queueMicrotask(this.flush);
+    }
+  }
+
+  private flushNow(): void {
+    this.scheduled = false;
+    const dropped: LiveSocket[] = [];
+    for (const [ws, texts] of this.queued) {
+      if (!ws.getUserData().open) continue; // uWS throws on a send to a closed socket; the close handler marks it
+      ws.cork(() => {
+        for (const text of texts) {
+          if (ws.send(text) === DROPPED) return void dropped.push(ws);
+        }
+      });
+    }
+    this.queued.clear();
+    for (const ws of dropped) this.onDropped(ws);
+  }
+}
