@@ -17,15 +17,17 @@ process.on('exit', () => {
   for (const child of running) child.kill('SIGKILL');
 });
 
-/** Spawns `node [nodeArgs] file args` on the given CPU core (taskset), resolving once it prints `marker`. */
-/** `core` is one core, or a list taskset takes ('0-1'). */
-export async function spawnPinned(core: number | string, file: string, args: string[], env: Record<string, string>, marker: RegExp, nodeArgs: string[] = [], node = process.execPath): Promise<{ child: ChildProcess; match: RegExpMatchArray }> {
-  const child = spawn('taskset', ['-c', String(core), node, ...nodeArgs, file, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
+/**
+ * Spawns `node [nodeArgs] file args` on the given CPU core (taskset), resolving once it prints
+ * `marker`. `core` is one core, or a list taskset takes ('0-1'); `stdin`: give it a pipe to write to.
+ */
+export async function spawnPinned(core: number | string, file: string, args: string[], env: Record<string, string>, marker: RegExp, nodeArgs: string[] = [], node = process.execPath, stdin = false): Promise<{ child: ChildProcess; match: RegExpMatchArray }> {
+  const child = spawn('taskset', ['-c', String(core), node, ...nodeArgs, file, ...args], { env: { ...process.env, ...env }, stdio: [stdin ? 'pipe' : 'ignore', 'pipe', 'inherit'] });
   running.add(child);
   child.once('exit', () => running.delete(child));
   let out = '';
   const match = await new Promise<RegExpMatchArray>((resolve, reject) => {
-    child.stdout.on('data', (d) => {
+    child.stdout!.on('data', (d) => {
       out += String(d);
       const m = marker.exec(out);
       if (m) resolve(m);

@@ -6,30 +6,27 @@
 //     addresses 127.0.0.2, .3, ... (one address reaches about 28,000 connections to one port):
 //     memory per socket and idle CPU per process, how long a page switch takes to reach every
 //     socket after `layout activate` returns, and what crowd frames at 4 Hz to every socket cost.
-//   npm run bench:live [-- --seconds 10 --sockets 50000 --workers 4 --per-generator 10000]
-import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+//   npm run bench:live [-- --seconds 10 --sockets 50000 --workers 4 --per-generator 10000 --only action|sockets|gateway-sockets]
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import { parseArgs } from 'node:util';
+import { parseArgs, promisify } from 'node:util';
 import WebSocket from 'ws';
-import { createRedisClient } from '../runtime/redis.js';
-import { DEMO_LAYOUT_FILE } from '../gateway/demo/seed.js';
-import { createStores } from '../gateway/store/stores.js';
 import { actionRequests, cpuSeconds, mintTokens, percentiles, pinProcess, pinnedRedis, rssMiB, seedDemo, spawnPinned, spawnPinnedGateway, stopChild, wrkLoad } from './harness.js';
-import { BENCH_LIMITS } from './limits.js';
+import { bareTarget, gatewayTarget, type LiveTarget } from './live-targets.js';
 
-const { values } = parseArgs({ options: { seconds: { type: 'string', default: '10' }, sockets: { type: 'string', default: '50000' }, workers: { type: 'string', default: '4' }, 'per-generator': { type: 'string', default: '10000' }, connections: { type: 'string', default: '100' } } });
+const { values } = parseArgs({ options: { seconds: { type: 'string', default: '10' }, sockets: { type: 'string', default: '50000' }, workers: { type: 'string', default: '4' }, 'per-generator': { type: 'string', default: '10000' }, connections: { type: 'string', default: '100' }, only: { type: 'string' } } });
 const seconds = Number(values.seconds);
 const socketCount = Number(values.sockets);
 const workers = Number(values.workers);
 const perGenerator = Number(values['per-generator']);
 const connections = Number(values.connections);
 const GENERATOR = fileURLToPath(new URL('./live-sockets.js', import.meta.url));
-const MAIN = fileURLToPath(new URL('../gateway/main.js', import.meta.url));
-const LAYOUT = 'live-bench';
+const BARE_HTTP = fileURLToPath(new URL('./bare-uws.js', import.meta.url));
+const BARE_LIVE = fileURLToPath(new URL('./bare-live.js', import.meta.url));
 const progress = (what: string) => process.stderr.write(`bench: ${what}\n`);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const wsUrl = (http: string) => `${http.replace(/^http/, 'ws')}/live`;
@@ -65,7 +62,10 @@ async function socketActions(url: string, pid: number, tokens: string[], bodies:
   return { perSecond: acked / elapsed, usPerAction: (cpu * 1e6) / acked, cpuShare: cpu / elapsed };
 }
 
-/** Part 1: µs of gateway CPU per action, POST /action and over a socket, one gateway, one run. */
+/**
+ * Part 1: µs of server CPU per action, in one run: the bare uWS HTTP reply and bare uWS socket ack
+ * (the floors of the two transports on this machine), POST /action and an action frame.
+ */
 async function actionCost(): Promise<string> {
   await pinProcess(1);
   const redis = await pinnedRedis(1);
@@ -74,23 +74,35 @@ async function actionCost(): Promise<string> {
     const gw = await spawnPinnedGateway(redis.url);
     const tokens = await mintTokens(gw.url, key.apiKey, key.layoutId, 2000);
     const requests = actionRequests(tokens, key.layoutId);
-    progress(`POST /action, ${seconds} s`);
-    const http = await wrkLoad({ name: 'POST /action', url: gw.url, connections, durationSec: seconds, serverPid: gw.child.pid!, requests });
-    progress(`actions over ${connections} sockets, ${seconds} s`);
     const bodies = requests.map((r) => {
       const { layoutId: _, ...b } = JSON.parse(r.body!) as Record<string, unknown>;
       return b;
     });
+    const bare = await spawnPinned(0, BARE_HTTP, ['0'], {}, /listening (\d+)/);
+    const bareUrl = `http://127.0.0.1:${bare.match[1]!}`;
+    progress(`bare uWS reply, ${seconds} s`);
+    const bareHttp = await wrkLoad({ name: 'bare reply', url: bareUrl, connections, durationSec: seconds, serverPid: bare.child.pid!, requests });
+    await stopChild(bare.child);
+    const bareWs = await spawnPinned(0, BARE_LIVE, ['0'], {}, /listening (\d+)/, [], process.execPath, true);
+    progress(`bare uWS socket ack, ${seconds} s`);
+    const bareSocket = await socketActions(`http://127.0.0.1:${bareWs.match[1]!}`, bareWs.child.pid!, tokens, bodies);
+    await stopChild(bareWs.child);
+    progress(`POST /action, ${seconds} s`);
+    const http = await wrkLoad({ name: 'POST /action', url: gw.url, connections, durationSec: seconds, serverPid: gw.child.pid!, requests });
+    progress(`actions over ${connections} sockets, ${seconds} s`);
     const ws = await socketActions(gw.url, gw.child.pid!, tokens, bodies);
     await stopChild(gw.child);
     const ratio = ws.usPerAction / http.serverCpuUsPerRequest!;
     return [
-      '| path | actions/s | gateway CPU (share of a core) | gateway CPU µs/action |',
+      '| path | actions/s | server CPU (share of a core) | server CPU µs/action |',
       '|---|---|---|---|',
+      `| bare uWS HTTP reply (wrk, ${connections} connections) | ${Math.round(bareHttp.requestsPerSec)} | ${bareHttp.serverCpuShare!.toFixed(2)} | ${bareHttp.serverCpuUsPerRequest!.toFixed(1)} |`,
+      `| bare uWS socket ack (${connections} sockets, 8 in flight each) | ${Math.round(bareSocket.perSecond)} | ${bareSocket.cpuShare.toFixed(2)} | ${bareSocket.usPerAction.toFixed(1)} |`,
       `| POST /action (wrk, ${connections} connections) | ${Math.round(http.requestsPerSec)} | ${http.serverCpuShare!.toFixed(2)} | ${http.serverCpuUsPerRequest!.toFixed(1)} |`,
       `| action frame over the live channel (${connections} sockets, 8 in flight each) | ${Math.round(ws.perSecond)} | ${ws.cpuShare.toFixed(2)} | ${ws.usPerAction.toFixed(1)} |`,
       '',
       `socket / POST: ${ratio.toFixed(2)} of the CPU per action (target: at most 0.33)`,
+      `the gateway's own work per action (over its transport's bare floor): POST /action ${(http.serverCpuUsPerRequest! - bareHttp.serverCpuUsPerRequest!).toFixed(1)} µs, socket ${(ws.usPerAction - bareSocket.usPerAction).toFixed(1)} µs`,
     ].join('\n');
   } finally {
     await redis.stop();
@@ -111,111 +123,131 @@ function startGenerator(url: string, tokensFile: string, count: number, address:
   return { child, next: () => new Promise((r) => (lines.length > 0 ? r(parse(lines.shift()!)) : waiting.push((l) => r(parse(l))))) };
 }
 
-/** Part 2: many sockets over worker processes. */
-async function manySockets(): Promise<string> {
-  const redis = await pinnedRedis(1);
+/** What many sockets cost one target. */
+interface SocketFigures {
+  served: number;
+  failed: number;
+  openSeconds: number;
+  kbPerSocket: number;
+  /** share of a core, each process */
+  idle: number[];
+  /** per switch: frames received, p50, p99, max (ms from the switch) */
+  switches: { frames: number; p50: number; p99: number; max: number }[];
+  all: { p50: number; p99: number; max: number };
+  /** crowd frames a second per socket, and the cores they cost over idle (all processes) */
+  crowdHz: number;
+  crowdCores: number;
+}
+
+/** Part 2: `socketCount` sockets on one target from generator processes on 127.0.0.2, .3, ... */
+async function manySockets(target: LiveTarget): Promise<SocketFigures> {
   const generators: Generator[] = [];
-  let gateway: ChildProcess | undefined;
+  const report = async (pageId: string) => {
+    for (const g of generators) g.child.stdin!.write(`report ${pageId}\n`);
+    return Promise.all(generators.map((g) => g.next()));
+  };
   try {
-    const demo = JSON.parse(readFileSync(DEMO_LAYOUT_FILE, 'utf8')) as { pages: { controls: { lid: number; aggregate?: object }[] }[] };
-    const layout = structuredClone(demo) as typeof demo & { layoutId: string };
-    layout.layoutId = LAYOUT;
-    layout.pages[0]!.controls.find((c) => c.lid === 2)!.aggregate = { mode: 'mean', windowMs: 5000 };
-    const key = await seedDemo(redis.url, 'ac:', [layout]);
-    const port = 20000 + Math.floor(Math.random() * 20000);
-    const env = { ...BENCH_LIMITS, REDIS_URL: redis.url, PORT: String(port), OPS_PORT: '0', LOG_LEVEL: 'warn', GATEWAY_WORKERS: String(workers), LIVE_MAX_SOCKETS: '18000', LIVE_NEW_SOCKETS_PER_SECOND: '5000' };
-    const started = await spawnPinned('0-1', MAIN, [], { ...env, LOG_LEVEL: 'info' }, /"pids":\[([\d,]+)\].*workers listening/);
-    gateway = started.child;
-    const pids = started.match[1]!.split(',').map(Number);
-    const url = `http://127.0.0.1:${port}`;
-    const tokens = await mintTokens(url, key.apiKey, LAYOUT, 1000);
     const tokensFile = join(mkdtempSync(join(tmpdir(), 'bench-live-')), 'tokens.json');
-    writeFileSync(tokensFile, JSON.stringify(tokens));
-    const rss0 = pids.map(rssMiB);
-    progress(`opening ${socketCount} sockets on ${workers} workers`);
+    writeFileSync(tokensFile, JSON.stringify(target.tokens));
+    const rss0 = target.pids.map(rssMiB);
+    progress(`${target.name}: opening ${socketCount} sockets`);
     const t0 = Date.now();
-    for (let g = 0, left = socketCount; left > 0; g++, left -= perGenerator) generators.push(startGenerator(url, tokensFile, Math.min(perGenerator, left), `127.0.0.${2 + g}`));
+    for (let g = 0, left = socketCount; left > 0; g++, left -= perGenerator) generators.push(startGenerator(target.url, tokensFile, Math.min(perGenerator, left), `127.0.0.${2 + g}`));
     const opened = await Promise.all(generators.map((g) => g.next()));
     const openSeconds = (Date.now() - t0) / 1000;
     const served = opened.reduce((n, o) => n + Number(o.opened), 0);
     await sleep(3000); // settle: garbage collected, buffers returned
-    const rss1 = pids.map(rssMiB);
-    const kbPerSocket = ((rss1.reduce((a, b) => a + b, 0) - rss0.reduce((a, b) => a + b, 0)) * 1024) / served;
-    progress(`idle ${seconds} s`);
-    const idle0 = pids.map(cpuSeconds);
+    const kbPerSocket = ((target.pids.map(rssMiB).reduce((a, b) => a + b, 0) - rss0.reduce((a, b) => a + b, 0)) * 1024) / served;
+    progress(`${target.name}: idle ${seconds} s`);
+    const idle0 = target.pids.map(cpuSeconds);
     await sleep(seconds * 1000);
-    const idleShare = pids.map((p, i) => (cpuSeconds(p) - idle0[i]!) / seconds);
-    // page switches, each timed from the moment `activate` returns
-    const admin = createRedisClient({ url: redis.url }, { name: 'bench-admin', commandTimeoutMs: 5000, reconnectStepMs: 100, maxReconnectDelayMs: 100 });
-    await admin.connect();
-    const stores = createStores(admin, 'ac:');
+    const idle = target.pids.map((p, i) => (cpuSeconds(p) - idle0[i]!) / seconds);
+    // page switches, each timed from the moment the switch returns
+    const switches: SocketFigures['switches'] = [];
     const switchLatencies: number[] = [];
-    const switchRows: string[] = [];
-    for (const [i, pageId] of ['encore', 'main', 'encore', 'main', 'encore'].entries()) {
-      for (const g of generators) g.child.stdin!.write('report none\n'); // start clean
-      await Promise.all(generators.map((g) => g.next()));
-      await stores.layouts.activate(LAYOUT, pageId);
+    for (const pageId of ['encore', 'main', 'encore', 'main', 'encore']) {
+      await report('none'); // start clean
+      await target.switchTo(pageId);
       const at = Date.now();
       await sleep(3000);
-      for (const g of generators) g.child.stdin!.write(`report ${pageId}\n`);
-      const arrivals = (await Promise.all(generators.map((g) => g.next()))).flatMap((r) => r.arrivals as number[]);
-      const latencies = arrivals.map((t) => t - at).sort((a, b) => a - b);
+      const latencies = (await report(pageId)).flatMap((r) => r.arrivals as number[]).map((t) => t - at).sort((a, b) => a - b);
       switchLatencies.push(...latencies);
-      const p = percentiles(latencies);
-      switchRows.push(`| ${i + 1} | ${latencies.length} of ${served} | ${p.p50} | ${p.p99} | ${p.max} |`);
+      switches.push({ frames: latencies.length, ...percentiles(latencies) });
     }
-    // crowd values at 4 Hz: a few participants keep moving the aggregated slider
-    progress(`crowd at 4 Hz, ${seconds} s`);
-    await stores.layouts.activate(LAYOUT, 'main');
+    // crowd values at 4 Hz
+    progress(`${target.name}: crowd at 4 Hz, ${seconds} s`);
+    await target.switchTo('main');
     await sleep(2000);
-    for (const g of generators) g.child.stdin!.write('report none\n');
-    await Promise.all(generators.map((g) => g.next()));
-    const movers = tokens.slice(0, 8);
-    let moving = true;
-    const moves = (async () => {
-      while (moving) {
-        await Promise.all(movers.map((token) => fetch(`${url}/action`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` }, body: JSON.stringify({ layoutId: LAYOUT, lid: 2, type: 'Slider', value: Math.round(Math.random() * 100) / 100 }) })));
-        await sleep(100);
-      }
-    })();
-    const crowd0 = pids.map(cpuSeconds);
+    await report('none');
+    const stopCrowd = target.crowd();
+    const crowd0 = target.pids.map(cpuSeconds);
     await sleep(seconds * 1000);
-    const crowdCores = pids.reduce((n, p, i) => n + (cpuSeconds(p) - crowd0[i]!) / seconds, 0) - idleShare.reduce((a, b) => a + b, 0);
-    moving = false;
-    await moves;
-    for (const g of generators) g.child.stdin!.write('report none\n');
-    const crowdFrames = (await Promise.all(generators.map((g) => g.next()))).reduce((n, r) => n + Number(r.crowd), 0);
-    admin.disconnect();
-    const all = percentiles(switchLatencies.sort((a, b) => a - b));
-    return [
-      `${served} sockets open (${opened.reduce((n, o) => n + Number(o.failed), 0)} failed) on ${workers} gateway workers from ${generators.length} generator processes in ${openSeconds.toFixed(1)} s`,
-      '',
-      '| per gateway process | figure |',
-      '|---|---|',
-      `| memory per socket (RSS growth / sockets) | ${kbPerSocket.toFixed(1)} KB |`,
-      `| idle CPU, each worker (share of a core) | ${idleShare.map((x) => (x * 100).toFixed(1)).join(' %, ')} % |`,
-      '',
-      '| page switch | page frames received | p50 ms | p99 ms | max ms |',
-      '|---|---|---|---|---|',
-      ...switchRows,
-      `| all | ${switchLatencies.length} | ${all.p50} | ${all.p99} | ${all.max} |`,
-      '',
-      `crowd frames at 4 Hz to every socket: ${(crowdFrames / served / seconds).toFixed(2)} frames a second per socket, ${crowdCores.toFixed(2)} cores over idle for all workers (the 80 slider moves a second that drive it included)`,
-    ].join('\n');
+    const crowdCores = target.pids.reduce((n, p, i) => n + (cpuSeconds(p) - crowd0[i]!) / seconds, 0) - idle.reduce((a, b) => a + b, 0);
+    await stopCrowd();
+    const crowdFrames = (await report('none')).reduce((n, r) => n + Number(r.crowd), 0);
+    return {
+      served,
+      failed: opened.reduce((n, o) => n + Number(o.failed), 0),
+      openSeconds,
+      kbPerSocket,
+      idle,
+      switches,
+      all: percentiles(switchLatencies.sort((a, b) => a - b)),
+      crowdHz: crowdFrames / served / seconds,
+      crowdCores,
+    };
   } finally {
     for (const g of generators) g.child.kill('SIGKILL');
-    if (gateway) await stopChild(gateway);
-    await redis.stop();
   }
 }
 
+/** The side-by-side table of part 2: the gateway against bare uWS with the same sockets and generators. */
+function socketTable(bare: SocketFigures, gw: SocketFigures): string {
+  const ratio = (a: number, b: number) => (b > 0 ? `${(a / b).toFixed(2)}x` : '-');
+  const pct = (xs: number[]) => xs.map((x) => (x * 100).toFixed(1)).join(', ');
+  return [
+    `${gw.served} sockets open on the gateway (${gw.failed} failed) in ${gw.openSeconds.toFixed(1)} s; ${bare.served} on bare uWS in ${bare.openSeconds.toFixed(1)} s`,
+    '',
+    '| figure | bare uWS | gateway | gateway / bare |',
+    '|---|---|---|---|',
+    `| memory per socket (RSS growth / sockets) | ${bare.kbPerSocket.toFixed(1)} KB | ${gw.kbPerSocket.toFixed(1)} KB | ${ratio(gw.kbPerSocket, bare.kbPerSocket)} |`,
+    `| idle CPU per process (% of a core) | ${pct(bare.idle)} | ${pct(gw.idle)} | |`,
+    ...gw.switches.map((g, i) => `| page switch ${i + 1}: frames, p50 / p99 / max ms | ${bare.switches[i]!.frames}, ${bare.switches[i]!.p50} / ${bare.switches[i]!.p99} / ${bare.switches[i]!.max} | ${g.frames}, ${g.p50} / ${g.p99} / ${g.max} | |`),
+    `| page switch, all: p50 / p99 / max ms | ${bare.all.p50} / ${bare.all.p99} / ${bare.all.max} | ${gw.all.p50} / ${gw.all.p99} / ${gw.all.max} | p99 ${ratio(gw.all.p99, bare.all.p99)} |`,
+    `| crowd at 4 Hz: frames a second per socket | ${bare.crowdHz.toFixed(2)} | ${gw.crowdHz.toFixed(2)} | |`,
+    `| crowd at 4 Hz: cores over idle, all processes | ${bare.crowdCores.toFixed(2)} | ${gw.crowdCores.toFixed(2)} | ${ratio(gw.crowdCores, bare.crowdCores)} |`,
+    `| crowd at 4 Hz: µs of CPU per frame delivered | ${((bare.crowdCores * 1e6) / (bare.crowdHz * bare.served)).toFixed(1)} | ${((gw.crowdCores * 1e6) / (gw.crowdHz * gw.served)).toFixed(1)} | |`,
+    '',
+    'gateway crowd cores include the 80 slider moves a second (POST /action) that drive it',
+  ].join('\n');
+}
+
 async function main(): Promise<void> {
-  const machine = `machine: ${cpus().length} cores (shared), Node ${process.version}; ${seconds} s per measurement`;
-  const first = await actionCost();
-  process.stdout.write(`\n${machine}\n\n${first}\n\n`);
+  const sha = await promisify(execFile)('git', ['rev-parse', '--short', 'HEAD']).then((r) => r.stdout.trim(), () => 'unknown');
+  const out: string[] = [];
+  const say = (text: string) => {
+    out.push(text, '');
+    process.stdout.write(`${text}\n\n`);
+  };
+  say(`machine: ${cpus().length} cores (shared, with the generators), Node ${process.version}, commit ${sha}; ${seconds} s per measurement`);
+  if (values.only === undefined || values.only === 'action') say(await actionCost());
   await pinProcess('0-1');
-  const second = await manySockets();
-  process.stdout.write(`${second}\n`);
+  if (values.only === 'action') return;
+  const bare = values.only === 'gateway-sockets' ? null : await bareTarget(workers);
+  const floor = bare && (await manySockets(bare).finally(() => bare.stop()));
+  const redis = await pinnedRedis(1);
+  try {
+    const gateway = await gatewayTarget(redis.url, workers);
+    const figures = await manySockets(gateway).finally(() => gateway.stop());
+    say(floor ? socketTable(floor, figures) : JSON.stringify(figures));
+  } finally {
+    await redis.stop();
+  }
+  if (values.only !== undefined) return;
+  mkdirSync('bench/results', { recursive: true });
+  const file = `bench/results/live-${new Date().toISOString().replace(/[:.]/g, '-')}.md`;
+  writeFileSync(file, `# bench:live\n\n${out.join('\n')}`);
+  process.stdout.write(`written: ${file}\n`);
 }
 
 main().catch((e: unknown) => {

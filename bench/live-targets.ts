@@ -1,0 +1,111 @@
+// What bench:live loads with many sockets: the gateway (GATEWAY_WORKERS processes, a layout with an
+// aggregated slider), or the floor beside it, as many bare uWebSockets.js processes on one port
+// (bench/bare-live.ts). Both switch pages and send crowd values at 4 Hz on request, so one
+// measurement reads both.
+import type { ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { DEMO_LAYOUT_FILE } from '../gateway/demo/seed.js';
+import { createStores } from '../gateway/store/stores.js';
+import { createRedisClient } from '../runtime/redis.js';
+import { mintTokens, seedDemo, spawnPinned, stopChild } from './harness.js';
+import { BENCH_LIMITS } from './limits.js';
+
+const MAIN = fileURLToPath(new URL('../gateway/main.js', import.meta.url));
+const BARE = fileURLToPath(new URL('./bare-live.js', import.meta.url));
+const LAYOUT = 'live-bench';
+
+export interface LiveTarget {
+  name: string;
+  url: string;
+  /** the processes that hold the sockets */
+  pids: number[];
+  tokens: string[];
+  /** switches the live page; resolves when the switch is made (`layout activate` returned) */
+  switchTo(pageId: string): Promise<void>;
+  /** starts crowd values changing; the returned function stops them */
+  crowd(): () => Promise<void>;
+  stop(): Promise<void>;
+}
+
+type DemoLayout = { layoutId: string; pages: { pageId: string; controls: { lid: number; aggregate?: object }[] }[] };
+
+/** The demo layout as `live-bench`, its Brightness slider aggregated (mean). */
+function benchLayout(): DemoLayout {
+  const layout = JSON.parse(readFileSync(DEMO_LAYOUT_FILE, 'utf8')) as DemoLayout;
+  layout.layoutId = LAYOUT;
+  layout.pages[0]!.controls.find((c) => c.lid === 2)!.aggregate = { mode: 'mean', windowMs: 5000 };
+  return layout;
+}
+
+/** The gateway on `workers` processes; crowd values come from 8 participants moving the slider, 80 moves a second. */
+export async function gatewayTarget(redisUrl: string, workers: number): Promise<LiveTarget> {
+  const key = await seedDemo(redisUrl, 'ac:', [benchLayout()]);
+  const port = 20000 + Math.floor(Math.random() * 20000);
+  const env = { ...BENCH_LIMITS, REDIS_URL: redisUrl, PORT: String(port), OPS_PORT: '0', LOG_LEVEL: 'info', GATEWAY_WORKERS: String(workers), LIVE_MAX_SOCKETS: '18000', LIVE_NEW_SOCKETS_PER_SECOND: '5000' };
+  const started = await spawnPinned('0-1', MAIN, [], env, /"pids":\[([\d,]+)\].*workers listening/);
+  const url = `http://127.0.0.1:${port}`;
+  const admin = createRedisClient({ url: redisUrl }, { name: 'bench-admin', commandTimeoutMs: 5000, reconnectStepMs: 100, maxReconnectDelayMs: 100 });
+  await admin.connect();
+  const stores = createStores(admin, 'ac:');
+  const tokens = await mintTokens(url, key.apiKey, LAYOUT, 1000);
+  return {
+    name: `gateway (${workers} workers)`,
+    url,
+    pids: started.match[1]!.split(',').map(Number),
+    tokens,
+    switchTo: (pageId) => stores.layouts.activate(LAYOUT, pageId).then(() => {}),
+    crowd() {
+      // open loop: 8 moves every 100 ms whatever the answers take, so a loaded gateway still sees the crowd move
+      const moves = new Set<Promise<unknown>>();
+      let n = 0;
+      const timer = setInterval(() => {
+        for (const token of tokens.slice(0, 8)) {
+          const move = fetch(`${url}/action`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` }, body: JSON.stringify({ layoutId: LAYOUT, lid: 2, type: 'Slider', value: (n++ % 101) / 100 }) })
+            .then((r) => r.arrayBuffer())
+            .finally(() => moves.delete(move));
+          moves.add(move);
+        }
+      }, 100);
+      return async () => {
+        clearInterval(timer);
+        await Promise.allSettled([...moves]);
+      };
+    },
+    async stop() {
+      admin.disconnect();
+      await stopChild(started.child);
+    },
+  };
+}
+
+/** `processes` bare uWS processes on one port: page frames of the same layout, crowd frames published every 250 ms. */
+export async function bareTarget(processes: number): Promise<LiveTarget> {
+  const layout = benchLayout();
+  let version = 1;
+  const page = (pageId: string) => JSON.stringify({ op: 'page', layoutId: LAYOUT, activePageId: pageId, controls: layout.pages.find((p) => p.pageId === pageId)!.controls, destinationCount: 0, version: version++ });
+  const port = 20000 + Math.floor(Math.random() * 20000);
+  const children: ChildProcess[] = [];
+  for (let i = 0; i < processes; i++) {
+    const { child } = await spawnPinned('0-1', BARE, [String(port), page('main')], {}, /listening/, [], process.execPath, true);
+    children.push(child);
+  }
+  const publish = (text: string) => {
+    for (const c of children) c.stdin?.write(`publish ${text}\n`);
+  };
+  return {
+    name: `bare uWS (${processes} processes)`,
+    url: `http://127.0.0.1:${port}`,
+    pids: children.map((c) => c.pid!),
+    tokens: ['bare'],
+    switchTo: (pageId) => Promise.resolve(publish(page(pageId))),
+    crowd() {
+      let n = 0;
+      const timer = setInterval(() => publish(JSON.stringify({ op: 'crowd', lid: 2, mode: 'mean', value: (n++ % 100) / 100, n: 8, sd: 0.1 })), 250);
+      return () => Promise.resolve(clearInterval(timer));
+    },
+    async stop() {
+      await Promise.all(children.map(stopChild));
+    },
+  };
+}
