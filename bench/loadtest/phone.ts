@@ -1,0 +1,215 @@
+// One simulated phone: a live socket (GET /live, its token as the bearer subprotocol) or, for apps
+// without sockets, POST /action. A phone keeps one action in flight, as an app that awaits each
+// ack does; actions planned while one is out wait their turn, and their latency counts from the
+// planned moment (ack_ms), beside the time from the actual send (ack_service_ms): a stalled target
+// shows in the first and hides in the second, as coordinated omission would hide it.
+import WebSocket from 'ws';
+import type { PlayAction, PlayControl } from './crowd-model.js';
+import type { Metrics } from './metrics.js';
+
+/** Close codes after which a phone does not reconnect with its token. */
+const FINAL_CLOSES = new Set([4001, 4004]);
+/** At most this many planned actions wait behind the one in flight; more are counted unsent. */
+const QUEUE_MAX = 100;
+
+export interface LivePage {
+  pageId: string;
+  version: number;
+  controls: PlayControl[];
+}
+
+export interface PhoneEnv {
+  metrics: Metrics;
+  /** ms on the run's clock */
+  now: () => number;
+  target: URL;
+  layoutId: string;
+  /** source addresses sockets are spread over (empty: the system's choice) */
+  sourceAddresses: readonly string[];
+  /** a page this phone saw (its first, or a switch) */
+  sawPage: (phone: Phone, page: LivePage, at: number) => void;
+  /** the run is ending: nothing reconnects */
+  stopping: () => boolean;
+}
+
+interface Pending {
+  action: PlayAction;
+  intendedAt: number;
+  sentAt: number;
+  ref: string;
+}
+
+export class Phone {
+  page: LivePage | null = null;
+  private ws: WebSocket | null = null;
+  private inFlight: Pending | null = null;
+  private readonly queue: { action: PlayAction; intendedAt: number }[] = [];
+  private refs = 0;
+  private attempts = 0;
+  private connectAt = 0;
+  private closedByUs = false;
+  private ended = false;
+  /** the last crowd frame's arrival, by lid */
+  private readonly crowdAt = new Map<number, number>();
+
+  constructor(
+    readonly id: number,
+    readonly transport: 'socket' | 'http',
+    private readonly token: string,
+    private readonly env: PhoneEnv,
+  ) {}
+
+  /** Opens the socket (planned at `intendedAt`); an HTTP phone is ready at once. */
+  connect(intendedAt: number): void {
+    this.connectAt = intendedAt;
+    if (this.transport === 'socket') this.open();
+  }
+
+  /** Plans an action at `intendedAt`: sent now, or once the one in flight is answered. */
+  act(action: PlayAction, intendedAt: number): void {
+    if (this.ended) return;
+    if (this.inFlight || (this.transport === 'socket' && this.ws?.readyState !== WebSocket.OPEN)) {
+      if (this.queue.length >= QUEUE_MAX) return void this.env.metrics.count('unsent');
+      this.queue.push({ action, intendedAt });
+      return;
+    }
+    this.send(action, intendedAt);
+  }
+
+  /** Closes the socket and opens it again after `afterMs` (a reconnect storm). */
+  reconnect(afterMs: number): void {
+    if (this.transport !== 'socket' || this.ended) return;
+    this.closedByUs = true;
+    this.ws?.close(1000);
+    this.ws = null;
+    setTimeout(() => {
+      this.env.metrics.count('reconnects');
+      this.connectAt = this.env.now();
+      this.open();
+    }, afterMs).unref();
+  }
+
+  /** Ends the phone: its socket closes, nothing more is sent. */
+  end(): void {
+    this.ended = true;
+    this.closedByUs = true;
+    this.ws?.close(1000);
+    this.ws = null;
+  }
+
+  /** Actions planned or in flight that were never answered. */
+  get unanswered(): number {
+    return this.queue.length + (this.inFlight ? 1 : 0);
+  }
+
+  private open(): void {
+    const url = new URL('/live', this.env.target);
+    url.protocol = url.protocol === 'https:' ? 'wss:' : 'ws:';
+    const addresses = this.env.sourceAddresses;
+    const ws = new WebSocket(url, ['audience-control.v1', `bearer.${this.token}`], {
+      perMessageDeflate: false,
+      ...(addresses.length > 0 && { localAddress: addresses[this.id % addresses.length] }),
+    });
+    this.ws = ws;
+    this.closedByUs = false;
+    ws.on('open', () => this.env.metrics.count('sockets_opened'));
+    ws.on('unexpected-response', (_req, res) => {
+      res.resume();
+      this.env.metrics.count('socket_failures');
+      this.env.metrics.error(`http_${res.statusCode ?? 0}`);
+      ws.terminate();
+    });
+    ws.on('error', () => {}); // a close follows
+    ws.on('message', (data: Buffer) => this.received(data));
+    ws.on('close', (code) => {
+      if (this.ws !== ws) return; // replaced by a reconnect
+      this.ws = null;
+      if (this.inFlight) {
+        this.env.metrics.error('unanswered');
+        this.inFlight = null;
+      }
+      if (this.closedByUs || this.ended || this.env.stopping()) return;
+      if (code !== 1006 || this.page) this.env.metrics.error(`close_${code}`);
+      if (FINAL_CLOSES.has(code)) return void (this.ended = true);
+      // full jitter: a random wait below min(5 s, 250 ms x 2^attempt)
+      const wait = Math.random() * Math.min(5000, 250 * 2 ** this.attempts++);
+      setTimeout(() => !this.ended && !this.env.stopping() && this.open(), wait).unref();
+    });
+  }
+
+  private received(data: Buffer): void {
+    const now = this.env.now();
+    let frame: { op?: string; ref?: string; lid?: number; activePageId?: string; version?: number; controls?: PlayControl[]; error?: { code?: string } };
+    try {
+      frame = JSON.parse(data.toString()) as typeof frame;
+    } catch {
+      return void this.env.metrics.error('bad_frame');
+    }
+    switch (frame.op) {
+      case 'page': {
+        this.env.metrics.count('page_frames');
+        if (this.page === null || this.attempts > 0) this.env.metrics.record('connect_ms', now - this.connectAt);
+        this.attempts = 0;
+        if (this.page && this.page.version >= (frame.version ?? 0)) return this.flush();
+        this.page = { pageId: frame.activePageId ?? '', version: frame.version ?? 0, controls: frame.controls ?? [] };
+        this.env.sawPage(this, this.page, now);
+        return this.flush();
+      }
+      case 'crowd': {
+        this.env.metrics.count('crowd_frames');
+        const lid = frame.lid ?? 0;
+        const last = this.crowdAt.get(lid);
+        if (last !== undefined) this.env.metrics.record('crowd_interval_ms', now - last);
+        this.crowdAt.set(lid, now);
+        return;
+      }
+      case 'ack':
+      case 'error':
+        return this.answered(frame.ref ?? null, frame.op === 'ack' ? null : (frame.error?.code ?? 'unknown'), now);
+    }
+  }
+
+  private send(action: PlayAction, intendedAt: number): void {
+    const sentAt = this.env.now();
+    const ref = String(++this.refs);
+    this.inFlight = { action, intendedAt, sentAt, ref };
+    this.env.metrics.count('actions');
+    if (this.transport === 'socket') {
+      this.env.metrics.count('socket_actions');
+      this.ws!.send(JSON.stringify({ op: 'action', ref, ...action }));
+      return;
+    }
+    this.env.metrics.count('http_actions');
+    fetch(new URL('/action', this.env.target), {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${this.token}` },
+      body: JSON.stringify({ layoutId: this.env.layoutId, ...action }),
+    })
+      .then(async (r) => {
+        const body = (await r.json().catch(() => ({}))) as { error?: { code?: string } };
+        this.answered(ref, r.ok ? null : (body.error?.code ?? `http_${r.status}`), this.env.now());
+      })
+      .catch(() => this.answered(ref, 'network', this.env.now()));
+  }
+
+  private answered(ref: string | null, errorCode: string | null, now: number): void {
+    const p = this.inFlight;
+    if (!p || p.ref !== ref) return void this.env.metrics.error(errorCode ?? 'stray_ack');
+    this.inFlight = null;
+    const labels = `transport=${this.transport},type=${p.action.type}`;
+    if (errorCode === null) {
+      this.env.metrics.count('acks');
+      this.env.metrics.record('ack_ms', now - p.intendedAt, labels);
+      this.env.metrics.record('ack_service_ms', now - p.sentAt, labels);
+    } else this.env.metrics.error(errorCode);
+    this.flush();
+  }
+
+  /** Sends the next planned action, if the phone can. */
+  private flush(): void {
+    if (this.inFlight || this.ended) return;
+    if (this.transport === 'socket' && this.ws?.readyState !== WebSocket.OPEN) return;
+    const next = this.queue.shift();
+    if (next) this.send(next.action, next.intendedAt);
+  }
+}

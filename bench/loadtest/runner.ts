@@ -1,0 +1,250 @@
+// Plays a scenario against a deployment through its public API only: discovers the layout with the
+// API key, mints a token per phone (at most mintPerSecond, as a backend would), and plays the
+// phases on the plan's clock: arrivals, Poisson play, cues on a page the operator switches to, and
+// reconnect storms. Everything it sends goes to the target; every phase is bounded in time.
+import { exponentialMs, preferenceSplit, PhoneTaste, seededRandom, type PlayControl } from './crowd-model.js';
+import { LoadtestError } from './errors.js';
+import { Metrics } from './metrics.js';
+import { Phone, type LivePage } from './phone.js';
+import type { Phase, Scenario } from './scenario.js';
+import { Schedule } from './schedule.js';
+
+export interface RunOptions {
+  scenario: Scenario;
+  target: URL;
+  apiKey: string;
+  sourceAddresses: readonly string[];
+  /** a line of progress every second (a terminal), or nothing */
+  progress: ((line: string) => void) | null;
+  /** aborted by Ctrl-C: the run stops at once and reports what it measured */
+  signal: AbortSignal;
+}
+
+export interface RunOutcome {
+  metrics: Metrics;
+  interrupted: boolean;
+  durationS: number;
+}
+
+/** After the last phase, answers still on their way are waited for this long. */
+const SETTLE_MS = 2000;
+/** How often the layout is read for the phones that use POST /action (they have no page frames). */
+const HTTP_PAGE_POLL_MS = 500;
+
+/** The cue of an onPage phase: who saw the page when, and who acts on it. */
+interface Cue {
+  phase: Phase;
+  seen: Map<Phone, number>;
+}
+
+export async function runScenario(o: RunOptions): Promise<RunOutcome> {
+  const { scenario } = o;
+  const metrics = new Metrics();
+  const first = await discover(o.target, o.apiKey, scenario.layoutId);
+  const schedule = new Schedule(metrics, scenario.maxLagMs);
+  const random = seededRandom(scenario.seed);
+  const preference = preferenceSplit(scenario.seed);
+  const phones: Phone[] = [];
+  const tastes = new Map<Phone, PhoneTaste>();
+  let phaseIndex = -1;
+  let stopping = false;
+  let cue: Cue | null = null;
+  let httpPage: LivePage = { pageId: first.activePageId, version: 0, controls: first.controls };
+
+  const env = {
+    metrics,
+    now: () => schedule.now(),
+    target: o.target,
+    layoutId: scenario.layoutId,
+    sourceAddresses: o.sourceAddresses,
+    stopping: () => stopping,
+    sawPage: (phone: Phone, page: LivePage, at: number) => {
+      if (cue && page.pageId === cue.phase.onPage && !cue.seen.has(phone)) onCue(cue, phone, at, true);
+    },
+  };
+
+  /** A phone saw the cue's page (`switched`: by a switch during the phase, so it counts in the fan-out). */
+  function onCue(c: Cue, phone: Phone, at: number, switched: boolean): void {
+    c.seen.set(phone, switched ? at : -1);
+    if (random() >= c.phase.share) return;
+    const when = at + random() * c.phase.actWithinS * 1000;
+    schedule.at(when, () => act(phone, when, true));
+  }
+
+  function controlsOf(phone: Phone): PlayControl[] {
+    return phone.page?.controls ?? [];
+  }
+
+  function act(phone: Phone, at: number, vote = false): void {
+    if (stopping) return;
+    const taste = tastes.get(phone)!;
+    const action = taste.act(controlsOf(phone), vote);
+    if (!action) return;
+    const times = action.type === 'Button' ? taste.burst() : 1;
+    for (let i = 0; i < times; i++) phone.act(i === 0 ? action : { ...action }, at);
+  }
+
+  /** A phone's Poisson play while its phase has a rate. */
+  function play(phone: Phone, phase: number, from: number): void {
+    const rate = scenario.phases[phase]?.actionsPerPhonePerS ?? 0;
+    if (rate <= 0) return;
+    const at = from + exponentialMs(() => random(), rate);
+    schedule.at(at, () => {
+      if (phaseIndex !== phase || stopping) return;
+      act(phone, at);
+      play(phone, phase, at);
+    });
+  }
+
+  // tokens at most mintPerSecond; arrivals wait in line for theirs
+  const waiting: number[] = [];
+  let minting = false;
+  async function mintNext(): Promise<void> {
+    if (minting) return;
+    minting = true;
+    while (waiting.length > 0 && !stopping) {
+      const intendedAt = waiting.shift()!;
+      const started = schedule.now();
+      const token = await mint(o.target, o.apiKey, scenario.layoutId).catch((e: unknown) => {
+        metrics.error(e instanceof MintRefused ? `mint_${e.status}` : 'mint_network');
+        return null;
+      });
+      if (token && !stopping) {
+        metrics.count('tokens_minted');
+        arrive(token, intendedAt);
+      }
+      const wait = 1000 / scenario.mintPerSecond - (schedule.now() - started);
+      if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+    }
+    minting = false;
+  }
+
+  function arrive(token: string, intendedAt: number): void {
+    const id = phones.length;
+    const transport = random() < scenario.httpShare ? 'http' : 'socket';
+    const phone = new Phone(id, transport, token, env);
+    phones.push(phone);
+    tastes.set(phone, new PhoneTaste(seededRandom((scenario.seed + id * 7919) >>> 0), preference));
+    metrics.count('phones');
+    if (transport === 'http') phone.page = httpPage;
+    phone.connect(intendedAt);
+    if (transport === 'http' && cue && httpPage.pageId === cue.phase.onPage) onCue(cue, phone, schedule.now(), false);
+    play(phone, phaseIndex, schedule.now());
+  }
+
+  function startPhase(i: number, at: number): void {
+    phaseIndex = i;
+    const p = scenario.phases[i]!;
+    finishCue();
+    if (p.arrivalsPerS) {
+      for (let t = at + exponentialMs(random, p.arrivalsPerS); t < at + p.durationS * 1000; t += exponentialMs(random, p.arrivalsPerS)) {
+        const arrival = t;
+        schedule.at(arrival, () => {
+          waiting.push(arrival);
+          void mintNext();
+        });
+      }
+    }
+    for (const phone of phones) play(phone, i, at);
+    if (p.onPage) {
+      cue = { phase: p, seen: new Map() };
+      for (const phone of phones) if (phone.page?.pageId === p.onPage) onCue(cue, phone, at, false);
+    }
+    if (p.reconnectWithinS !== undefined) {
+      for (const phone of phones) phone.reconnect(p.jitter ? random() * p.reconnectWithinS * 1000 : 0);
+    }
+  }
+
+  /** The fan-out of the cue that ends: from the first phone that saw the switch to each one. */
+  function finishCue(): void {
+    if (!cue) return;
+    const times = [...cue.seen.values()].filter((t) => t >= 0);
+    const origin = Math.min(...times);
+    for (const t of times) metrics.record('page_switch_ms', t - origin);
+    cue = null;
+  }
+
+  // phones without sockets learn the page by reading the layout
+  const poll = scenario.httpShare > 0 ? setInterval(() => void pollPage(), HTTP_PAGE_POLL_MS) : null;
+  async function pollPage(): Promise<void> {
+    const layout = await discover(o.target, o.apiKey, scenario.layoutId).catch(() => null);
+    if (!layout || layout.activePageId === httpPage.pageId) return;
+    httpPage = { pageId: layout.activePageId, version: httpPage.version + 1, controls: layout.controls };
+    const now = schedule.now();
+    for (const phone of phones) {
+      if (phone.transport !== 'http') continue;
+      phone.page = httpPage;
+      env.sawPage(phone, httpPage, now);
+    }
+  }
+
+  const progress = o.progress ? setInterval(() => o.progress!(progressLine(metrics, scenario.phases[phaseIndex]?.name ?? '-', schedule.now())), 1000) : null;
+  let at = 0;
+  for (const [i, p] of scenario.phases.entries()) {
+    const start = at;
+    schedule.at(start, () => startPhase(i, start));
+    at += p.durationS * 1000;
+  }
+  const interrupted = await new Promise<boolean>((resolve) => {
+    const end = setTimeout(() => resolve(false), at);
+    o.signal.addEventListener('abort', () => {
+      clearTimeout(end);
+      resolve(true);
+    });
+    if (o.signal.aborted) resolve(true);
+  });
+  finishCue();
+  phaseIndex = scenario.phases.length;
+  schedule.stop();
+  if (!interrupted) await settle(phones, SETTLE_MS, o.signal);
+  stopping = true;
+  if (poll) clearInterval(poll);
+  if (progress) clearInterval(progress);
+  for (const phone of phones) {
+    if (phone.unanswered > 0) metrics.count('unsent', phone.unanswered);
+    phone.end();
+  }
+  return { metrics, interrupted, durationS: schedule.now() / 1000 };
+}
+
+/** Waits until every phone's actions are answered, at most `ms` (or until aborted). */
+async function settle(phones: readonly Phone[], ms: number, signal: AbortSignal): Promise<void> {
+  const until = Date.now() + ms;
+  while (Date.now() < until && !signal.aborted && phones.some((p) => p.unanswered > 0)) await new Promise((r) => setTimeout(r, 20));
+}
+
+interface Discovered {
+  activePageId: string;
+  controls: PlayControl[];
+}
+
+/** GET /layout/{id} with the API key; a refusal is a configuration error (wrong key, layout or target). */
+async function discover(target: URL, apiKey: string, layoutId: string): Promise<Discovered> {
+  let r: Response;
+  try {
+    r = await fetch(new URL(`/layout/${encodeURIComponent(layoutId)}`, target), { headers: { 'x-api-key': apiKey } });
+  } catch (e) {
+    throw new LoadtestError('config', `the target ${target.origin} cannot be reached: ${e instanceof Error ? (e.cause instanceof Error ? e.cause.message : e.message) : String(e)}`);
+  }
+  const body = (await r.json().catch(() => null)) as (Discovered & { error?: { code?: string } }) | null;
+  if (!r.ok || !body) throw new LoadtestError('config', `GET /layout/${layoutId} answered ${r.status}${body?.error?.code ? ` ${body.error.code}` : ''}: check AUDIENCE_API_KEY, the layout and --target`);
+  return body;
+}
+
+class MintRefused extends Error {
+  constructor(readonly status: number) {
+    super(`POST /token answered ${status}`);
+  }
+}
+
+async function mint(target: URL, apiKey: string, layoutId: string): Promise<string> {
+  const r = await fetch(new URL('/token', target), { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': apiKey }, body: JSON.stringify({ layoutId }) });
+  const body = (await r.json().catch(() => null)) as { token?: string } | null;
+  if (!r.ok || !body?.token) throw new MintRefused(r.status);
+  return body.token;
+}
+
+function progressLine(m: Metrics, phase: string, nowMs: number): string {
+  const p99 = m.stat('ack_ms', 'p(99)');
+  return `${(nowMs / 1000).toFixed(0).padStart(4)} s  ${phase.padEnd(12)} phones ${m.counts.phones}  actions ${m.counts.actions}  acks ${m.counts.acks}  errors ${m.counts.errors}  ack p99 ${p99 === undefined ? '-' : `${p99} ms`}`;
+}
