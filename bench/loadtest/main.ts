@@ -10,7 +10,15 @@ import { EXIT, LoadtestError } from './errors.js';
 import { summaryText } from './report.js';
 import { buildResult, mergeResults, type LoadtestResult } from './result.js';
 import { runScenario } from './runner.js';
-import { loadScenario } from './scenario.js';
+import { loadScenario, partOf } from './scenario.js';
+
+interface RunFlags {
+  target: string;
+  out?: string;
+  quiet?: boolean;
+  sourceAddresses?: string;
+  part?: string;
+}
 
 function finish(result: LoadtestResult, out: string | undefined): number {
   if (out) writeFileSync(out, `${JSON.stringify(result, null, 1)}\n`);
@@ -19,8 +27,9 @@ function finish(result: LoadtestResult, out: string | undefined): number {
   return result.verdict === 'pass' ? EXIT.pass : result.verdict === 'fail' ? EXIT.fail : EXIT.invalid;
 }
 
-async function run(file: string, opts: { target: string; out?: string; quiet?: boolean; sourceAddresses?: string }): Promise<number> {
-  const { scenario } = loadScenario(file);
+async function run(file: string, opts: RunFlags): Promise<number> {
+  const loaded = loadScenario(file).scenario;
+  const scenario = opts.part ? partOf(loaded, opts.part) : loaded;
   const apiKey = process.env.AUDIENCE_API_KEY ?? '';
   if (!/^[^.\s]+\.[^.\s]+$/.test(apiKey)) throw new LoadtestError('config', 'AUDIENCE_API_KEY must hold the API key (<keyId>.<secret>); it is never taken as a flag');
   let target: URL;
@@ -60,7 +69,8 @@ program
   .option('--out <file>', 'write the result (encoded histograms, counts, verdict) as JSON')
   .option('--quiet', 'no progress line')
   .option('--source-addresses <list>', 'spread sockets over these local addresses (127.0.0.2,127.0.0.3 on one machine)')
-  .action(async (file: string, opts: { target: string; out?: string; quiet?: boolean; sourceAddresses?: string }) => {
+  .option('--part <k/n>', 'play part k of n of the crowd (1/n of the arrivals and of the mint rate, a seed of its own): one of n processes or machines')
+  .action(async (file: string, opts: RunFlags) => {
     process.exitCode = await run(file, opts);
   });
 program

@@ -28,6 +28,8 @@ export interface RunOutcome {
 
 /** After the last phase, answers still on their way are waited for this long. */
 const SETTLE_MS = 2000;
+/** Tokens being minted at once at most (a backend's pool of connections). */
+const MINTS_IN_FLIGHT = 32;
 /** How often the layout is read for the phones that use POST /action (they have no page frames). */
 const HTTP_PAGE_POLL_MS = 500;
 
@@ -96,27 +98,38 @@ export async function runScenario(o: RunOptions): Promise<RunOutcome> {
     });
   }
 
-  // tokens at most mintPerSecond; arrivals wait in line for theirs
+  // tokens at most mintPerSecond, up to MINTS_IN_FLIGHT at once; arrivals wait in line for theirs
   const waiting: number[] = [];
-  let minting = false;
-  async function mintNext(): Promise<void> {
-    if (minting) return;
-    minting = true;
-    while (waiting.length > 0 && !stopping) {
+  let mintsInFlight = 0;
+  let nextMintAt = 0;
+  let pacer: NodeJS.Timeout | null = null;
+  function mintNext(): void {
+    if (pacer) return;
+    const now = schedule.now();
+    while (waiting.length > 0 && !stopping && mintsInFlight < MINTS_IN_FLIGHT && nextMintAt <= now) {
+      nextMintAt = Math.max(nextMintAt, now - 1000) + 1000 / scenario.mintPerSecond;
       const intendedAt = waiting.shift()!;
-      const started = schedule.now();
-      const token = await mint(o.target, o.apiKey, scenario.layoutId).catch((e: unknown) => {
-        metrics.error(e instanceof MintRefused ? `mint_${e.status}` : 'mint_network');
-        return null;
-      });
-      if (token && !stopping) {
-        metrics.count('tokens_minted');
-        arrive(token, intendedAt);
-      }
-      const wait = 1000 / scenario.mintPerSecond - (schedule.now() - started);
-      if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+      mintsInFlight++;
+      void mint(o.target, o.apiKey, scenario.layoutId).then(
+        (token) => {
+          mintsInFlight--;
+          metrics.count('tokens_minted');
+          if (!stopping) arrive(token, intendedAt);
+          mintNext();
+        },
+        (e: unknown) => {
+          mintsInFlight--;
+          metrics.error(e instanceof MintRefused ? `mint_${e.status}` : 'mint_network');
+          mintNext();
+        },
+      );
     }
-    minting = false;
+    if (waiting.length > 0 && !stopping && mintsInFlight < MINTS_IN_FLIGHT) {
+      pacer = setTimeout(() => {
+        pacer = null;
+        mintNext();
+      }, Math.max(1, nextMintAt - now));
+    }
   }
 
   function arrive(token: string, intendedAt: number): void {
@@ -141,7 +154,7 @@ export async function runScenario(o: RunOptions): Promise<RunOutcome> {
         const arrival = t;
         schedule.at(arrival, () => {
           waiting.push(arrival);
-          void mintNext();
+          mintNext();
         });
       }
     }
@@ -199,6 +212,7 @@ export async function runScenario(o: RunOptions): Promise<RunOutcome> {
   if (!interrupted) await settle(phones, SETTLE_MS, o.signal);
   stopping = true;
   if (poll) clearInterval(poll);
+  if (pacer) clearTimeout(pacer);
   if (progress) clearInterval(progress);
   for (const phone of phones) {
     if (phone.unanswered > 0) metrics.count('unsent', phone.unanswered);

@@ -57,3 +57,21 @@ export function loadScenario(file: string): { scenario: Scenario; thresholds: Th
   }
   return parseScenario(text, file);
 }
+
+/**
+ * Part `k` of `n` of a crowd (1-based), for n generator processes or machines that play one show
+ * together: each plays 1/n of the arrivals with a seed of its own (other phones, the same model)
+ * and mints at 1/n of the rate, so the key's budget is shared. Their results merge into the show's.
+ */
+export function partOf(scenario: Scenario, part: string): Scenario {
+  const m = /^(\d+)\/(\d+)$/.exec(part);
+  const k = Number(m?.[1]);
+  const n = Number(m?.[2]);
+  if (!m || !(n >= 1 && k >= 1 && k <= n)) throw new LoadtestError('config', `--part ${part}: K/N with 1 <= K <= N, for example 2/3`);
+  return {
+    ...scenario,
+    seed: (scenario.seed + (k - 1) * 1_000_003) >>> 0,
+    mintPerSecond: scenario.mintPerSecond / n,
+    phases: scenario.phases.map((p) => (p.arrivalsPerS === undefined ? p : { ...p, arrivalsPerS: p.arrivalsPerS / n })),
+  };
+}

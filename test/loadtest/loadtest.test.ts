@@ -1,0 +1,184 @@
+// audience-loadtest as an SRE runs it: a real process pointed at a real gateway process (and
+// Redis) on loopback, the API key in AUDIENCE_API_KEY. The README's scenario runs as written with a
+// page switch by the operator; a threshold below what is measured exits 99; a bad scenario exits
+// 104 naming the field; a stalled target (SIGSTOP for 1 s) shows in the latency from the planned
+// moment and not in the service time; two runs merge into their summed counts; Ctrl-C exits 105
+// with a summary.
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { LoadtestResult } from '../../bench/loadtest/result.js';
+import { startTestGateway, type TestGateway } from '../helpers/gateway.js';
+import { spawnGateway, type GatewayProcess } from '../helpers/gateway-process.js';
+import { killAfterEach } from '../helpers/processes.js';
+import { randomPrefix, useRedis } from '../helpers/redis.js';
+
+const TOOL = fileURLToPath(new URL('../../dist/bench/loadtest/main.js', import.meta.url));
+const DEMO_SCENARIO = fileURLToPath(new URL('../../bench/scenarios/demo-show.json', import.meta.url));
+const redis = useRedis();
+const track = killAfterEach();
+const dir = mkdtempSync(join(tmpdir(), 'loadtest-'));
+
+let t: TestGateway;
+let gw: GatewayProcess;
+beforeAll(async () => {
+  // seeded through an in-process gateway, then served by the real process on the same data
+  const prefix = randomPrefix();
+  t = await startTestGateway({ redisUrl: redis.get().server.url, prefix });
+  gw = await spawnGateway({ REDIS_URL: redis.get().server.url, REDIS_PREFIX: prefix });
+});
+afterAll(async () => {
+  gw?.child.kill('SIGKILL');
+  await t?.close();
+});
+
+interface ToolRun {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs the tool to its end; `during` gets the child while it runs. */
+function tool(args: string[], o: { apiKey?: string; during?: (child: ReturnType<typeof spawn>) => void } = {}): Promise<ToolRun> {
+  const child = track(spawn(process.execPath, [TOOL, ...args], { env: { PATH: process.env.PATH ?? '', AUDIENCE_API_KEY: o.apiKey ?? t.apiKey, CI: '1' } }));
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (d) => (stdout += d));
+  child.stderr.on('data', (d) => (stderr += d));
+  o.during?.(child);
+  return new Promise((resolve) => child.once('exit', (code) => resolve({ code, stdout, stderr })));
+}
+
+function scenarioFile(name: string, scenario: object): string {
+  const file = join(dir, `${name}.json`);
+  writeFileSync(file, JSON.stringify(scenario));
+  return file;
+}
+
+const readResult = (file: string) => JSON.parse(readFileSync(file, 'utf8')) as LoadtestResult;
+const small = (seed: number, thresholds: Record<string, string> = {}) => ({
+  layoutId: t.layoutId,
+  seed,
+  phases: [
+    { name: 'doors', durationS: 1, arrivalsPerS: 20 },
+    { name: 'play', durationS: 2, actionsPerPhonePerS: 4 },
+  ],
+  thresholds,
+});
+
+describe('audience-loadtest run', () => {
+  it("plays the README's scenario as written: doors, play, and a vote once the operator switches to encore; exit 0 and a result with the contract's fields", async () => {
+    const readme = readFileSync(fileURLToPath(new URL('../../README.md', import.meta.url)), 'utf8');
+    expect(readme).toContain(readFileSync(DEMO_SCENARIO, 'utf8').trim()); // the README shows this very file
+    await t.admin.layouts.activate(t.layoutId, 'main');
+    const out = join(dir, 'demo.json');
+    // the operator switches pages 2 s into the vote phase (doors 5 s, play 10 s)
+    const run = await tool(['run', DEMO_SCENARIO, '--target', gw.url, '--out', out], { during: () => void setTimeout(() => void t.admin.layouts.activate(t.layoutId, 'encore'), 17_000) });
+    expect(run.stderr).toBe('');
+    expect(run.code).toBe(0);
+    const r = readResult(out);
+    expect(r.verdict).toBe('pass');
+    expect(r.counts.phones).toBeGreaterThan(120); // 40 a second for 5 s
+    expect(r.counts.phones).toBeLessThan(280);
+    expect(r.counts.acks).toBe(r.counts.actions);
+    expect(r.counts.errors).toBe(0);
+    expect(r.metrics.ack_ms!.count).toBe(r.counts.acks);
+    expect(r.metrics.ack_ms!.hdr.length).toBeGreaterThan(10);
+    for (const k of ['p50', 'p99', 'max'] as const) expect(r.metrics.ack_ms![k]).toBeGreaterThan(0);
+    // every phone saw the switch, and about 70 % of them acted on it
+    expect(r.metrics.page_switch_ms!.count).toBe(r.counts.phones);
+    expect(run.stdout).toMatch(/^audience-loadtest: PASS/);
+    expect(run.stdout).toContain('page_switch_ms');
+    await t.admin.layouts.activate(t.layoutId, 'main');
+  }, 60_000);
+
+  it('exits 99 when a threshold is below what is measured, naming it', async () => {
+    const run = await tool(['run', scenarioFile('tight', small(3, { ack_ms: 'p(50) < 0.001', errors: 'rate < 0.5' })), '--target', gw.url]);
+    expect(run.code).toBe(99);
+    expect(run.stdout).toMatch(/^audience-loadtest: FAIL/);
+    expect(run.stdout).toMatch(/ack_ms: p\(50\) < 0\.001 .* FAILED/);
+    expect(run.stdout).toMatch(/errors: rate < 0\.5 .* ok/);
+  }, 30_000);
+
+  it('exits 104 for a bad scenario, naming the field; for an unknown metric; and for a key the target refuses', async () => {
+    const missing = await tool(['run', scenarioFile('missing', { layoutId: t.layoutId, phases: [{ name: 'doors', arrivalsPerS: 5 }] }), '--target', gw.url]);
+    expect(missing.code).toBe(104);
+    expect(missing.stderr).toContain('scenario.phases.0 is missing the field "durationS"');
+    const unknown = await tool(['run', scenarioFile('unknown', { ...small(1), thresholds: { latency: 'p(99) < 5' } }), '--target', gw.url]);
+    expect(unknown.code).toBe(104);
+    expect(unknown.stderr).toContain('unknown metric "latency"');
+    const typo = await tool(['run', scenarioFile('typo', { ...small(1), phases: [{ name: 'doors', durationS: 1, arivalsPerS: 5 }] }), '--target', gw.url]);
+    expect(typo.code).toBe(104);
+    expect(typo.stderr).toContain('scenario.phases.0 has an unknown field "arivalsPerS"');
+    const key = await tool(['run', scenarioFile('key', small(1)), '--target', gw.url], { apiKey: 'ak_nothing.nothing' });
+    expect(key.code).toBe(104);
+    expect(key.stderr).toContain('401');
+  }, 30_000);
+
+  it('shows a target stalled for 1 s (SIGSTOP) in the latency from the planned moment, not in the service time', async () => {
+    const out = join(dir, 'stall.json');
+    // 10 phones at 15 actions a second for 12 s: about 1,800 actions, 150 planned within the stall
+    // (its latency), at most 10 of them on the wire when it starts (the service time's)
+    const scenario = { layoutId: t.layoutId, seed: 5, phases: [{ name: 'doors', durationS: 1, arrivalsPerS: 10 }, { name: 'play', durationS: 12, actionsPerPhonePerS: 15 }] };
+    const run = await tool(['run', scenarioFile('stall', scenario), '--target', gw.url, '--out', out], {
+      during: () =>
+        void setTimeout(() => {
+          gw.child.kill('SIGSTOP');
+          setTimeout(() => gw.child.kill('SIGCONT'), 1000);
+        }, 6000),
+    });
+    expect(run.code).toBe(0);
+    const r = readResult(out);
+    console.log(`figure: stall of 1 s: ack_ms p99 ${r.metrics.ack_ms!.p99} ms max ${r.metrics.ack_ms!.max} ms; ack_service_ms p99 ${r.metrics.ack_service_ms!.p99} ms max ${r.metrics.ack_service_ms!.max} ms; ${r.counts.acks} acks`);
+    expect(r.counts.phones).toBeGreaterThan(4);
+    expect(r.metrics.ack_ms!.max).toBeGreaterThan(800);
+    expect(r.metrics.ack_ms!.p99).toBeGreaterThan(500);
+    expect(r.metrics.ack_service_ms!.max).toBeGreaterThan(800); // the actions on the wire when it stopped
+    expect(r.metrics.ack_service_ms!.p99).toBeLessThan(100);
+  }, 60_000);
+});
+
+describe('audience-loadtest merge', () => {
+  it("adds two runs' histograms and counts into one result with one verdict", async () => {
+    const [a, b] = [join(dir, 'a.json'), join(dir, 'b.json')];
+    // one crowd played by two processes, each its half (--part), as two machines would
+    const file = scenarioFile('halves', { ...small(11, { ack_ms: 'p(99) < 5000' }), phases: [{ name: 'doors', durationS: 1, arrivalsPerS: 40 }, { name: 'play', durationS: 2, actionsPerPhonePerS: 4 }] });
+    const runs = await Promise.all([tool(['run', file, '--part', '1/2', '--target', gw.url, '--out', a]), tool(['run', file, '--part', '2/2', '--target', gw.url, '--out', b])]);
+    expect(runs.map((r) => r.code)).toEqual([0, 0]);
+    expect(readResult(a).scenario.phases[0]!.arrivalsPerS).toBe(20);
+    expect(readResult(a).scenario.seed).not.toBe(readResult(b).scenario.seed);
+    const out = join(dir, 'merged.json');
+    const merged = await tool(['merge', a, b, '--out', out]);
+    expect(merged.code).toBe(0);
+    const [ra, rb, rm] = [readResult(a), readResult(b), readResult(out)];
+    for (const k of ['phones', 'actions', 'acks', 'errors', 'tokens_minted'] as const) expect(rm.counts[k]).toBe(ra.counts[k] + rb.counts[k]);
+    expect(rm.metrics.ack_ms!.count).toBe(ra.metrics.ack_ms!.count + rb.metrics.ack_ms!.count);
+    const max = Math.max(ra.metrics.ack_ms!.max, rb.metrics.ack_ms!.max);
+    expect(Math.abs(rm.metrics.ack_ms!.max - max)).toBeLessThanOrEqual(max * 0.001 + 0.001); // HdrHistogram: 3 significant digits
+    expect(rm.parts).toBe(2);
+    expect(rm.verdict).toBe('pass');
+    expect(merged.stdout).toContain('2 runs merged');
+    expect((await tool(['run', file, '--part', '3/2', '--target', gw.url])).stderr).toContain('--part 3/2: K/N with 1 <= K <= N');
+  }, 30_000);
+
+  it('refuses a file that is not a result (104)', async () => {
+    const run = await tool(['merge', DEMO_SCENARIO]);
+    expect(run.code).toBe(104);
+    expect(run.stderr).toContain('not a result of audience-loadtest run --out');
+  });
+});
+
+describe('Ctrl-C', () => {
+  it('stops the run at once, prints what was measured and exits 105', async () => {
+    const scenario = { layoutId: t.layoutId, seed: 9, phases: [{ name: 'doors', durationS: 2, arrivalsPerS: 10 }, { name: 'play', durationS: 60, actionsPerPhonePerS: 2 }] };
+    const started = Date.now();
+    const run = await tool(['run', scenarioFile('long', scenario), '--target', gw.url], { during: (child) => void setTimeout(() => child.kill('SIGINT'), 3500) });
+    expect(run.code).toBe(105);
+    expect(Date.now() - started).toBeLessThan(10_000);
+    expect(run.stdout).toContain('(interrupted: a partial run)');
+    expect(run.stdout).toMatch(/phones \d+, actions [1-9]\d*/);
+  }, 30_000);
+});
