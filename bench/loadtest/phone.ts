@@ -48,6 +48,8 @@ export class Phone {
   private attempts = 0;
   private connectAt = 0;
   private closedByUs = false;
+  /** a socket opened and its first page has not come yet (connect_ms) */
+  private awaitingPage = false;
   private ended = false;
   /** the last crowd frame's arrival, by lid */
   private readonly crowdAt = new Map<number, number>();
@@ -112,6 +114,7 @@ export class Phone {
     });
     this.ws = ws;
     this.closedByUs = false;
+    this.awaitingPage = true;
     ws.on('open', () => this.env.metrics.count('sockets_opened'));
     ws.on('unexpected-response', (_req, res) => {
       res.resume();
@@ -133,6 +136,7 @@ export class Phone {
       if (FINAL_CLOSES.has(code)) return void (this.ended = true);
       // full jitter: a random wait below min(5 s, 250 ms x 2^attempt)
       const wait = Math.random() * Math.min(5000, 250 * 2 ** this.attempts++);
+      this.connectAt = this.env.now(); // connect_ms counts from the drop: the backoff is part of it
       setTimeout(() => !this.ended && !this.env.stopping() && this.open(), wait).unref();
     });
   }
@@ -148,7 +152,8 @@ export class Phone {
     switch (frame.op) {
       case 'page': {
         this.env.metrics.count('page_frames');
-        if (this.page === null || this.attempts > 0) this.env.metrics.record('connect_ms', now - this.connectAt);
+        if (this.awaitingPage) this.env.metrics.record('connect_ms', now - this.connectAt);
+        this.awaitingPage = false;
         this.attempts = 0;
         if (this.page && this.page.version >= (frame.version ?? 0)) return this.flush();
         this.page = { pageId: frame.activePageId ?? '', version: frame.version ?? 0, controls: frame.controls ?? [] };

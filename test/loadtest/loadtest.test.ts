@@ -1,7 +1,7 @@
 // audience-loadtest as an SRE runs it: a real process pointed at a real gateway process (and
 // Redis) on loopback, the API key in AUDIENCE_API_KEY. The README's scenario runs as written with a
 // page switch by the operator; a threshold below what is measured exits 99; a bad scenario exits
-// 104 naming the field; a stalled target (SIGSTOP for 1 s) shows in the latency from the planned
+// 104 naming the field; a reconnect storm reconnects every phone once; a stalled target (SIGSTOP for 1 s) shows in the latency from the planned
 // moment and not in the service time; two runs merge into their summed counts; Ctrl-C exits 105
 // with a summary.
 import { spawn } from 'node:child_process';
@@ -139,6 +139,21 @@ describe('audience-loadtest run', () => {
     expect(r.metrics.ack_service_ms!.max).toBeGreaterThan(800); // the actions on the wire when it stopped
     expect(r.metrics.ack_service_ms!.p99).toBeLessThan(100);
   }, 60_000);
+});
+
+describe('a reconnect storm', () => {
+  it('closes every socket and opens it again within the window: each phone reconnects once and gets its page again', async () => {
+    const out = join(dir, 'storm.json');
+    const scenario = { layoutId: t.layoutId, seed: 21, phases: [{ name: 'doors', durationS: 1, arrivalsPerS: 20 }, { name: 'storm', durationS: 3, reconnectWithinS: 1 }, { name: 'play', durationS: 1, actionsPerPhonePerS: 2 }] };
+    const run = await tool(['run', scenarioFile('storm', scenario), '--target', gw.url, '--out', out]);
+    expect(run.code).toBe(0);
+    const r = readResult(out);
+    expect(r.counts.phones).toBeGreaterThan(5);
+    expect(r.counts.reconnects).toBe(r.counts.phones);
+    expect(r.counts.sockets_opened).toBe(2 * r.counts.phones);
+    expect(r.metrics.connect_ms!.count).toBe(2 * r.counts.phones);
+    expect(r.counts.errors).toBe(0);
+  }, 30_000);
 });
 
 describe('audience-loadtest merge', () => {
