@@ -2,13 +2,13 @@
 // Redis reply of the action log stores a few hundred actions and tells their waiters in one loop;
 // a socket with several actions in flight then gets all its answers corked into one write, not one
 // write each (a syscall each, and on loopback the reader's wakeup too: most of an action's CPU).
-import type { LiveSocket } from './socket.js';
+import type { LiveSocket, SocketData } from './socket.js';
 
 /** uWS's answer to a send dropped past maxBackpressure. */
 export const DROPPED = 2;
 
 export class AnswerQueue {
-  private readonly queued = new Map<LiveSocket, string[]>();
+  private readonly queued = new Map<LiveSocket, { data: SocketData; texts: string[] }>();
   private scheduled = false;
   private readonly flush = () => this.flushNow();
 
@@ -17,14 +17,18 @@ export class AnswerQueue {
     private readonly onDropped: (ws: LiveSocket) => void,
   ) {}
 
-  /** Queues an answer; it goes out at the end of this turn (a microtask), with the socket's others. */
-  push(ws: LiveSocket, text: string): void {
-    const texts = this.queued.get(ws);
-    if (texts) {
-      texts.push(text);
+  /**
+   * Queues an answer; it goes out at the end of this turn (a microtask), with the socket's others.
+   * `data` is the socket's own (uWS throws on any call to a closed socket, getUserData too).
+   */
+  push(ws: LiveSocket, data: SocketData, text: string): void {
+    if (!data.open) return;
+    const queued = this.queued.get(ws);
+    if (queued) {
+      queued.texts.push(text);
       return;
     }
-    this.queued.set(ws, [text]);
+    this.queued.set(ws, { data, texts: [text] });
     if (!this.scheduled) {
       this.scheduled = true;
       queueMicrotask(this.flush);
@@ -34,8 +38,8 @@ export class AnswerQueue {
   private flushNow(): void {
     this.scheduled = false;
     const dropped: LiveSocket[] = [];
-    for (const [ws, texts] of this.queued) {
-      if (!ws.getUserData().open) continue; // uWS throws on a send to a closed socket; the close handler marks it
+    for (const [ws, { data, texts }] of this.queued) {
+      if (!data.open) continue; // closed meanwhile: the close handler marks it
       ws.cork(() => {
         for (const text of texts) {
           if (ws.send(text) === DROPPED) return void dropped.push(ws);

@@ -39,12 +39,12 @@ export class FrameAnswer implements IntakeWaiter {
 
   stored(): void {
     this.data.refusedInARow = 0;
-    this.answers.push(this.ws, ackFrame(this.ref));
+    this.answers.push(this.ws, this.data, ackFrame(this.ref));
   }
 
   failed(e: unknown): void {
     if (!(e instanceof AppError)) this.onError(e);
-    this.answers.push(this.ws, errorFrame(this.ref, e));
+    this.answers.push(this.ws, this.data, errorFrame(this.ref, e));
   }
 
   aborted(): boolean {
