@@ -180,7 +180,10 @@ export async function runScenario(o: RunOptions): Promise<RunOutcome> {
   // phones without sockets learn the page by reading the layout
   const poll = scenario.httpShare > 0 ? setInterval(() => void pollPage(), HTTP_PAGE_POLL_MS) : null;
   async function pollPage(): Promise<void> {
-    const layout = await discover(o.target, o.apiKey, scenario.layoutId).catch(() => null);
+    const layout = await discover(o.target, o.apiKey, scenario.layoutId).catch(() => {
+      metrics.error('layout_poll'); // the phones without sockets keep their page until the next read
+      return null;
+    });
     if (!layout || layout.activePageId === httpPage.pageId) return;
     httpPage = { pageId: layout.activePageId, version: httpPage.version + 1, controls: layout.controls };
     const now = schedule.now();
