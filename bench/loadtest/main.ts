@@ -18,6 +18,7 @@ interface RunFlags {
   quiet?: boolean;
   sourceAddresses?: string;
   part?: string;
+  oscListen?: string;
 }
 
 function finish(result: LoadtestResult, out: string | undefined): number {
@@ -50,6 +51,7 @@ async function run(file: string, opts: RunFlags): Promise<number> {
     target,
     apiKey,
     sourceAddresses: opts.sourceAddresses ? opts.sourceAddresses.split(',').map((a) => a.trim()).filter(Boolean) : [],
+    oscListen: opts.oscListen ?? null,
     progress: tty ? (line) => process.stderr.write(`\r${line}\u001b[K`) : null,
     signal: stop.signal,
   });
@@ -69,6 +71,7 @@ program
   .option('--out <file>', 'write the result (encoded histograms, counts, verdict) as JSON')
   .option('--quiet', 'no progress line')
   .option('--source-addresses <list>', 'spread sockets over these local addresses (127.0.0.2,127.0.0.3 on one machine)')
+  .option('--osc-listen <host:port>', 'the venue end: receive what the bridge sends there and report action-to-display latency and loss (String actions are tagged)')
   .option('--part <k/n>', 'play part k of n of the crowd (1/n of the arrivals and of the mint rate, a seed of its own): one of n processes or machines')
   .action(async (file: string, opts: RunFlags) => {
     process.exitCode = await run(file, opts);

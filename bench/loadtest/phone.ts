@@ -5,6 +5,7 @@
 // shows in the first and hides in the second, as coordinated omission would hide it.
 import WebSocket from 'ws';
 import type { PlayAction, PlayControl } from './crowd-model.js';
+import type { DisplayWatch } from './display-watch.js';
 import type { Metrics } from './metrics.js';
 
 /** Close codes after which a phone does not reconnect with its token. */
@@ -30,6 +31,8 @@ export interface PhoneEnv {
   sawPage: (phone: Phone, page: LivePage, at: number) => void;
   /** the run is ending: nothing reconnects */
   stopping: () => boolean;
+  /** with --osc-listen: String actions are tagged and looked for at the display */
+  display: DisplayWatch | null;
 }
 
 interface Pending {
@@ -37,6 +40,8 @@ interface Pending {
   intendedAt: number;
   sentAt: number;
   ref: string;
+  /** the display tag of a String action (--osc-listen) */
+  tag: string | null;
 }
 
 export class Phone {
@@ -177,7 +182,13 @@ export class Phone {
   private send(action: PlayAction, intendedAt: number): void {
     const sentAt = this.env.now();
     const ref = String(++this.refs);
-    this.inFlight = { action, intendedAt, sentAt, ref };
+    const display = this.env.display;
+    const tag = display && action.type === 'String' ? display.tag(this.id, ref) : null;
+    if (tag !== null) {
+      action = { ...action, value: `${String(action.value)} #${tag}` };
+      display!.sent(tag, intendedAt);
+    }
+    this.inFlight = { action, intendedAt, sentAt, ref, tag };
     this.env.metrics.count('actions');
     if (this.transport === 'socket') {
       this.env.metrics.count('socket_actions');
@@ -203,6 +214,7 @@ export class Phone {
     this.inFlight = null;
     const labels = `transport=${this.transport},type=${p.action.type}`;
     if (errorCode === null) {
+      if (p.tag !== null) this.env.display?.acked(p.tag);
       this.env.metrics.count('acks');
       this.env.metrics.record('ack_ms', now - p.intendedAt, labels);
       this.env.metrics.record('ack_service_ms', now - p.sentAt, labels);

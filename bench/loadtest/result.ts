@@ -33,6 +33,7 @@ export interface LoadtestResult {
 export function buildResult(m: Metrics, base: Pick<LoadtestResult, 'target' | 'startedAt' | 'durationS' | 'parts' | 'scenario' | 'interrupted'>, partsValid = true): LoadtestResult {
   const thresholds = judge(parseThresholds(base.scenario.thresholds), (metric, stat) => {
     if (metric === 'errors') return stat === 'count' ? m.counts.errors : m.counts.errors / Math.max(1, m.counts.actions);
+    if (metric === 'display_lost') return stat === 'count' ? m.counts.display_lost : m.counts.display_lost / Math.max(1, m.counts.display_seen + m.counts.display_lost);
     if (metric === 'socket_failures') return stat === 'count' ? m.counts.socket_failures : m.counts.socket_failures / Math.max(1, m.counts.sockets_opened + m.counts.socket_failures);
     return m.stat(metric, stat === 'rate' ? 'count' : stat);
   });

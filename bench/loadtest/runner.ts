@@ -3,6 +3,7 @@
 // phases on the plan's clock: arrivals, Poisson play, cues on a page the operator switches to, and
 // reconnect storms. Everything it sends goes to the target; every phase is bounded in time.
 import { exponentialMs, preferenceSplit, PhoneTaste, seededRandom, type PlayControl } from './crowd-model.js';
+import { DisplayWatch } from './display-watch.js';
 import { LoadtestError } from './errors.js';
 import { Metrics } from './metrics.js';
 import { Phone, type LivePage } from './phone.js';
@@ -14,6 +15,8 @@ export interface RunOptions {
   target: URL;
   apiKey: string;
   sourceAddresses: readonly string[];
+  /** host:port to listen on for the bridge's OSC (the venue end), or null */
+  oscListen: string | null;
   /** a line of progress every second (a terminal), or nothing */
   progress: ((line: string) => void) | null;
   /** aborted by Ctrl-C: the run stops at once and reports what it measured */
@@ -28,6 +31,8 @@ export interface RunOutcome {
 
 /** After the last phase, answers still on their way are waited for this long. */
 const SETTLE_MS = 2000;
+/** With --osc-listen, datagrams still on their way after the last ack are waited for this long. */
+const DISPLAY_SETTLE_MS = 1000;
 /** Tokens being minted at once at most (a backend's pool of connections). */
 const MINTS_IN_FLIGHT = 32;
 /** How often the layout is read for the phones that use POST /action (they have no page frames). */
@@ -44,6 +49,8 @@ export async function runScenario(o: RunOptions): Promise<RunOutcome> {
   const metrics = new Metrics();
   const first = await discover(o.target, o.apiKey, scenario.layoutId);
   const schedule = new Schedule(metrics, scenario.maxLagMs);
+  const display = o.oscListen === null ? null : new DisplayWatch(metrics, () => schedule.now());
+  await display?.listen(o.oscListen!);
   const random = seededRandom(scenario.seed);
   const preference = preferenceSplit(scenario.seed);
   const phones: Phone[] = [];
@@ -60,6 +67,7 @@ export async function runScenario(o: RunOptions): Promise<RunOutcome> {
     layoutId: scenario.layoutId,
     sourceAddresses: o.sourceAddresses,
     stopping: () => stopping,
+    display,
     sawPage: (phone: Phone, page: LivePage, at: number) => {
       if (cue && page.pageId === cue.phase.onPage && !cue.seen.has(phone)) onCue(cue, phone, at, true);
     },
@@ -213,6 +221,9 @@ export async function runScenario(o: RunOptions): Promise<RunOutcome> {
   phaseIndex = scenario.phases.length;
   schedule.stop();
   if (!interrupted) await settle(phones, SETTLE_MS, o.signal);
+  // what was stored reaches the displays a bridge tick and its playout delay later
+  if (display && !interrupted) await new Promise((r) => setTimeout(r, DISPLAY_SETTLE_MS));
+  display?.finish();
   stopping = true;
   if (poll) clearInterval(poll);
   if (pacer) clearTimeout(pacer);

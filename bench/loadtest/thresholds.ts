@@ -22,7 +22,9 @@ export const THRESHOLD_METRICS: Readonly<Record<string, 'histogram' | 'rate'>> =
   crowd_interval_ms: 'histogram',
   connect_ms: 'histogram',
   schedule_lag_ms: 'histogram',
+  display_ms: 'histogram',
   errors: 'rate',
+  display_lost: 'rate',
   socket_failures: 'rate',
 };
 

@@ -2,7 +2,8 @@
 // Redis) on loopback, the API key in AUDIENCE_API_KEY. The README's scenario runs as written with a
 // page switch by the operator; a threshold below what is measured exits 99; a bad scenario exits
 // 104 naming the field; a reconnect storm reconnects every phone once; a stalled target (SIGSTOP for 1 s) shows in the latency from the planned
-// moment and not in the service time; two runs merge into their summed counts; Ctrl-C exits 105
+// moment and not in the service time; with --osc-listen a real bridge's datagrams give
+// action-to-display latency and loss; two runs merge into their summed counts; Ctrl-C exits 105
 // with a summary.
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
@@ -13,6 +14,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { LoadtestResult } from '../../bench/loadtest/result.js';
 import { startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { spawnGateway, type GatewayProcess } from '../helpers/gateway-process.js';
+import { freePort } from '../../gateway/dev/redis-server.js';
+import { configFile, spawnBridge } from '../helpers/bridge.js';
 import { killAfterEach } from '../helpers/processes.js';
 import { randomPrefix, useRedis } from '../helpers/redis.js';
 
@@ -153,6 +156,39 @@ describe('a reconnect storm', () => {
     expect(r.counts.sockets_opened).toBe(2 * r.counts.phones);
     expect(r.metrics.connect_ms!.count).toBe(2 * r.counts.phones);
     expect(r.counts.errors).toBe(0);
+  }, 30_000);
+});
+
+describe('--osc-listen: the venue end', () => {
+  it("finds every stored String action in what a real bridge sends to the tool's port: action-to-display latency, none lost", async () => {
+    const port = await freePort();
+    const file = configFile({ redisUrl: redis.get().server.url, prefix: t.config.redisPrefix, bridgeId: 'rehearsal', layouts: [{ layoutId: t.layoutId, targets: [{ host: '127.0.0.1', port }] }] });
+    const bridge = await spawnBridge(['--config', file]);
+    track(bridge.child);
+    await t.admin.layouts.activate(t.layoutId, 'main');
+    const out = join(dir, 'venue.json');
+    const scenario = { layoutId: t.layoutId, seed: 4, phases: [{ name: 'doors', durationS: 1, arrivalsPerS: 10 }, { name: 'play', durationS: 4, actionsPerPhonePerS: 3 }], thresholds: { display_ms: 'p(99) < 1000', display_lost: 'count == 0' } };
+    const run = await tool(['run', scenarioFile('venue', scenario), '--target', gw.url, '--osc-listen', `127.0.0.1:${port}`, '--out', out]);
+    expect(run.code).toBe(0);
+    const r = readResult(out);
+    const strings = r.metrics['ack_ms{transport=socket,type=String}']?.count ?? 0;
+    console.log(`figure: ${strings} String actions stored, ${r.counts.display_seen} seen at the display, display_ms p50 ${r.metrics.display_ms?.p50} p99 ${r.metrics.display_ms?.p99} ms`);
+    expect(strings).toBeGreaterThan(3);
+    expect(r.counts.display_seen).toBe(strings);
+    expect(r.counts.display_lost).toBe(0);
+    expect(r.metrics.display_ms!.count).toBe(strings);
+    expect(run.stdout).toContain('display_ms');
+  }, 30_000);
+
+  it('counts a stored action that never reaches the display as lost (no bridge sends there)', async () => {
+    const port = await freePort();
+    const out = join(dir, 'dark.json');
+    const scenario = { layoutId: t.layoutId, seed: 4, phases: [{ name: 'doors', durationS: 1, arrivalsPerS: 10 }, { name: 'play', durationS: 3, actionsPerPhonePerS: 3 }], thresholds: { display_lost: 'count == 0' } };
+    const run = await tool(['run', scenarioFile('dark', scenario), '--target', gw.url, '--osc-listen', `127.0.0.1:${port}`, '--out', out]);
+    expect(run.code).toBe(99);
+    const r = readResult(out);
+    expect(r.counts.display_lost).toBe(r.metrics['ack_ms{transport=socket,type=String}']!.count);
+    expect(r.counts.display_seen).toBe(0);
   }, 30_000);
 });
 
