@@ -10,6 +10,8 @@ import type { Metrics } from './metrics.js';
 
 /** Close codes after which a phone does not reconnect with its token. */
 const FINAL_CLOSES = new Set([4001, 4004]);
+const ACK_START = '{"op":"ack","ref":"';
+const CROWD_START = '{"op":"crowd","lid":';
 /** At most this many planned actions wait behind the one in flight; more are counted unsent. */
 const QUEUE_MAX = 100;
 
@@ -148,9 +150,13 @@ export class Phone {
 
   private received(data: Buffer): void {
     const now = this.env.now();
+    const text = data.toString();
+    // the two frequent frames without a JSON parse: the gateway writes them in this form
+    if (text.startsWith(ACK_START) && text.endsWith('"}')) return this.answered(text.slice(ACK_START.length, -2), null, now);
+    if (text.startsWith(CROWD_START)) return this.crowdFrame(Number.parseInt(text.slice(CROWD_START.length), 10), now);
     let frame: { op?: string; ref?: string; lid?: number; activePageId?: string; version?: number; controls?: PlayControl[]; error?: { code?: string } };
     try {
-      frame = JSON.parse(data.toString()) as typeof frame;
+      frame = JSON.parse(text) as typeof frame;
     } catch {
       return void this.env.metrics.error('bad_frame');
     }
@@ -165,18 +171,19 @@ export class Phone {
         this.env.sawPage(this, this.page, now);
         return this.flush();
       }
-      case 'crowd': {
-        this.env.metrics.count('crowd_frames');
-        const lid = frame.lid ?? 0;
-        const last = this.crowdAt.get(lid);
-        if (last !== undefined) this.env.metrics.record('crowd_interval_ms', now - last);
-        this.crowdAt.set(lid, now);
-        return;
-      }
+      case 'crowd':
+        return this.crowdFrame(frame.lid ?? 0, now);
       case 'ack':
       case 'error':
         return this.answered(frame.ref ?? null, frame.op === 'ack' ? null : (frame.error?.code ?? 'unknown'), now);
     }
+  }
+
+  private crowdFrame(lid: number, now: number): void {
+    this.env.metrics.count('crowd_frames');
+    const last = this.crowdAt.get(lid);
+    if (last !== undefined) this.env.metrics.record('crowd_interval_ms', now - last);
+    this.crowdAt.set(lid, now);
   }
 
   private send(action: PlayAction, intendedAt: number): void {
