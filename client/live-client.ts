@@ -29,6 +29,8 @@ export interface Page {
   controls: Control[];
   destinationCount: number;
   version: number;
+  /** when the page was switched to or the layout imported (ms since the epoch, the switcher's clock) */
+  changedAt: number;
 }
 export interface CrowdValue {
   lid: number;

@@ -15,6 +15,8 @@ export interface LiveLayout {
   name: string;
   activePageId: string;
   version: number;
+  /** when the active page was switched or the layout imported (ms since the epoch, the writer's clock) */
+  updatedAt: number;
   pages: Page[];
   /** the layout's own per-participant rates, if it sets any */
   limits?: LayoutLimits;

@@ -45,9 +45,9 @@ export function ackFrame(ref: string): string {
   return `{"op":"ack","ref":${JSON.stringify(ref)}}`;
 }
 
-/** The layout's active page, its controls as GET /layout returns them. */
+/** The layout's active page, its controls as GET /layout returns them, and when it was switched to (or imported). */
 export function pageFrame(layout: LiveLayout, destinationCount: number): string {
-  return JSON.stringify({ op: 'page', layoutId: layout.layoutId, activePageId: layout.activePageId, controls: layout.activeControls, destinationCount, version: layout.version });
+  return JSON.stringify({ op: 'page', layoutId: layout.layoutId, activePageId: layout.activePageId, controls: layout.activeControls, destinationCount, version: layout.version, changedAt: layout.updatedAt });
 }
 
 /**

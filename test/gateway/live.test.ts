@@ -143,14 +143,19 @@ describe('GET /live', () => {
     calm.ws.close();
   });
 
-  it('sends the new page after a page switch, with a higher version', async () => {
+  it('sends the new page after a page switch, with a higher version and the moment of the switch (changedAt)', async () => {
     const { frames, next, ws } = await connect(await mintToken(t, t.layoutId, t.apiKey));
     const first = await next('page');
     const before = frames.length;
+    const switchedFrom = Date.now();
     await t.admin.layouts.activate(t.layoutId, 'encore');
+    const switchedBy = Date.now();
     const switched = await next('page', before);
     expect(switched.activePageId).toBe('encore');
     expect(switched.version as number).toBeGreaterThan(first.version as number);
+    expect(switched.changedAt as number).toBeGreaterThanOrEqual(switchedFrom);
+    expect(switched.changedAt as number).toBeLessThanOrEqual(switchedBy);
+    expect(first.changedAt as number).toBeLessThan(switchedFrom);
     await t.admin.layouts.activate(t.layoutId, 'main');
     ws.close();
   });
