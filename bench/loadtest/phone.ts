@@ -19,6 +19,8 @@ export interface LivePage {
   pageId: string;
   version: number;
   controls: PlayControl[];
+  /** when the page was switched to (ms since the epoch, the switcher's clock), as page frames carry it */
+  changedAt?: number;
 }
 
 export interface PhoneEnv {
@@ -29,8 +31,8 @@ export interface PhoneEnv {
   layoutId: string;
   /** source addresses sockets are spread over (empty: the system's choice) */
   sourceAddresses: readonly string[];
-  /** a page this phone saw (its first, or a switch) */
-  sawPage: (phone: Phone, page: LivePage, at: number) => void;
+  /** a page this phone's socket brought (its first, or a switch), at `at` on the run's clock and `wallAt` ms since the epoch */
+  sawPage: (phone: Phone, page: LivePage, at: number, wallAt: number) => void;
   /** the run is ending: nothing reconnects */
   stopping: () => boolean;
   /** with --osc-listen: String actions are tagged and looked for at the display */
@@ -154,7 +156,7 @@ export class Phone {
     // the two frequent frames without a JSON parse: the gateway writes them in this form
     if (text.startsWith(ACK_START) && text.endsWith('"}')) return this.answered(text.slice(ACK_START.length, -2), null, now);
     if (text.startsWith(CROWD_START)) return this.crowdFrame(Number.parseInt(text.slice(CROWD_START.length), 10), now);
-    let frame: { op?: string; ref?: string; lid?: number; activePageId?: string; version?: number; controls?: PlayControl[]; error?: { code?: string } };
+    let frame: { op?: string; ref?: string; lid?: number; activePageId?: string; version?: number; changedAt?: number; controls?: PlayControl[]; error?: { code?: string } };
     try {
       frame = JSON.parse(text) as typeof frame;
     } catch {
@@ -167,8 +169,8 @@ export class Phone {
         this.awaitingPage = false;
         this.attempts = 0;
         if (this.page && this.page.version >= (frame.version ?? 0)) return this.flush();
-        this.page = { pageId: frame.activePageId ?? '', version: frame.version ?? 0, controls: frame.controls ?? [] };
-        this.env.sawPage(this, this.page, now);
+        this.page = { pageId: frame.activePageId ?? '', version: frame.version ?? 0, controls: frame.controls ?? [], ...(typeof frame.changedAt === 'number' && { changedAt: frame.changedAt }) };
+        this.env.sawPage(this, this.page, now, Date.now());
         return this.flush();
       }
       case 'crowd':

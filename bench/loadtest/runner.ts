@@ -68,14 +68,17 @@ export async function runScenario(o: RunOptions): Promise<RunOutcome> {
     sourceAddresses: o.sourceAddresses,
     stopping: () => stopping,
     display,
-    sawPage: (phone: Phone, page: LivePage, at: number) => {
-      if (cue && page.pageId === cue.phase.onPage && !cue.seen.has(phone)) onCue(cue, phone, at, true);
+    sawPage: (phone: Phone, page: LivePage, at: number, wallAt: number) => {
+      if (!cue || page.pageId !== cue.phase.onPage || cue.seen.has(phone)) return;
+      // the fan-out: from the switch itself (the frame's changedAt), or from the first phone that saw it
+      if (page.changedAt !== undefined) metrics.record('page_switch_ms', Math.max(0, wallAt - page.changedAt));
+      onCue(cue, phone, at, page.changedAt === undefined);
     },
   };
 
-  /** A phone saw the cue's page (`switched`: by a switch during the phase, so it counts in the fan-out). */
-  function onCue(c: Cue, phone: Phone, at: number, switched: boolean): void {
-    c.seen.set(phone, switched ? at : -1);
+  /** A phone saw the cue's page; `fromFirst`: its fan-out counts from the first phone that saw it (no changedAt). */
+  function onCue(c: Cue, phone: Phone, at: number, fromFirst: boolean): void {
+    c.seen.set(phone, fromFirst ? at : -1);
     if (random() >= c.phase.share) return;
     const when = at + random() * c.phase.actWithinS * 1000;
     schedule.at(when, () => act(phone, when, true));
@@ -176,7 +179,7 @@ export async function runScenario(o: RunOptions): Promise<RunOutcome> {
     }
   }
 
-  /** The fan-out of the cue that ends: from the first phone that saw the switch to each one. */
+  /** The fan-out of a cue that ends, for phones whose frames had no changedAt: from the first phone that saw the switch to each one. */
   function finishCue(): void {
     if (!cue) return;
     const times = [...cue.seen.values()].filter((t) => t >= 0);
@@ -198,7 +201,8 @@ export async function runScenario(o: RunOptions): Promise<RunOutcome> {
     for (const phone of phones) {
       if (phone.transport !== 'http') continue;
       phone.page = httpPage;
-      env.sawPage(phone, httpPage, now);
+      // phones without sockets learn the page by reading it: they act on the cue, outside the fan-out
+      if (cue && httpPage.pageId === cue.phase.onPage && !cue.seen.has(phone)) onCue(cue, phone, now, false);
     }
   }
 
