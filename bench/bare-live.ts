@@ -3,11 +3,9 @@
 // to /live (selecting audience-control.v1, checking nothing), sends a fixed page frame on open and
 // subscribes the socket to one topic, answers every frame with a fixed ack, and publishes each line
 // `publish <text>` it reads on stdin to the topic (uWS writes it to every socket in C++). Several of
-// these can listen on one port (SO_REUSEPORT), as gateway workers do. For a load generator it also
-// answers GET /layout/* (the newest page published) and POST /token (a token it never checks).
+// these can listen on one port (SO_REUSEPORT), as gateway workers do.
 //   node dist/bench/bare-live.js <port> <first page frame>
 import { createInterface } from 'node:readline';
-import type { HttpResponse } from 'uWebSockets.js';
 import { nativeUws } from '../gateway/http/uws.js';
 
 const uws = nativeUws();
@@ -16,21 +14,8 @@ const firstPage = process.argv[3] ?? '{"op":"page"}';
 const TOPIC = 'layout';
 const ACK = '{"op":"ack","ref":"0"}';
 
-/** the page now (GET /layout answers it), as the newest page frame published says */
-let current = JSON.parse(firstPage) as Record<string, unknown>;
-const reply = (res: HttpResponse, body: string): void => {
-  res.cork(() => res.writeHeader('content-type', 'application/json').end(body));
-};
-
 const app = uws.App();
 app
-  // discovery and minting as a load generator needs them (nothing is checked)
-  .get('/layout/*', (res) => void reply(res, JSON.stringify({ layoutId: current.layoutId, activePageId: current.activePageId, controls: current.controls, destinationCount: 0 })))
-  .post('/token', (res) => {
-    res.onAborted(() => {});
-    res.onData(() => {});
-    reply(res, '{"token":"bare.token.for-the-bench"}');
-  })
   .ws('/live', {
     idleTimeout: 60,
     sendPingsAutomatically: true,
@@ -39,7 +24,7 @@ app
       res.upgrade({}, req.getHeader('sec-websocket-key'), 'audience-control.v1', req.getHeader('sec-websocket-extensions'), context);
     },
     open: (ws) => {
-      ws.send(JSON.stringify(current));
+      ws.send(firstPage);
       ws.subscribe(TOPIC);
     },
     message: (ws) => {
@@ -52,9 +37,6 @@ app
   });
 
 createInterface({ input: process.stdin }).on('line', (line) => {
-  if (!line.startsWith('publish ')) return;
-  const text = line.slice('publish '.length);
-  if (text.startsWith('{"op":"page"')) current = JSON.parse(text) as Record<string, unknown>;
-  app.publish(TOPIC, text);
+  if (line.startsWith('publish ')) app.publish(TOPIC, line.slice('publish '.length));
 });
 process.stdin.on('end', () => process.exit(0));

@@ -13,9 +13,7 @@ import { BENCH_LIMITS } from './limits.js';
 
 const MAIN = fileURLToPath(new URL('../gateway/main.js', import.meta.url));
 const BARE = fileURLToPath(new URL('./bare-live.js', import.meta.url));
-/** The layout both targets serve. */
-export const BENCH_LAYOUT = 'live-bench';
-const LAYOUT = BENCH_LAYOUT;
+const LAYOUT = 'live-bench';
 
 export interface LiveTarget {
   name: string;
@@ -23,8 +21,6 @@ export interface LiveTarget {
   /** the processes that hold the sockets */
   pids: number[];
   tokens: string[];
-  /** the API key a load generator discovers and mints with */
-  apiKey: string;
   /** switches the live page; resolves when the switch is made (`layout activate` returned) */
   switchTo(pageId: string): Promise<void>;
   /** starts crowd values changing; the returned function stops them */
@@ -58,7 +54,6 @@ export async function gatewayTarget(redisUrl: string, workers: number): Promise<
     url,
     pids: started.match[1]!.split(',').map(Number),
     tokens,
-    apiKey: key.apiKey,
     switchTo: (pageId) => stores.layouts.activate(LAYOUT, pageId).then(() => {}),
     crowd() {
       // open loop: 8 moves every 100 ms whatever the answers take, so a loaded gateway still sees the crowd move
@@ -88,7 +83,7 @@ export async function gatewayTarget(redisUrl: string, workers: number): Promise<
 export async function bareTarget(processes: number): Promise<LiveTarget> {
   const layout = benchLayout();
   let version = 1;
-  const page = (pageId: string) => JSON.stringify({ op: 'page', layoutId: LAYOUT, activePageId: pageId, controls: layout.pages.find((p) => p.pageId === pageId)!.controls, destinationCount: 0, version: version++, changedAt: Date.now() });
+  const page = (pageId: string) => JSON.stringify({ op: 'page', layoutId: LAYOUT, activePageId: pageId, controls: layout.pages.find((p) => p.pageId === pageId)!.controls, destinationCount: 0, version: version++ });
   const port = 20000 + Math.floor(Math.random() * 20000);
   const children: ChildProcess[] = [];
   for (let i = 0; i < processes; i++) {
@@ -103,7 +98,6 @@ export async function bareTarget(processes: number): Promise<LiveTarget> {
     url: `http://127.0.0.1:${port}`,
     pids: children.map((c) => c.pid!),
     tokens: ['bare'],
-    apiKey: 'bare.key',
     switchTo: (pageId) => Promise.resolve(publish(page(pageId))),
     crowd() {
       let n = 0;

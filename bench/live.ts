@@ -7,16 +7,16 @@
 //     memory per socket and idle CPU per process, how long a page switch takes to reach every
 //     socket after `layout activate` returns, and what crowd frames at 4 Hz to every socket cost.
 //   npm run bench:live [-- --seconds 10 --sockets 50000 --workers 4 --per-generator 10000 --only action|sockets|gateway-sockets]
-import { execFile, spawn } from 'node:child_process';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { parseArgs, promisify } from 'node:util';
 import WebSocket from 'ws';
-import { actionRequests, cpuSeconds, mintTokens, pinProcess, pinnedRedis, rssMiB, seedDemo, spawnPinned, spawnPinnedGateway, stopChild, wrkLoad } from './harness.js';
-import { BENCH_LAYOUT, bareTarget, gatewayTarget, type LiveTarget } from './live-targets.js';
-import { mergeResults } from './loadtest/result.js';
+import { actionRequests, cpuSeconds, mintTokens, percentiles, pinProcess, pinnedRedis, rssMiB, seedDemo, spawnPinned, spawnPinnedGateway, stopChild, wrkLoad } from './harness.js';
+import { bareTarget, gatewayTarget, type LiveTarget } from './live-targets.js';
 
 const { values } = parseArgs({ options: { seconds: { type: 'string', default: '10' }, sockets: { type: 'string', default: '50000' }, workers: { type: 'string', default: '4' }, 'per-generator': { type: 'string', default: '10000' }, connections: { type: 'string', default: '100' }, only: { type: 'string' } } });
 const seconds = Number(values.seconds);
@@ -24,7 +24,7 @@ const socketCount = Number(values.sockets);
 const workers = Number(values.workers);
 const perGenerator = Number(values['per-generator']);
 const connections = Number(values.connections);
-const LOADTEST = fileURLToPath(new URL('./loadtest/main.js', import.meta.url));
+const GENERATOR = fileURLToPath(new URL('./live-sockets.js', import.meta.url));
 const BARE_HTTP = fileURLToPath(new URL('./bare-uws.js', import.meta.url));
 const BARE_LIVE = fileURLToPath(new URL('./bare-live.js', import.meta.url));
 const progress = (what: string) => process.stderr.write(`bench: ${what}\n`);
@@ -109,100 +109,95 @@ async function actionCost(): Promise<string> {
   }
 }
 
-/** What many sockets cost one target, with the load tester's figures. */
+interface Generator {
+  child: ChildProcess;
+  next: () => Promise<Record<string, unknown>>;
+}
+
+function startGenerator(url: string, tokensFile: string, count: number, address: string): Generator {
+  const child = spawn(process.execPath, ['--max-old-space-size=4096', GENERATOR, wsUrl(url), tokensFile, String(count), address], { stdio: ['pipe', 'pipe', 'inherit'] });
+  const lines: string[] = [];
+  const waiting: ((line: string) => void)[] = [];
+  createInterface({ input: child.stdout }).on('line', (line) => (waiting.length > 0 ? waiting.shift()!(line) : lines.push(line)));
+  const parse = (line: string) => JSON.parse(line) as Record<string, unknown>;
+  return { child, next: () => new Promise((r) => (lines.length > 0 ? r(parse(lines.shift()!)) : waiting.push((l) => r(parse(l))))) };
+}
+
+/** What many sockets cost one target. */
 interface SocketFigures {
   served: number;
   failed: number;
+  openSeconds: number;
   kbPerSocket: number;
   /** share of a core, each process */
   idle: number[];
-  /** every socket's page frame after the switches, from the switch (the frame's changedAt) */
-  switches: { frames: number; p50: number; p99: number; max: number };
-  /** crowd frames a second per socket (from the median interval), and the cores they cost over idle (all processes) */
+  /** per switch: frames received, p50, p99, max (ms from the switch) */
+  switches: { frames: number; p50: number; p99: number; max: number }[];
+  all: { p50: number; p99: number; max: number };
+  /** crowd frames a second per socket, and the cores they cost over idle (all processes) */
   crowdHz: number;
   crowdCores: number;
-  /** the generators' own schedule lag p99 (ms) */
-  lagP99Ms: number | null;
 }
 
-/** Seconds the sockets take to open (the doors), to settle, each page switch, and between switches and crowd. */
-const OPEN_S = 25;
-const SETTLE_S = 3;
-const CUE_S = 3;
-const CUES = ['encore', 'main', 'encore', 'main', 'encore', 'main'];
-
-/**
- * Part 2: `socketCount` sockets on one target, played by audience-loadtest processes (one crowd
- * model and one latency method with rehearsals), each its part of the crowd from its own source
- * address; the bench switches pages and moves the crowd at the planned moments and measures the
- * target's processes from outside.
- */
+/** Part 2: `socketCount` sockets on one target from generator processes on 127.0.0.2, .3, ... */
 async function manySockets(target: LiveTarget): Promise<SocketFigures> {
-  const parts = Math.ceil(socketCount / perGenerator);
-  const dir = mkdtempSync(join(tmpdir(), 'bench-live-'));
-  const scenarioFile = join(dir, 'scenario.json');
-  const crowdAtS = OPEN_S + SETTLE_S + seconds + CUES.length * CUE_S + 2;
-  writeFileSync(
-    scenarioFile,
-    JSON.stringify({
-      layoutId: BENCH_LAYOUT,
-      seed: 1,
-      mintPerSecond: (2 * socketCount) / OPEN_S,
-      maxLagMs: 1000,
-      phases: [
-        { name: 'doors', durationS: OPEN_S, arrivalsPerS: socketCount / OPEN_S },
-        { name: 'hold', durationS: SETTLE_S + seconds },
-        ...CUES.map((pageId, i) => ({ name: `switch-${i + 1}`, durationS: CUE_S, onPage: pageId, share: 0 })),
-        { name: 'settle', durationS: 2 },
-        { name: 'crowd', durationS: seconds },
-      ],
-    }),
-  );
-  const outs = Array.from({ length: parts }, (_, k) => join(dir, `part-${k + 1}.json`));
-  const rss0 = target.pids.map(rssMiB);
-  progress(`${target.name}: ${socketCount} sockets from ${parts} audience-loadtest processes`);
-  const t0 = Date.now();
-  const generators = outs.map((out, k) =>
-    spawn(process.execPath, [LOADTEST, 'run', scenarioFile, '--target', target.url, '--part', `${k + 1}/${parts}`, '--source-addresses', `127.0.0.${2 + k}`, '--quiet', '--out', out], {
-      env: { ...process.env, AUDIENCE_API_KEY: target.apiKey },
-      stdio: ['ignore', 'ignore', 'inherit'],
-    }),
-  );
-  const ended = Promise.all(generators.map((g) => new Promise((r) => g.once('exit', r))));
-  const at = (s: number) => sleep(Math.max(0, t0 + s * 1000 - Date.now()));
+  const generators: Generator[] = [];
+  const report = async (pageId: string) => {
+    for (const g of generators) g.child.stdin!.write(`report ${pageId}\n`);
+    return Promise.all(generators.map((g) => g.next()));
+  };
   try {
-    await at(OPEN_S + SETTLE_S);
-    const kbPerSocket = ((target.pids.map(rssMiB).reduce((a, b) => a + b, 0) - rss0.reduce((a, b) => a + b, 0)) * 1024) / socketCount;
+    const tokensFile = join(mkdtempSync(join(tmpdir(), 'bench-live-')), 'tokens.json');
+    writeFileSync(tokensFile, JSON.stringify(target.tokens));
+    const rss0 = target.pids.map(rssMiB);
+    progress(`${target.name}: opening ${socketCount} sockets`);
+    const t0 = Date.now();
+    for (let g = 0, left = socketCount; left > 0; g++, left -= perGenerator) generators.push(startGenerator(target.url, tokensFile, Math.min(perGenerator, left), `127.0.0.${2 + g}`));
+    const opened = await Promise.all(generators.map((g) => g.next()));
+    const openSeconds = (Date.now() - t0) / 1000;
+    const served = opened.reduce((n, o) => n + Number(o.opened), 0);
+    await sleep(3000); // settle: garbage collected, buffers returned
+    const kbPerSocket = ((target.pids.map(rssMiB).reduce((a, b) => a + b, 0) - rss0.reduce((a, b) => a + b, 0)) * 1024) / served;
     progress(`${target.name}: idle ${seconds} s`);
     const idle0 = target.pids.map(cpuSeconds);
-    await at(OPEN_S + SETTLE_S + seconds);
+    await sleep(seconds * 1000);
     const idle = target.pids.map((p, i) => (cpuSeconds(p) - idle0[i]!) / seconds);
-    for (const [i, pageId] of CUES.entries()) {
-      await at(OPEN_S + SETTLE_S + seconds + i * CUE_S + 0.5);
+    // page switches, each timed from the moment the switch returns
+    const switches: SocketFigures['switches'] = [];
+    const switchLatencies: number[] = [];
+    for (const pageId of ['encore', 'main', 'encore', 'main', 'encore']) {
+      await report('none'); // start clean
       await target.switchTo(pageId);
+      const at = Date.now();
+      await sleep(3000);
+      const latencies = (await report(pageId)).flatMap((r) => r.arrivals as number[]).map((t) => t - at).sort((a, b) => a - b);
+      switchLatencies.push(...latencies);
+      switches.push({ frames: latencies.length, ...percentiles(latencies) });
     }
-    await at(crowdAtS + 0.5);
+    // crowd values at 4 Hz
     progress(`${target.name}: crowd at 4 Hz, ${seconds} s`);
+    await target.switchTo('main');
+    await sleep(2000);
+    await report('none');
     const stopCrowd = target.crowd();
     const crowd0 = target.pids.map(cpuSeconds);
-    await at(crowdAtS + seconds - 0.5);
-    const crowdCores = target.pids.reduce((n, p, i) => n + (cpuSeconds(p) - crowd0[i]!) / (seconds - 1), 0) - idle.reduce((a, b) => a + b, 0);
+    await sleep(seconds * 1000);
+    const crowdCores = target.pids.reduce((n, p, i) => n + (cpuSeconds(p) - crowd0[i]!) / seconds, 0) - idle.reduce((a, b) => a + b, 0);
     await stopCrowd();
-    await ended;
-    const r = mergeResults(outs);
-    const page = r.metrics.page_switch_ms;
+    const crowdFrames = (await report('none')).reduce((n, r) => n + Number(r.crowd), 0);
     return {
-      served: r.counts.sockets_opened,
-      failed: r.counts.socket_failures,
+      served,
+      failed: opened.reduce((n, o) => n + Number(o.failed), 0),
+      openSeconds,
       kbPerSocket,
       idle,
-      switches: { frames: page?.count ?? 0, p50: page?.p50 ?? NaN, p99: page?.p99 ?? NaN, max: page?.max ?? NaN },
-      crowdHz: r.metrics.crowd_interval_ms ? 1000 / r.metrics.crowd_interval_ms.p50 : 0,
+      switches,
+      all: percentiles(switchLatencies.sort((a, b) => a - b)),
+      crowdHz: crowdFrames / served / seconds,
       crowdCores,
-      lagP99Ms: r.generator.lagP99Ms,
     };
   } finally {
-    for (const g of generators) g.kill('SIGKILL');
+    for (const g of generators) g.child.kill('SIGKILL');
   }
 }
 
@@ -210,17 +205,18 @@ async function manySockets(target: LiveTarget): Promise<SocketFigures> {
 function socketTable(bare: SocketFigures, gw: SocketFigures): string {
   const ratio = (a: number, b: number) => (b > 0 ? `${(a / b).toFixed(2)}x` : '-');
   const pct = (xs: number[]) => xs.map((x) => (x * 100).toFixed(1)).join(', ');
-  const sw = (f: SocketFigures) => `${f.switches.frames}: ${f.switches.p50} / ${f.switches.p99} / ${f.switches.max}`;
   return [
-    `${gw.served} sockets opened on the gateway (${gw.failed} refused), ${bare.served} on bare uWS (${bare.failed} refused), by audience-loadtest processes (schedule lag p99 ${gw.lagP99Ms} and ${bare.lagP99Ms} ms)`,
+    `${gw.served} sockets open on the gateway (${gw.failed} failed) in ${gw.openSeconds.toFixed(1)} s; ${bare.served} on bare uWS in ${bare.openSeconds.toFixed(1)} s`,
     '',
     '| figure | bare uWS | gateway | gateway / bare |',
     '|---|---|---|---|',
     `| memory per socket (RSS growth / sockets) | ${bare.kbPerSocket.toFixed(1)} KB | ${gw.kbPerSocket.toFixed(1)} KB | ${ratio(gw.kbPerSocket, bare.kbPerSocket)} |`,
     `| idle CPU per process (% of a core) | ${pct(bare.idle)} | ${pct(gw.idle)} | |`,
-    `| ${CUES.length} page switches: page frames, p50 / p99 / max ms from the switch | ${sw(bare)} | ${sw(gw)} | p99 ${ratio(gw.switches.p99, bare.switches.p99)} |`,
-    `| crowd at 4 Hz: frames a second per socket (median interval) | ${bare.crowdHz.toFixed(2)} | ${gw.crowdHz.toFixed(2)} | |`,
+    ...gw.switches.map((g, i) => `| page switch ${i + 1}: frames, p50 / p99 / max ms | ${bare.switches[i]!.frames}, ${bare.switches[i]!.p50} / ${bare.switches[i]!.p99} / ${bare.switches[i]!.max} | ${g.frames}, ${g.p50} / ${g.p99} / ${g.max} | |`),
+    `| page switch, all: p50 / p99 / max ms | ${bare.all.p50} / ${bare.all.p99} / ${bare.all.max} | ${gw.all.p50} / ${gw.all.p99} / ${gw.all.max} | p99 ${ratio(gw.all.p99, bare.all.p99)} |`,
+    `| crowd at 4 Hz: frames a second per socket | ${bare.crowdHz.toFixed(2)} | ${gw.crowdHz.toFixed(2)} | |`,
     `| crowd at 4 Hz: cores over idle, all processes | ${bare.crowdCores.toFixed(2)} | ${gw.crowdCores.toFixed(2)} | ${ratio(gw.crowdCores, bare.crowdCores)} |`,
+    `| crowd at 4 Hz: µs of CPU per frame delivered | ${((bare.crowdCores * 1e6) / (bare.crowdHz * bare.served)).toFixed(1)} | ${((gw.crowdCores * 1e6) / (gw.crowdHz * gw.served)).toFixed(1)} | |`,
     '',
     'gateway crowd cores include the 80 slider moves a second (POST /action) that drive it',
   ].join('\n');
