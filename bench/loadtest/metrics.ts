@@ -3,6 +3,7 @@
 // result carries every histogram encoded (HdrHistogram's compressed base64), so the results of
 // several generator machines merge into the same figures one machine would have measured.
 import * as hdr from 'hdr-histogram-js';
+import type { Stat } from './thresholds.js';
 
 type Histogram = hdr.Histogram;
 
@@ -67,10 +68,10 @@ export class Metrics {
     return h;
   }
 
-  /** A statistic of a metric, in ms; undefined for a metric with no values. */
-  stat(name: string, stat: 'mean' | 'max' | 'min' | 'count' | `p(${number})`): number | undefined {
+  /** A statistic of a histogram, in ms; undefined for one with no values (and for `rate`, which counts have). */
+  stat(name: string, stat: Stat): number | undefined {
     const h = this.histograms.get(name);
-    if (!h || h.totalCount === 0) return undefined;
+    if (!h || h.totalCount === 0 || stat === 'rate') return undefined;
     if (stat === 'count') return h.totalCount;
     if (stat === 'mean') return ms(h.mean);
     if (stat === 'max') return ms(h.maxValue);

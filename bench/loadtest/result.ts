@@ -35,7 +35,7 @@ export function buildResult(m: Metrics, base: Pick<LoadtestResult, 'target' | 's
     if (metric === 'errors') return stat === 'count' ? m.counts.errors : m.counts.errors / Math.max(1, m.counts.actions);
     if (metric === 'display_lost') return stat === 'count' ? m.counts.display_lost : m.counts.display_lost / Math.max(1, m.counts.display_seen + m.counts.display_lost);
     if (metric === 'socket_failures') return stat === 'count' ? m.counts.socket_failures : m.counts.socket_failures / Math.max(1, m.counts.sockets_opened + m.counts.socket_failures);
-    return m.stat(metric, stat === 'rate' ? 'count' : stat);
+    return m.stat(metric, stat);
   });
   const lagP99Ms = m.stat('schedule_lag_ms', 'p(99)') ?? null;
   const valid = partsValid && (lagP99Ms === null || lagP99Ms <= base.scenario.maxLagMs);
