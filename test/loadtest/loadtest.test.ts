@@ -146,6 +146,27 @@ describe('audience-loadtest run', () => {
   }, 60_000);
 });
 
+describe('phones without sockets (httpShare)', () => {
+  it('send with POST /action, learn a page switch by reading the layout and act on its cue; sockets come from --source-addresses', async () => {
+    await t.admin.layouts.activate(t.layoutId, 'main');
+    const out = join(dir, 'http.json');
+    // no play: every action is an answer to the cue, so an HTTP phone's action shows it saw the switch
+    const scenario = { layoutId: t.layoutId, seed: 17, httpShare: 0.5, phases: [{ name: 'doors', durationS: 1, arrivalsPerS: 20 }, { name: 'vote', durationS: 4, onPage: 'encore', share: 1, actWithinS: 1 }] };
+    const run = await tool(['run', scenarioFile('http', scenario), '--target', gw.url, '--source-addresses', '127.0.0.2,127.0.0.3', '--out', out], { during: () => void setTimeout(() => void t.admin.layouts.activate(t.layoutId, 'encore'), 2000) });
+    expect(run.code).toBe(0);
+    const r = readResult(out);
+    // every phone acts on the cue (share 1), a Button press in bursts: at least once each
+    expect(r.counts.http_actions).toBeGreaterThanOrEqual(r.counts.phones - r.counts.sockets_opened);
+    expect(r.counts.socket_actions).toBeGreaterThanOrEqual(r.counts.sockets_opened);
+    expect(r.counts.sockets_opened).toBeGreaterThan(0);
+    expect(r.counts.acks).toBe(r.counts.actions);
+    expect(r.counts.errors).toBe(0);
+    expect(r.counts.phones - r.counts.sockets_opened).toBeGreaterThan(0); // some phones had no socket
+    expect(r.metrics.page_switch_ms!.count).toBe(r.counts.sockets_opened); // the fan-out is the sockets'
+    await t.admin.layouts.activate(t.layoutId, 'main');
+  }, 30_000);
+});
+
 describe('a reconnect storm', () => {
   it('closes every socket and opens it again within the window: each phone reconnects once and gets its page again', async () => {
     const out = join(dir, 'storm.json');
