@@ -240,9 +240,10 @@ export class LiveChannel {
   }
 
   /**
-   * An answer (ack, error): sent whatever the state frames do, while the socket is open (uWS throws
-   * on a send to a closed one; the close handler marks it). One that uWS drops past the answers'
-   * limit closes the socket with 4008.
+   * An error answer to a frame, sent at once from inside the frame's handler (where uWS has the
+   * socket corked), so it goes out before a close that follows it (4029); answers that come later,
+   * from the action log, go through the AnswerQueue. Sent whatever the state frames do, while the
+   * socket is open; one that uWS drops past the answers' limit closes the socket with 4008.
    */
   private answer(ws: LiveSocket, text: string): void {
     if (ws.getUserData().open && ws.send(text) === DROPPED) this.end(ws, CLOSE.tooSlow, 'too slow to read');
