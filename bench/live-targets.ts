@@ -13,7 +13,9 @@ import { BENCH_LIMITS } from './limits.js';
 
 const MAIN = fileURLToPath(new URL('../gateway/main.js', import.meta.url));
 const BARE = fileURLToPath(new URL('./bare-live.js', import.meta.url));
-const LAYOUT = 'live-bench';
+/** The layout the live benches load: the demo layout, its Brightness slider aggregated (mean). */
+export const BENCH_LAYOUT = 'live-bench';
+const LAYOUT = BENCH_LAYOUT;
 
 export interface LiveTarget {
   name: string;
@@ -21,6 +23,8 @@ export interface LiveTarget {
   /** the processes that hold the sockets */
   pids: number[];
   tokens: string[];
+  /** an API key of the target (the bare floor accepts any) */
+  apiKey: string;
   /** switches the live page; resolves when the switch is made (`layout activate` returned) */
   switchTo(pageId: string): Promise<void>;
   /** starts crowd values changing; the returned function stops them */
@@ -54,6 +58,7 @@ export async function gatewayTarget(redisUrl: string, workers: number): Promise<
     url,
     pids: started.match[1]!.split(',').map(Number),
     tokens,
+    apiKey: key.apiKey,
     switchTo: (pageId) => stores.layouts.activate(LAYOUT, pageId).then(() => {}),
     crowd() {
       // open loop: 8 moves every 100 ms whatever the answers take, so a loaded gateway still sees the crowd move
@@ -98,6 +103,7 @@ export async function bareTarget(processes: number): Promise<LiveTarget> {
     url: `http://127.0.0.1:${port}`,
     pids: children.map((c) => c.pid!),
     tokens: ['bare'],
+    apiKey: 'bare',
     switchTo: (pageId) => Promise.resolve(publish(page(pageId))),
     crowd() {
       let n = 0;

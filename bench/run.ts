@@ -3,7 +3,7 @@
 // Writes bench/results/<timestamp>.json and .md, and prints the Markdown.
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { actionRequests, cpuSeconds, load, medianBy, mintTokens, percentiles, pinProcess, pinnedRedis, rssMiB, seedDemo, spawnPinned, stealMeter, stopChild, wrkLoad, type LoadResult, type Percentiles, spawnPinnedGateway } from './harness.js';
@@ -11,11 +11,13 @@ import { measureEndToEnd } from './end-to-end.js';
 import { openLoop } from './open-loop.js';
 import { BRIDGE_NODE_FLAGS } from '../bridge/node-flags.js';
 import { writeFiguresTable } from './figures-table.js';
+import type { LoadtestResult } from './loadtest/result.js';
 
 const BARE = fileURLToPath(new URL('./bare-uws.js', import.meta.url));
 const BRIDGE_BENCH = fileURLToPath(new URL('./bridge.js', import.meta.url));
 const SCALE_BENCH = fileURLToPath(new URL('./scale.js', import.meta.url));
 const CROWD_BENCH = fileURLToPath(new URL('./crowd.js', import.meta.url));
+const REHEARSAL_BENCH = fileURLToPath(new URL('./rehearsal.js', import.meta.url));
 const CONNECTIONS = 100;
 /** The /action target's wrk runs: this many pairs (bare reply, then /action), each run this long. */
 const RATIO_PAIRS = 3;
@@ -230,6 +232,25 @@ async function main(): Promise<void> {
   if (master) {
     raw.redisMasterEntriesPerSec = Number(master[1]);
     row("one Redis master, one layout's stream (bench:scale)", `${master[1]} entries/s appended (${master[2]})`, 'report: the ceiling of one show', null);
+  }
+
+  // The crowd and the page-switch fan-out as a show plays them: bench-show.json played by
+  // audience-loadtest (the rehearsal tool, its crowd model and latency method) against the gateway.
+  progress('a rehearsed show: bench-show.json through audience-loadtest (bench/rehearsal.ts)');
+  const { stdout: rehearsal } = await promisify(execFile)(process.execPath, [REHEARSAL_BENCH], { maxBuffer: 1 << 20, timeout: 300_000 });
+  const resultFile = /^result: (.+)$/m.exec(rehearsal)?.[1];
+  if (resultFile) {
+    const r = JSON.parse(readFileSync(resultFile, 'utf8')) as LoadtestResult;
+    const m = (name: string) => r.metrics[name];
+    const fig = (name: string) => (m(name) ? `p50 ${m(name)!.p50} / p99 ${m(name)!.p99} / max ${m(name)!.max} ms (${m(name)!.count})` : 'none measured');
+    raw.rehearsal = { verdict: r.verdict, counts: r.counts, thresholds: r.thresholds, lagP99Ms: r.generator.lagP99Ms };
+    const show = `${r.counts.phones} phones, ${r.counts.actions} actions (rehearsal)`;
+    row(`a show, ${show}: ack from the planned moment`, `${fig('ack_ms')}; socket ${fig('ack_ms{transport=socket,type=Button}')} (Button), http ${fig('ack_ms{transport=http,type=Button}')} (Button)`, 'p99 < 250 ms (bench-show.json)', r.thresholds.find((t) => t.metric === 'ack_ms')?.ok ?? false);
+    row(`a show, ${show}: page switch to every socket`, fig('page_switch_ms'), 'p99 < 500 ms (bench-show.json)', r.thresholds.find((t) => t.metric === 'page_switch_ms')?.ok ?? false);
+    row(`a show, ${show}: action to display (String, at the venue end)`, `${fig('display_ms')}; ${r.counts.display_lost} stored and lost`, 'p99 < 100 ms, none lost (bench-show.json)', r.thresholds.filter((t) => t.metric.startsWith('display_')).every((t) => t.ok));
+    row(`a show, ${show}: the verdict`, `${r.verdict}; errors ${r.counts.errors}, sockets ${r.counts.sockets_opened} opened / ${r.counts.socket_failures} failed, ${r.counts.reconnects} reconnects; generator lag p99 ${r.generator.lagP99Ms} ms`, 'pass, generator valid', r.verdict === 'pass');
+  } else {
+    row('a show (rehearsal)', 'no result: bench/rehearsal.ts printed none (its output is above)', 'pass', false);
   }
 
   const md = [
