@@ -3,6 +3,7 @@
 import type { RedisClient } from '../runtime/redis.js';
 import { bridgeRedisTarget, type BridgeConfig } from './config.js';
 import { LayoutConsumer } from './consumer.js';
+import { LayoutCues } from './cues.js';
 import { streamAcker } from './stream-group.js';
 import { BridgeCounters } from './counters.js';
 import type { Logger } from '../runtime/log.js';
@@ -27,6 +28,8 @@ export interface Bridge {
   /** port of /metrics, /healthz, /readyz */
   readonly opsPort: number;
   readonly schedulers: readonly LayoutScheduler[];
+  /** each layout's crowd cues */
+  readonly cues: readonly LayoutCues[];
   /** Entries of a layout read and not yet settled (the "pending" of the counter identity). */
   pending(layoutId: string): number;
   /** Graceful stop: STOPPING=1, stop reading, send what is queued, deregister, disconnect. */
@@ -81,6 +84,7 @@ export async function startBridge(config: BridgeConfig, opts: BridgeOptions): Pr
   const readers: RedisClient[] = [];
   const schedulers: LayoutScheduler[] = [];
   const consumers: LayoutConsumer[] = [];
+  const cues: LayoutCues[] = [];
   for (const layout of config.layouts) {
     const reader = connectBridgeRedis(bridgeRedisTarget(config), `audience-bridge:${config.bridgeId}:read`, blockMs + 2000);
     await connectWithRetry(reader, log, () => stopping);
@@ -96,6 +100,7 @@ export async function startBridge(config: BridgeConfig, opts: BridgeOptions): Pr
       now,
     );
     await consumer.ensureGroup();
+    cues.push(new LayoutCues(ops, config.redisPrefix, layout.layoutId, config.bridgeId, scheduler, log, now));
     schedulers.push(scheduler);
     consumers.push(consumer);
   }
@@ -117,6 +122,7 @@ export async function startBridge(config: BridgeConfig, opts: BridgeOptions): Pr
     prefix: config.redisPrefix,
     bridgeId: config.bridgeId,
     layouts: config.layouts.map((l) => l.layoutId),
+    crowd: schedulers.map((sc, i) => ({ layoutId: sc.settings.layoutId, values: () => sc.crowdValues(), cues: cues[i]! })),
     newestRead: () => counters.newestRead,
     pending: pendingOf,
     lastHeartbeat: () => presence.lastBeat,
@@ -134,6 +140,7 @@ export async function startBridge(config: BridgeConfig, opts: BridgeOptions): Pr
     else log.info(placed, placed.sendCpu === undefined ? 'helper threads yield to the send schedule' : "helper threads keep off the send path's CPU");
   }
   for (const s of schedulers) s.start();
+  for (const c of cues) c.start();
   for (const c of consumers) c.start();
   await notifier.notify('READY=1', `STATUS=${counters.status()}`);
   log.info({ bridgeId: config.bridgeId, layouts: config.layouts.map((l) => l.layoutId), watchdogMs, opsPort: opsServer.port }, 'audience-bridge running');
@@ -157,12 +164,14 @@ export async function startBridge(config: BridgeConfig, opts: BridgeOptions): Pr
     counters,
     opsPort: opsServer.port,
     schedulers,
+    cues,
     pending: pendingOf,
     async stop() {
       stopping = true;
       clearInterval(statusTimer);
       clearInterval(watchdogTimer);
       await notifier.notify('STOPPING=1', 'STATUS=stopping: sending what is queued');
+      for (const c of cues) c.stop();
       await Promise.all(consumers.map((c) => c.stop()));
       await Promise.all(schedulers.map((s) => s.stop()));
       await presence.stop().catch((e: unknown) => log.warn({ err: (e as Error).message }, 'could not deregister destinations'));

@@ -1,8 +1,10 @@
 // Crowd values as OSC. The bridge merges the summaries of every gateway process with
 // schemas/crowd-merge.ts (the merge the gateway's live channel sends to phones) and sends each value
 // as `<address>` with the value (,f mean, median, trimmed mean, fraction and rate; ,ff centroid; one
-// ,i per option for votes), `<address>/n` ,i the participants counted, and for Slider modes
-// `<address>/sd` ,f their standard deviation.
+// ,i per option for votes), `<address>/n` ,i the participants counted, for Slider modes
+// `<address>/sd` ,f their standard deviation, and for each zone that counts someone
+// `<address>/zone/<zone>` (the same value types) and `<address>/zone/<zone>/n` ,i. A crowd cue goes
+// out as `<address>/cue` ,i (bridge/cues.ts).
 import { toBuffer, type TimeTag } from 'osc-min';
 import type { CrowdValue } from '../schemas/crowd-merge.js';
 
@@ -25,12 +27,20 @@ export function crowdMessages(v: CrowdValue): CrowdMessage[] {
     { address: `${v.address}/n`, args: [i(v.n)] },
   ];
   if (v.sd !== undefined) out.push({ address: `${v.address}/sd`, args: [f(v.sd)] });
+  for (const [zone, z] of Object.entries(v.zones ?? {})) {
+    out.push({ address: `${v.address}/zone/${zone}`, args: v.mode === 'votes' ? z.value.map(i) : z.value.map(f) }, { address: `${v.address}/zone/${zone}/n`, args: [i(z.n)] });
+  }
   return out;
 }
 
-/** Crowd values as datagrams: one bundle for all of them while it fits in `maxBytes`, else one bundle each. */
-export function crowdDatagrams(values: readonly CrowdValue[], tag: TimeTag, maxBytes: number): { datagrams: Buffer[]; messages: number } {
-  const perValue = values.map(crowdMessages);
+/** A crowd cue's message: the winning index of a vote, or 1 and 0 of a threshold. */
+export function cueMessage(address: string, value: number): CrowdMessage {
+  return { address: `${address}/cue`, args: [i(value)] };
+}
+
+/** Crowd values (and cues) as datagrams: one bundle for all of them while it fits in `maxBytes`, else one bundle each. */
+export function crowdDatagrams(values: readonly CrowdValue[], tag: TimeTag, maxBytes: number, cues: readonly CrowdMessage[] = []): { datagrams: Buffer[]; messages: number } {
+  const perValue = [...values.map(crowdMessages), ...cues.map((c) => [c])];
   const bundle = (messages: CrowdMessage[]) => {
     const view = toBuffer({ timetag: tag, elements: messages });
     return Buffer.from(view.buffer, view.byteOffset, view.byteLength);

@@ -1,11 +1,13 @@
 // The bridge's Prometheus metrics. The live counters (counters.ts) are mirrored at scrape time.
 // Labels: `target` (a configured host:port) and `layout` (a configured layoutId) are bounded by
-// the configuration (at most 256 layouts of at most 64 targets); nothing else is labelled.
+// the configuration (at most 256 layouts of at most 64 targets); the crowd's gauges add `lid`, an
+// aggregated control of a configured layout (crowd-metrics.ts); nothing else is labelled.
 import type { RedisClient } from '../runtime/redis.js';
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { groupInfo } from './stream-group.js';
 import type { BridgeCounters, LayoutCounters, TargetCounters } from './counters.js';
 import { collectProcessMetrics } from '../runtime/ops-server.js';
+import { registerCrowdMetrics, type CrowdSource } from './crowd-metrics.js';
 
 const PER_TARGET: [keyof TargetCounters, string, string][] = [
   ['messages', 'audience_bridge_messages_sent_total', 'OSC messages sent, by target.'],
@@ -45,6 +47,8 @@ export interface BridgeMetricsSources {
   /** entries of a layout read and not yet settled */
   pending: (layoutId: string) => number;
   lastHeartbeat: () => number;
+  /** each layout's crowd values and cues */
+  crowd?: readonly CrowdSource[];
   now?: () => number;
 }
 
@@ -60,6 +64,7 @@ export class BridgeMetrics {
   constructor(s: BridgeMetricsSources) {
     const now = s.now ?? Date.now;
     collectProcessMetrics(this.registry, 'audience_bridge_');
+    registerCrowdMetrics(this.registry, s.crowd ?? []);
     for (const [field, name, help] of PER_TARGET) {
       new Counter({
         name,

@@ -12,7 +12,7 @@ import type { ActionEntry } from '../schemas/types.js';
 import type { CrowdSummary } from '../schemas/aggregate.js';
 import { AckQueue } from './ack-queue.js';
 import { CrowdTable, type CrowdValue } from '../schemas/crowd-merge.js';
-import { crowdDatagrams } from './crowd.js';
+import { crowdDatagrams, cueMessage, type CrowdMessage } from './crowd.js';
 import type { BridgeCounters, LayoutCounters } from './counters.js';
 import type { Logger } from '../runtime/log.js';
 import { oscRefusal, packDatagrams, timetag, type BooleanMode, type TimedGroup } from './osc.js';
@@ -53,6 +53,8 @@ interface TargetLane {
   unconfirmed: { ds: Delivery[]; refusals: number } | null;
   /** crowd values changed and not yet sent to this target (it was backing off), by lid */
   crowd: Map<number, CrowdValue>;
+  /** crowd cues fired and not yet sent to this target */
+  cues: CrowdMessage[];
 }
 
 export class LayoutScheduler {
@@ -82,7 +84,7 @@ export class LayoutScheduler {
     private readonly log: Logger,
     private readonly now: () => number = Date.now,
   ) {
-    this.lanes = settings.targets.map((t) => ({ udp: new UdpTarget(t, now), booleans: t.booleans, queue: new TargetQueue(), unconfirmed: null, crowd: new Map() }));
+    this.lanes = settings.targets.map((t) => ({ udp: new UdpTarget(t, now), booleans: t.booleans, queue: new TargetQueue(), unconfirmed: null, crowd: new Map(), cues: [] }));
     this.c = counters.layout(settings.layoutId);
     this.acks = new AckQueue(ack, this.c, log, settings.layoutId, now);
   }
@@ -145,17 +147,30 @@ export class LayoutScheduler {
     this.acks.add(streamId);
   }
 
-  /** Sends the crowd values changed for this target, in one bundle (one per control if they do not fit a datagram). */
+  /** The layout's merged crowd values now (what the displays were last sent). */
+  crowdValues(): CrowdValue[] {
+    return this.crowd.current();
+  }
+
+  /** A crowd cue fired: `<address>/cue ,i value` to every target with the next tick (kept for a target that is backing off). */
+  sendCue(address: string, value: number): void {
+    for (const l of this.lanes) l.cues.push(cueMessage(address, value));
+  }
+
+  /** Sends the crowd values changed for this target and the cues fired, in one bundle (one per control if they do not fit a datagram). */
   private async sendCrowd(lane: TargetLane): Promise<void> {
-    if (lane.crowd.size === 0 || !lane.udp.ready()) return;
+    if ((lane.crowd.size === 0 && lane.cues.length === 0) || !lane.udp.ready()) return;
     const values = [...lane.crowd.values()];
+    const cues = lane.cues;
     lane.crowd.clear();
+    lane.cues = [];
     const { playoutDelayMs } = this.settings;
     try {
-      const { datagrams, messages } = crowdDatagrams(values, timetag(playoutDelayMs > 0 ? this.now() + playoutDelayMs : null), MAX_DATAGRAM_BYTES);
+      const { datagrams, messages } = crowdDatagrams(values, timetag(playoutDelayMs > 0 ? this.now() + playoutDelayMs : null), MAX_DATAGRAM_BYTES, cues);
       await this.transmit(lane, datagrams, messages, datagrams.length);
     } catch (e) {
       for (const v of values) if (!lane.crowd.has(v.lid)) lane.crowd.set(v.lid, v); // sent again when the target is back
+      lane.cues.unshift(...cues);
       this.logSendError(lane, (e as Error).message);
     }
   }

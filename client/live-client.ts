@@ -39,6 +39,8 @@ export interface CrowdValue {
   value: number | number[];
   n: number;
   sd?: number;
+  /** for a layout with zones: the same value and n for each zone that counts someone */
+  zones?: Record<string, { value: number | number[]; n: number }>;
 }
 export interface Action {
   lid: number;

@@ -25,6 +25,7 @@ export const ERRORS = {
   // layouts and actions
   layout_not_found: { status: 404, message: 'No such layout for this API key.' },
   control_not_found: { status: 400, message: 'No control with this lid on the layout\'s active page.' },
+  zone_not_found: { status: 400, message: 'The layout declares no such zone.' },
   type_mismatch: { status: 400, message: 'The action type differs from the control\'s type.' },
   invalid_value: { status: 400, message: 'The value does not fit the control.' },
   idempotency_key_invalid: { status: 400, message: 'Idempotency-Key must be 1 to 64 of A-Z a-z 0-9 . _ : -' },
@@ -46,6 +47,7 @@ export const ERRORS = {
   team_not_found: { status: 404, message: 'No such team.' },
   layout_owned_by_other_team: { status: 409, message: 'That layoutId belongs to another team.' },
   page_not_found: { status: 404, message: 'No such page in the layout.' },
+  cue_not_found: { status: 404, message: 'No control with a crowd cue at this lid in the layout.' },
   key_not_found: { status: 404, message: 'No such API key.' },
   signing_key_not_found: { status: 404, message: 'No such signing key.' },
   signing_key_in_use: { status: 409, message: 'That signing key is the current one; rotate first, then retire it.' },

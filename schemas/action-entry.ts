@@ -1,7 +1,7 @@
 // Codec of action stream entries: one field `action` holding the entry as JSON, either an action
 // (v 1, action-entry.schema.json) or a crowd summary (v 2, crowd-summary.schema.json).
 // The gateway encodes; the bridge decodes and validates against action-entry.schema.json.
-import { compactBins, denseBins, type CrowdSummary, type SparseBins } from './aggregate.js';
+import { compactBins, denseBins, type CrowdFigures, type CrowdSummary, type SparseBins } from './aggregate.js';
 import type { ActionEntry } from './types.js';
 import { WHOLE_DOCUMENT, describeFirstError, validateActionEntry, validateCrowdSummary } from './validators.js';
 
@@ -12,24 +12,47 @@ export function encodeActionEntry(entry: ActionEntry): string {
   return JSON.stringify(entry);
 }
 
-/** A summary as it goes on the wire: its bins (hist, histSum, votes) sparse where that is shorter. */
-export function encodeCrowdSummary(summary: CrowdSummary): string {
-  const { hist, histSum, votes } = summary;
-  return JSON.stringify({ ...summary, ...(hist && { hist: compactBins(hist) }), ...(histSum && { histSum: compactBins(histSum) }), ...(votes && { votes: compactBins(votes) }) });
+/** Figures as they go on the wire: their bins (hist, histSum, votes) sparse where that is shorter. */
+function compactFigures<T extends CrowdFigures>(f: T): T {
+  const { hist, histSum, votes } = f;
+  return { ...f, ...(hist && { hist: compactBins(hist) }), ...(histSum && { histSum: compactBins(histSum) }), ...(votes && { votes: compactBins(votes) }) };
 }
 
-/** The bins fields of a summary as validated: dense or sparse. */
-type WireSummary = Omit<CrowdSummary, 'hist' | 'histSum' | 'votes'> & Partial<Record<'hist' | 'histSum' | 'votes', number[] | SparseBins>>;
+/** A summary as it goes on the wire: its bins (and each zone's) sparse where that is shorter. */
+export function encodeCrowdSummary(summary: CrowdSummary): string {
+  const zones = summary.zones && Object.fromEntries(Object.entries(summary.zones).map(([z, f]) => [z, compactFigures(f)]));
+  return JSON.stringify({ ...compactFigures(summary), ...(zones && { zones }) });
+}
 
-/** A validated summary with its bins dense, or why a sparse form does not fit its length. */
-function expandBins(wire: WireSummary): StreamEntryResult {
-  const out = { ...wire } as CrowdSummary;
+type Bins = 'hist' | 'histSum' | 'votes';
+/** Figures as validated: their bins dense or sparse. */
+type WireFigures<T extends CrowdFigures> = Omit<T, Bins> & Partial<Record<Bins, number[] | SparseBins>>;
+
+/** Figures with their bins dense, or why a sparse form does not fit its length. */
+function denseFigures<T extends CrowdFigures>(wire: WireFigures<T>, where: string): T | string {
+  const out = { ...wire } as unknown as T;
   for (const k of ['hist', 'histSum', 'votes'] as const) {
     const bins = wire[k];
     if (bins === undefined) continue;
     const dense = denseBins(bins);
-    if (!dense) return { ok: false, reason: `summary ${k} points at a bin outside its length` };
+    if (!dense) return `${where} ${k} points at a bin outside its length`;
     out[k] = dense;
+  }
+  return out;
+}
+
+/** A validated summary with its bins (and its zones' bins) dense, or why a sparse form does not fit its length. */
+function expandBins(wire: WireFigures<CrowdSummary> & { zones?: Record<string, WireFigures<CrowdFigures>> }): StreamEntryResult {
+  const out = denseFigures<CrowdSummary>(wire, 'summary');
+  if (typeof out === 'string') return { ok: false, reason: out };
+  if (wire.zones) {
+    const zones: Record<string, CrowdFigures> = {};
+    for (const [z, f] of Object.entries(wire.zones)) {
+      const dense = denseFigures<CrowdFigures>(f, `summary zone "${z}"`);
+      if (typeof dense === 'string') return { ok: false, reason: dense };
+      zones[z] = dense;
+    }
+    out.zones = zones;
   }
   return { ok: true, summary: out };
 }
@@ -73,7 +96,7 @@ export function decodeStreamEntry(fields: readonly unknown[] | null | undefined)
   if (!p.ok) return p;
   if (typeof p.parsed === 'object' && p.parsed !== null && (p.parsed as { v?: unknown }).v === 2) {
     if (!validateCrowdSummary(p.parsed, WHOLE_DOCUMENT)) return { ok: false, reason: describeFirstError(validateCrowdSummary.errors, 'summary') };
-    return expandBins(p.parsed);
+    return expandBins(p.parsed as Parameters<typeof expandBins>[0]);
   }
   return asActionEntry(p.parsed);
 }

@@ -2,6 +2,7 @@
 // a window. The layout importer refuses what does not fit; the gateway folds and the bridge merges
 // by the same table.
 import type { Aggregate, AggregateMode, ControlType } from './types.js';
+import { cueProblem, type CueSettings } from './crowd-cue.js';
 
 export type { Aggregate, AggregateMode } from './types.js';
 
@@ -30,9 +31,9 @@ export function windowMsOf(a: Aggregate): number {
  */
 export function aggregateProblem(type: unknown, aggregate: unknown): string | null {
   if (typeof aggregate !== 'object' || aggregate === null || Array.isArray(aggregate)) return 'aggregate must be an object {"mode": ..., "windowMs": ...}';
-  const { mode, windowMs, ...rest } = aggregate as Record<string, unknown>;
+  const { mode, windowMs, cue, ...rest } = aggregate as Record<string, unknown>;
   const unknown = Object.keys(rest)[0];
-  if (unknown !== undefined) return `aggregate has an unknown field "${unknown}" (allowed: mode, windowMs)`;
+  if (unknown !== undefined) return `aggregate has an unknown field "${unknown}" (allowed: mode, windowMs, cue)`;
   const allowed = typeof type === 'string' && type in MODES_BY_TYPE ? MODES_BY_TYPE[type as ControlType] : null;
   if (allowed && allowed.length === 0) return `a ${String(type)} control takes no aggregate`;
   if (allowed && !allowed.includes(mode as AggregateMode)) {
@@ -41,7 +42,7 @@ export function aggregateProblem(type: unknown, aggregate: unknown): string | nu
   if (windowMs !== undefined && (typeof windowMs !== 'number' || !Number.isInteger(windowMs) || windowMs < WINDOW_MS_MIN || windowMs > WINDOW_MS_MAX)) {
     return `aggregate windowMs must be an integer from ${WINDOW_MS_MIN} to ${WINDOW_MS_MAX} (100 ms to 10 minutes); got ${JSON.stringify(windowMs)}`;
   }
-  return null;
+  return cue === undefined ? null : cueProblem(mode, cue);
 }
 
 /** "median of each participant's latest value over 1,000 ms", for people. */
@@ -57,7 +58,16 @@ export function describeAggregate(a: Aggregate): string {
     centroid: 'centroid',
     rate: 'presses per second',
   };
-  return a.mode === 'rate' ? `${what.rate} over ${over}` : `${what[a.mode]} of each participant's latest value over ${over}`;
+  const crowd = a.mode === 'rate' ? `${what.rate} over ${over}` : `${what[a.mode]} of each participant's latest value over ${over}`;
+  return a.cue ? `${crowd}; ${describeCue(a.mode, a.cue)}` : crowd;
+}
+
+/** "cue: the winning option once it holds 60 % of the votes (10 voters at least) for 500 ms, once until re-armed", for people. */
+export function describeCue(mode: AggregateMode, c: CueSettings): string {
+  const quorum = `${c.quorum ?? 1} counted at least`;
+  const hold = `held ${c.holdMs ?? 0} ms`;
+  if (mode === 'votes') return `cue: the winning option once it has ${Math.round((c.share ?? 1) * 1000) / 10} % of the votes (${quorum}, ${hold}), once until re-armed`;
+  return `cue: 1 at or above ${c.above}, then 0 at or below ${c.below} (${quorum}, ${hold})`;
 }
 
 /** The 0.01 bins of a Slider median or trimmed mean: bin b holds the values that round to b / 100. */
@@ -113,8 +123,20 @@ export function denseBins(bins: number[] | SparseBins): number[] | null {
   return out;
 }
 
+/** Mergeable figures of one set of participants' values (the whole crowd, or one zone). */
+export interface CrowdFigures {
+  n: number;
+  sum?: number;
+  sumSq?: number;
+  hist?: number[];
+  histSum?: number[];
+  votes?: number[];
+  sumX?: number;
+  sumY?: number;
+}
+
 /** One gateway process's fold of one aggregated control (crowd-summary.schema.json). */
-export interface CrowdSummary {
+export interface CrowdSummary extends CrowdFigures {
   v: 2;
   kind: 'summary';
   id: string;
@@ -128,12 +150,8 @@ export interface CrowdSummary {
   source: string;
   seq: number;
   ts: number;
-  n: number;
-  sum?: number;
-  sumSq?: number;
-  hist?: number[];
-  histSum?: number[];
-  votes?: number[];
-  sumX?: number;
-  sumY?: number;
+  /** the control's cue, as the layout declares it (the bridge decides by it) */
+  cue?: CueSettings;
+  /** the same figures per zone that holds someone */
+  zones?: Record<string, CrowdFigures>;
 }

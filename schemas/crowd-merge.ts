@@ -5,7 +5,8 @@
 // an empty summary, which counts nobody. The bridge sends these values to the displays, the
 // gateway's live channel to the phones: one merge, so both see the same figure.
 // A participant counted by two gateway processes in one window is counted twice.
-import { HIST_BINS, TRIM_SHARE, summaryExpiresAt, type AggregateMode, type CrowdSummary } from './aggregate.js';
+import { HIST_BINS, TRIM_SHARE, summaryExpiresAt, type AggregateMode, type CrowdFigures, type CrowdSummary } from './aggregate.js';
+import type { CueSettings } from './crowd-cue.js';
 
 /** The merged figures of one control. */
 export interface CrowdValue {
@@ -17,6 +18,17 @@ export interface CrowdValue {
   /** the crowd value: one number, [x, y] for centroid, counts per option for votes */
   value: number[];
   /** Slider modes: the standard deviation of the values */
+  sd?: number;
+  /** the same figures per zone that counts someone */
+  zones?: Record<string, ZoneValue>;
+  /** the control's cue, as its newest summary carries it */
+  cue?: CueSettings;
+}
+
+/** One zone's merged figures. */
+export interface ZoneValue {
+  n: number;
+  value: number[];
   sd?: number;
 }
 
@@ -45,8 +57,31 @@ function lowestSum(hist: readonly number[], histSum: readonly number[], k: numbe
   return sum;
 }
 
-/** Merges the summaries of one control (all the same mode) into its crowd value. */
+/**
+ * Merges the summaries of one control (all the same mode) into its crowd value: the whole crowd,
+ * and each zone that counts someone (a source without the zone counts nobody in it).
+ */
 export function mergeSummaries(summaries: readonly CrowdSummary[]): CrowdValue {
+  const whole = mergeFigures(summaries);
+  const newest = summaries.reduce((a, b) => (b.ts > a.ts ? b : a));
+  const names = new Set<string>();
+  for (const s of summaries) if (s.zones) for (const z of Object.keys(s.zones)) names.add(z);
+  const zones: Record<string, ZoneValue> = {};
+  for (const z of [...names].sort()) {
+    const v = mergeFigures(summaries.map((s) => zoneSummary(s, s.zones?.[z] ?? { n: 0 })));
+    if (v.n > 0) zones[z] = { n: v.n, value: v.value, ...(v.sd !== undefined && { sd: v.sd }) };
+  }
+  return { ...whole, ...(Object.keys(zones).length > 0 && { zones }), ...(newest.cue && { cue: newest.cue }) };
+}
+
+/** A summary's head with one zone's figures in place of the whole crowd's. */
+function zoneSummary(s: CrowdSummary, f: CrowdFigures): CrowdSummary {
+  const { v, kind, id, layoutId, lid, address, type, mode, windowMs, source, seq, ts } = s;
+  return { v, kind, id, layoutId, lid, address, type, mode, windowMs, source, seq, ts, ...f };
+}
+
+/** Merges the figures of summaries (the whole crowd's) into one value. */
+function mergeFigures(summaries: readonly CrowdSummary[]): CrowdValue {
   const first = summaries[0]!;
   const n = summaries.reduce((s, x) => s + x.n, 0);
   const total = (k: 'sum' | 'sumSq' | 'sumX' | 'sumY') => summaries.reduce((s, x) => s + (x[k] ?? 0), 0);
@@ -85,7 +120,9 @@ export function mergeSummaries(summaries: readonly CrowdSummary[]): CrowdValue {
 /** A crowd value as the wire carries it (float32 values), for telling a new value from a repeat. */
 function valueKey(v: CrowdValue): string {
   const f32 = (x: number) => Math.fround(x);
-  return `${v.address} ${v.mode} ${v.n} ${v.value.map(f32).join(',')} ${v.sd === undefined ? '' : f32(v.sd)}`;
+  const one = (x: { n: number; value: number[]; sd?: number }) => `${x.n} ${x.value.map(f32).join(',')} ${x.sd === undefined ? '' : f32(x.sd)}`;
+  const zones = v.zones ? Object.entries(v.zones).map(([z, x]) => `${z}:${one(x)}`).join(';') : '';
+  return `${v.address} ${v.mode} ${one(v)} ${zones}`;
 }
 
 /** The crowd controls of one layout: the newest summary per source, merged on demand. */

@@ -15,3 +15,12 @@ export function presenceKey(prefix: string, layoutId: string): string {
 export function deadLetterKey(prefix: string, layoutId: string): string {
   return `${prefix}layout:{${layoutId}}:dead-letters`;
 }
+
+/**
+ * Hash of the layout's crowd cues: `gen:page` (bumped by every page switch: re-arms them all),
+ * `gen:<lid>` (bumped by a re-arm of one), `fired:<lid>` (JSON: the last firing in the current arm,
+ * written by the bridge that made it), `phase:<lid>` (JSON: what the bridges last saw it doing).
+ */
+export function cueStateKey(prefix: string, layoutId: string): string {
+  return `${prefix}layout:{${layoutId}}:cues`;
+}

@@ -1,6 +1,8 @@
 // TypeScript shapes of the JSON Schemas in this folder. The schemas are the contract;
 // these types only describe what a value has once its validator accepted it.
 
+import type { CueSettings } from './crowd-cue.js';
+
 export const CONTROL_TYPES = ['Button', 'Slider', 'Toggle', 'Index', 'String', 'XYPad'] as const;
 export type ControlType = (typeof CONTROL_TYPES)[number];
 
@@ -12,6 +14,8 @@ export interface Aggregate {
   mode: AggregateMode;
   /** how long a participant's latest value counts (default 1,000 ms) */
   windowMs?: number;
+  /** a crowd decision sent as `<address>/cue` (crowd-cue.ts) */
+  cue?: CueSettings;
 }
 
 export interface ControlOption {
@@ -48,6 +52,8 @@ export interface LayoutDefinition {
   layoutId: string;
   name: string;
   activePageId: string;
+  /** parts of the room a participant may be placed in (POST /token `zone`) */
+  zones?: string[];
   limits?: LayoutLimits;
   pages: Page[];
 }
@@ -66,6 +72,7 @@ export interface ActionRequest {
 /** POST /token body (token-request.schema.json). */
 export interface TokenRequest {
   layoutId: string;
+  zone?: string;
 }
 
 /** One accepted action in a layout's stream (action-entry.schema.json). */

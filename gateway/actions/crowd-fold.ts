@@ -57,8 +57,8 @@ export class CrowdFold {
     this.publish = options.publish ?? (() => {});
   }
 
-  /** Counts a participant's action; resolves once a summary holding it is stored. */
-  add(layoutId: string, control: AggregatedControl, sub: string, value: ActionValue, at: number): Promise<void> {
+  /** Counts a participant's action (in its zone, '' for none); resolves once a summary holding it is stored. */
+  add(layoutId: string, control: AggregatedControl, sub: string, value: ActionValue, at: number, zone = ''): Promise<void> {
     const key = `${layoutId}\u0000${control.lid}`;
     let w = this.windows.get(key);
     if (!w || !sameShape(w, control)) {
@@ -69,7 +69,8 @@ export class CrowdFold {
       w.waiters = waiting;
       this.windows.set(key, w);
     }
-    w.add(sub, value, at);
+    else w.control = control; // the same shape; its cue (or a label) may have changed with a re-import
+    w.add(sub, value, at, zone);
     this.start();
     return new Promise((resolve, reject) => w.waiters.push({ resolve, reject }));
   }

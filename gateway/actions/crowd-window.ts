@@ -1,7 +1,7 @@
 // One aggregated control's window in one gateway process: each participant's latest value (for a
 // Button, each presser's last press and the presses in 10 ms buckets), the figures kept up to date as
 // values come and go, and the summary made of them. Pure: no I/O, the clock passed in.
-import { HIST_BINS, type Aggregate, type AggregateMode, type CrowdSummary } from '../../schemas/aggregate.js';
+import { HIST_BINS, type Aggregate, type AggregateMode, type CrowdFigures, type CrowdSummary } from '../../schemas/aggregate.js';
 import type { ActionValue, Control, ControlType } from '../../schemas/types.js';
 import { entryId } from './entry-id.js';
 
@@ -117,9 +117,14 @@ class PressBuckets {
 
 /** One control's window in this process. */
 export class ControlWindow {
-  /** each participant's latest value and when it came, oldest first (an update moves it to the end) */
-  private readonly latest = new Map<string, { value: ActionValue; at: number }>();
+  /** each participant's latest value, when it came and its zone ('' none), oldest first (an update moves it to the end) */
+  private readonly latest = new Map<string, { value: ActionValue; at: number; zone: string }>();
   private readonly figures: Figures;
+  /** the same figures per zone, for the zones that hold someone */
+  private readonly zoneFigures = new Map<string, Figures>();
+  /** Button: presses per zone, and pressers per zone */
+  private readonly zonePresses = new Map<string, PressBuckets>();
+  private readonly zonePressers = new Map<string, number>();
   /** Button: press times within the window, oldest first, and each presser's last press */
   private readonly presses = new PressBuckets();
   private readonly pressers = new Map<string, Presser>();
@@ -139,7 +144,7 @@ export class ControlWindow {
 
   constructor(
     readonly layoutId: string,
-    readonly control: AggregatedControl,
+    public control: AggregatedControl,
     readonly windowMs: number,
     /** participants held at most; past it the one whose value is oldest leaves first */
     private readonly maxParticipants: number,
@@ -158,29 +163,58 @@ export class ControlWindow {
     return this.control.aggregate.mode;
   }
 
-  add(sub: string, value: ActionValue, at: number): void {
+  add(sub: string, value: ActionValue, at: number, zone = ''): void {
     if (this.mode === 'rate') {
       const second = Math.floor(at / 1000);
       const prev = this.pressers.get(sub);
       const inSecond = prev && prev.second === second ? prev.inSecond : 0;
       if (inSecond >= PRESSES_PER_SECOND_MAX) return; // answered, not counted: one phone cannot applaud for a hall
-      if (prev) this.pressers.delete(sub);
-      else if (this.pressers.size >= this.maxParticipants) this.evictOldest(this.pressers);
-      this.pressers.set(sub, { at, second, inSecond: inSecond + 1 });
+      if (prev) {
+        this.pressers.delete(sub);
+        this.countPresser(prev.zone, -1);
+      } else if (this.pressers.size >= this.maxParticipants) {
+        const oldest = this.evictOldest(this.pressers);
+        if (oldest) this.countPresser(oldest.zone, -1);
+      }
+      this.pressers.set(sub, { at, second, inSecond: inSecond + 1, zone });
+      this.countPresser(zone, 1);
       this.presses.add(at);
+      if (zone !== '') {
+        let z = this.zonePresses.get(zone);
+        if (!z) this.zonePresses.set(zone, (z = new PressBuckets()));
+        z.add(at);
+      }
     } else {
       const prev = this.latest.get(sub);
       if (prev) {
         this.latest.delete(sub);
-        this.figures.apply(prev.value, -1);
+        this.count(prev, -1);
       } else if (this.latest.size >= this.maxParticipants) {
         const oldest = this.evictOldest(this.latest);
-        if (oldest) this.figures.apply(oldest.value, -1);
+        if (oldest) this.count(oldest, -1);
       }
-      this.latest.set(sub, { value, at });
-      this.figures.apply(value, 1);
+      const held = { value, at, zone };
+      this.latest.set(sub, held);
+      this.count(held, 1);
     }
     this.dirty = true;
+  }
+
+  /** Counts a participant's value in or out of the whole crowd and its zone. */
+  private count(v: { value: ActionValue; zone: string }, sign: 1 | -1): void {
+    this.figures.apply(v.value, sign);
+    if (v.zone === '') return;
+    let z = this.zoneFigures.get(v.zone);
+    if (!z) this.zoneFigures.set(v.zone, (z = new Figures(this.control.type, this.control.options?.length ?? 0)));
+    z.apply(v.value, sign);
+    if (z.n === 0) this.zoneFigures.delete(v.zone); // empty: gone, and exactly zero when it comes back
+  }
+
+  private countPresser(zone: string, sign: 1 | -1): void {
+    if (zone === '') return;
+    const n = (this.zonePressers.get(zone) ?? 0) + sign;
+    if (n > 0) this.zonePressers.set(zone, n);
+    else this.zonePressers.delete(zone);
   }
 
   /** Forgets the participant whose latest action is the oldest (the first of the map), returning what it held. */
@@ -204,16 +238,21 @@ export class ControlWindow {
     for (const [sub, v] of this.latest) {
       if (v.at > from) break;
       this.latest.delete(sub);
-      this.figures.apply(v.value, -1);
+      this.count(v, -1);
       this.dirty = true;
       if (this.latest.size === 0) this.figures.reset(); // empty: exactly zero again, whatever rounding was left
     }
-    for (const [sub, { at }] of this.pressers) {
+    for (const [sub, { at, zone }] of this.pressers) {
       if (at > from) break;
       this.pressers.delete(sub);
+      this.countPresser(zone, -1);
       this.dirty = true;
     }
     this.presses.expire(from);
+    for (const [zone, z] of this.zonePresses) {
+      z.expire(from);
+      if (z.total === 0 && !this.zonePressers.has(zone)) this.zonePresses.delete(zone);
+    }
   }
 
   /** The mergeable figures of what is in the window now (`empty`: nobody, to retract this process's share). */
@@ -235,21 +274,32 @@ export class ControlWindow {
       seq: ++this.seq,
       ts: now,
     };
+    const cue = c.aggregate.cue ? { cue: c.aggregate.cue } : {};
+    if (empty) return { ...head, ...cue, ...this.figuresOf(f, 0, 0) };
+    const zones: Record<string, CrowdFigures> = {};
+    if (this.mode === 'rate') for (const [zone, n] of this.zonePressers) zones[zone] = this.figuresOf(f, n, this.zonePresses.get(zone)?.total ?? 0);
+    else for (const [zone, z] of this.zoneFigures) zones[zone] = this.figuresOf(z, 0, 0);
+    const whole = this.figuresOf(f, this.pressers.size, this.presses.total);
+    return { ...head, ...cue, ...whole, ...(Object.keys(zones).length > 0 && { zones }) };
+  }
+
+  /** The mergeable figures of one set of values (for `rate`: `pressers` who pressed `presses` times). */
+  private figuresOf(f: Figures, pressers: number, presses: number): CrowdFigures {
     switch (this.mode) {
       case 'rate':
-        return { ...head, n: empty ? 0 : this.pressers.size, sum: empty ? 0 : this.presses.total };
+        return { n: pressers, sum: presses };
       case 'fraction':
-        return { ...head, n: f.n, sum: f.sum };
+        return { n: f.n, sum: f.sum };
       case 'votes':
-        return { ...head, n: f.n, votes: [...f.votes] };
+        return { n: f.n, votes: [...f.votes] };
       case 'centroid':
-        return { ...head, n: f.n, sumX: f.sumX, sumY: f.sumY };
+        return { n: f.n, sumX: f.sumX, sumY: f.sumY };
       case 'mean':
-        return { ...head, n: f.n, sum: f.sum, sumSq: Math.max(0, f.sumSq) };
+        return { n: f.n, sum: f.sum, sumSq: Math.max(0, f.sumSq) };
       case 'median':
-        return { ...head, n: f.n, sum: f.sum, sumSq: Math.max(0, f.sumSq), hist: [...f.hist] };
+        return { n: f.n, sum: f.sum, sumSq: Math.max(0, f.sumSq), hist: [...f.hist] };
       default:
-        return { ...head, n: f.n, sum: f.sum, sumSq: Math.max(0, f.sumSq), hist: [...f.hist], histSum: [...f.histSum] };
+        return { n: f.n, sum: f.sum, sumSq: Math.max(0, f.sumSq), hist: [...f.hist], histSum: [...f.histSum] };
     }
   }
 }
@@ -259,4 +309,6 @@ interface Presser {
   at: number;
   second: number;
   inSecond: number;
+  /** the presser's zone ('' none) */
+  zone: string;
 }

@@ -52,7 +52,9 @@ export class ActionIntake {
       // Folded into the crowd's summary: a repeat of a latest value changes nothing, so an
       // Idempotency-Key is only checked for its form (a repeated press does count for `rate`).
       if (once !== '' && !IDEMPOTENCY_KEY.test(once)) throw new AppError('idempotency_key_invalid');
-      return waiter.after(d.crowd.add(layout.layoutId, control as AggregatedControl, claims.sub, value, at));
+      // a zone the layout no longer declares (re-imported since the token was minted) counts in the whole crowd only
+      const zone = claims.zone !== '' && layout.zones.includes(claims.zone) ? claims.zone : '';
+      return waiter.after(d.crowd.add(layout.layoutId, control as AggregatedControl, claims.sub, value, at, zone));
     }
     if (once === '') return d.actions.appendFor(layout.layoutId, newEntryText(layout.layoutId, control, value, at), waiter);
     if (!IDEMPOTENCY_KEY.test(once)) throw new AppError('idempotency_key_invalid');

@@ -42,6 +42,8 @@ export interface AudienceClaims {
   exp: number;
   /** when it was minted, ms since the epoch (`mintedAt`; `iat` x 1000 for a token minted without it) */
   mintedAt: number;
+  /** where the participant sits, one of the layout's zones ('' for none) */
+  zone: string;
 }
 
 /** Whether a layout revoked this token: minted before its cut-off, or its participant revoked. */
@@ -157,15 +159,15 @@ export class AudienceTokens {
     this.cache = settings.cacheMax > 0 ? new LRUCache({ max: settings.cacheMax }) : null;
   }
 
-  /** A token for the layout on behalf of the key; `sub` is a fresh random audience id. */
-  async mint(key: AuthedKey, layoutId: string): Promise<{ token: string; expiresAt: number }> {
+  /** A token for the layout on behalf of the key (in `zone`, if given); `sub` is a fresh random audience id. */
+  async mint(key: AuthedKey, layoutId: string, zone?: string): Promise<{ token: string; expiresAt: number }> {
     const { kid, secret } = this.keyring.signer();
     const mintedAt = this.now();
     const iat = Math.floor(mintedAt / 1000);
     const exp = iat + this.settings.ttlSeconds;
     // `mintedAt` (ms) beside `iat` (whole seconds): a layout's revocation cut-off must tell apart
     // tokens minted in the same second before and after it
-    const token = await new SignJWT({ layoutId, team: key.teamId, keyId: key.keyId, mintedAt })
+    const token = await new SignJWT({ layoutId, team: key.teamId, keyId: key.keyId, mintedAt, ...(zone !== undefined && { zone }) })
       .setProtectedHeader({ alg: 'HS256', typ: TOKEN_TYP, kid })
       .setIssuer(this.settings.issuer)
       .setAudience(this.settings.audience)
@@ -227,7 +229,7 @@ export class AudienceTokens {
         requiredClaims: ['exp', 'iat', 'sub'],
         currentDate: new Date(this.now()),
       });
-      const { sub, layoutId, team, keyId, exp, iat, mintedAt } = payload;
+      const { sub, layoutId, team, keyId, exp, iat, mintedAt, zone } = payload;
       if (typeof sub !== 'string' || typeof layoutId !== 'string' || typeof team !== 'string' || typeof keyId !== 'string' || typeof exp !== 'number' || typeof iat !== 'number') {
         throw new AppError('token_invalid');
       }
@@ -235,7 +237,7 @@ export class AudienceTokens {
       // The few distinct values are shared by every cached token, which keeps each entry small. One
       // object literal: a spread of the claims into the entry took about 40 MiB more for 100,000 tokens.
       const i = this.interned;
-      return { sub: flatCopy(sub), layoutId: i.of(layoutId), team: i.of(team), keyId: i.of(keyId), kid: i.of(kid), exp, mintedAt: minted, signature: flatCopy(signatureOf(token)) };
+      return { sub: flatCopy(sub), layoutId: i.of(layoutId), team: i.of(team), keyId: i.of(keyId), kid: i.of(kid), exp, mintedAt: minted, zone: typeof zone === 'string' ? i.of(zone) : '', signature: flatCopy(signatureOf(token)) };
     } catch (e) {
       // classified here, by jose's own error classes; anything else is a bug for the 500 path and its log
       if (e instanceof joseErrors.JWTExpired) throw new AppError('token_expired');

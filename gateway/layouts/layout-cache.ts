@@ -20,6 +20,8 @@ export interface LiveLayout {
   pages: Page[];
   /** the layout's own per-participant rates, if it sets any */
   limits?: LayoutLimits;
+  /** parts of the room (POST /token `zone`); empty for none */
+  zones: readonly string[];
   /** audience tokens minted before this time (ms) are revoked; 0 for none */
   tokensRevokedBefore: number;
   /** participants (subs) whose tokens are revoked */

@@ -3,7 +3,8 @@
 // per control and process). A process subscribes (SSUBSCRIBE) to a layout's channel only while it
 // holds sockets on that layout, merges the newest summary of every process as the bridge does
 // (schemas/crowd-merge.ts), and every TICK_MS hands the values that changed to the live channel:
-// phones see the figure the displays get, at most 4 times a second per control.
+// phones see the figure the displays get, at most 4 times a second per control. The team page's crowd
+// view `peek`s a layout: it is listened to for PEEK_HOLD_MS after each look, sockets or none.
 import { decodeCrowdSummary } from '../../schemas/action-entry.js';
 import { CrowdTable, type CrowdValue } from '../../schemas/crowd-merge.js';
 import type { RedisClient } from '../../runtime/redis.js';
@@ -11,6 +12,8 @@ import type { RedisKeys } from '../store/keys.js';
 
 /** How often the merged values are looked at and the changed ones sent: 4 times a second. */
 export const CROWD_TICK_MS = 250;
+/** A layout the team page looked at is listened to this long after its last look. */
+export const PEEK_HOLD_MS = 30_000;
 /** A failed SSUBSCRIBE is tried again this much later (a repeat of one that did go through is harmless). */
 const RESUBSCRIBE_MS = 500;
 
@@ -23,8 +26,8 @@ export interface CrowdFeedOptions {
 }
 
 export class CrowdFeed {
-  /** the layouts watched, by channel: their merged tables */
-  private readonly tables = new Map<string, { layoutId: string; table: CrowdTable }>();
+  /** the layouts watched, by channel: their merged tables, whether sockets hold them, and until when the team page does */
+  private readonly tables = new Map<string, { layoutId: string; table: CrowdTable; sockets: boolean; peekUntil: number }>();
   private timer: NodeJS.Timeout | null = null;
 
   constructor(
@@ -41,11 +44,25 @@ export class CrowdFeed {
 
   /** Starts listening to a layout's crowd (its first socket here). */
   watch(layoutId: string): void {
+    this.hold(layoutId).sockets = true;
+  }
+
+  /** The layout's crowd now, for the team page: listened to from now until PEEK_HOLD_MS after the last look (the first look may be empty). */
+  peek(layoutId: string): CrowdValue[] {
+    const held = this.hold(layoutId);
+    held.peekUntil = this.o.now() + PEEK_HOLD_MS;
+    return held.table.current();
+  }
+
+  private hold(layoutId: string) {
     const channel = this.keys.liveChannel(layoutId);
-    if (this.tables.has(channel)) return;
-    this.tables.set(channel, { layoutId, table: new CrowdTable() });
-    this.subscribe(channel);
-    this.timer ??= setInterval(() => this.tick(), CROWD_TICK_MS);
+    let held = this.tables.get(channel);
+    if (!held) {
+      this.tables.set(channel, (held = { layoutId, table: new CrowdTable(), sockets: false, peekUntil: 0 }));
+      this.subscribe(channel);
+      this.timer ??= setInterval(() => this.tick(), CROWD_TICK_MS);
+    }
+    return held;
   }
 
   /** SSUBSCRIBE, tried again every RESUBSCRIBE_MS while the layout is watched (Redis away, a cluster's subscriber not ready). */
@@ -56,9 +73,15 @@ export class CrowdFeed {
     });
   }
 
-  /** Stops listening to a layout's crowd (its last socket here left). */
+  /** Its last socket here left: the layout's crowd is no longer listened to, unless the team page looks at it. */
   unwatch(layoutId: string): void {
-    const channel = this.keys.liveChannel(layoutId);
+    const held = this.tables.get(this.keys.liveChannel(layoutId));
+    if (!held) return;
+    held.sockets = false;
+    if (held.peekUntil <= this.o.now()) this.drop(this.keys.liveChannel(layoutId));
+  }
+
+  private drop(channel: string): void {
     if (!this.tables.delete(channel)) return;
     this.subscriber.sunsubscribe(channel).catch(() => this.o.onUnavailable('live_crowd_unsubscribe'));
     if (this.tables.size === 0 && this.timer) {
@@ -74,7 +97,11 @@ export class CrowdFeed {
 
   private tick(): void {
     const now = this.o.now();
-    for (const { layoutId, table } of this.tables.values()) {
+    for (const [channel, { layoutId, table, sockets, peekUntil }] of this.tables) {
+      if (!sockets && peekUntil <= now) {
+        this.drop(channel);
+        continue;
+      }
       const changed = table.changed(now);
       if (changed.length > 0) this.o.onChanged(layoutId, changed);
     }

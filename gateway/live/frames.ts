@@ -53,11 +53,12 @@ export function pageFrame(layout: LiveLayout, destinationCount: number): string 
 /**
  * A crowd value as phones get it: the value the bridge sends to the displays (one number; [x, y]
  * for centroid; counts per option for votes), the participants counted, and for Slider modes the
- * standard deviation.
+ * standard deviation; `zones` the same value and n for each zone that counts someone.
  */
 export function crowdFrame(v: CrowdValue): string {
-  const value = v.mode === 'votes' || v.mode === 'centroid' ? v.value : v.value[0];
-  return JSON.stringify({ op: 'crowd', lid: v.lid, mode: v.mode, value, n: v.n, ...(v.sd !== undefined && { sd: v.sd }) });
+  const shape = (x: readonly number[]) => (v.mode === 'votes' || v.mode === 'centroid' ? x : x[0]);
+  const zones = v.zones && Object.fromEntries(Object.entries(v.zones).map(([z, x]) => [z, { value: shape(x.value), n: x.n }]));
+  return JSON.stringify({ op: 'crowd', lid: v.lid, mode: v.mode, value: shape(v.value), n: v.n, ...(v.sd !== undefined && { sd: v.sd }), ...(zones && { zones }) });
 }
 
 /** The lids of the aggregated controls on a layout's active page. */

@@ -21,7 +21,10 @@ export function tokenRoute(d: RouteDeps): Route {
       const layout = await d.layouts.get(body.layoutId);
       // The spec fixes 400 here; scope and existence are indistinguishable.
       if (!layout || !keyCoversLayout(key, body.layoutId, layout.teamId)) throw new AppError('layout_not_found', undefined, 400);
-      const { token, expiresAt } = await d.tokens.mint(key, body.layoutId);
+      if (body.zone !== undefined && !layout.zones.includes(body.zone)) {
+        throw new AppError('zone_not_found', `layout "${body.layoutId}" declares ${layout.zones.length === 0 ? 'no zones' : `the zones ${layout.zones.join(', ')}`}, not ${JSON.stringify(body.zone)}`);
+      }
+      const { token, expiresAt } = await d.tokens.mint(key, body.layoutId, body.zone);
       // Last, so a revocation committed while this request was in flight fails it too (spec 3).
       await d.apiKeys.confirmNotRevoked(key.keyId);
       return ok({ token, expiresAt: new Date(expiresAt).toISOString() });

@@ -3,7 +3,7 @@
 // tag: {layoutId}, {teamId}, {keyId}, {email}, {session hash}, or one fixed tag for the signing
 // keys and for the team registry. A command, transaction or Lua script touches the keys of one
 // owner only, so the same code runs on one Redis and on Redis Cluster (where a tag is a slot).
-import { actionStreamKey, presenceKey } from '../../schemas/redis-keys.js';
+import { actionStreamKey, presenceKey, cueStateKey } from '../../schemas/redis-keys.js';
 
 export class RedisKeys {
   constructor(readonly prefix: string) {}
@@ -41,6 +41,9 @@ export class RedisKeys {
    */
   actionOnce(layoutId: string, sub: string, generation: number): string {
     return `${this.prefix}layout:{${layoutId}}:once:${sub}:${generation}`;
+  }
+  cues(layoutId: string): string {
+    return cueStateKey(this.prefix, layoutId);
   }
   destinations(layoutId: string): string {
     return presenceKey(this.prefix, layoutId);

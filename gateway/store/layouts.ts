@@ -20,6 +20,8 @@ export interface StoredLayout {
   pages: Page[];
   /** the layout's own per-participant rates, if it sets any */
   limits?: LayoutLimits;
+  /** parts of the room (POST /token `zone`); empty for none */
+  zones: readonly string[];
   /** audience tokens minted before this time (ms) are revoked; 0 for none */
   tokensRevokedBefore: number;
   /** participants (subs) whose tokens are revoked */
@@ -45,6 +47,7 @@ export class LayoutStore {
       activePageId: h.activePageId,
       pages: JSON.parse(h.pages) as Page[],
       ...(h.limits && { limits: JSON.parse(h.limits) as LayoutLimits }),
+      zones: h.zones ? (JSON.parse(h.zones) as string[]) : [],
       tokensRevokedBefore: Number(h.tokensRevokedBefore ?? 0),
       revokedSubs: new Set(revoked),
       updatedAt: Number(h.updatedAt ?? 0),
@@ -80,6 +83,7 @@ export class LayoutStore {
       JSON.stringify(def.pages),
       now,
       def.limits ? JSON.stringify(def.limits) : '',
+      def.zones && def.zones.length > 0 ? JSON.stringify(def.zones) : '',
     ]);
     if (r === -1) throw new AppError('layout_owned_by_other_team', `layoutId "${def.layoutId}" belongs to another team`);
     await this.redis.sadd(this.keys.teamLayouts(teamId), def.layoutId);
@@ -108,9 +112,13 @@ export class LayoutStore {
     return Number(r[1]);
   }
 
-  /** Switches the active page (one script on the layout's hash); every gateway learns it through the invalidation channel. */
+  /**
+   * Switches the active page and re-arms the layout's crowd cues (one script on the layout's hash
+   * slot); every gateway learns it through the invalidation channel, every bridge at its next look
+   * at the cues (every 250 ms).
+   */
   async activate(layoutId: string, pageId: string, now = Date.now()): Promise<void> {
-    const r = await runScript(this.redis, 'activatePage', [this.keys.layout(layoutId)], [pageId, now]);
+    const r = await runScript(this.redis, 'activatePage', [this.keys.layout(layoutId), this.keys.cues(layoutId)], [pageId, now]);
     if (r === 0) throw new AppError('layout_not_found', `no layout ${JSON.stringify(layoutId)}`);
     if (r === -1) throw new AppError('page_not_found', `layout "${layoutId}" has no page ${JSON.stringify(pageId)}`);
     await publishInvalidation(this.redis, this.keys, { kind: 'layout', id: layoutId });

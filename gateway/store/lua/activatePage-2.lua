@@ -1,5 +1,5 @@
--- Makes a page of a layout the active one.
--- KEYS[1]  the layout hash
+-- Makes a page of a layout the active one, and re-arms the layout's crowd cues.
+-- KEYS[1]  the layout hash   KEYS[2] the layout's cue hash (same hash slot)
 -- ARGV[1]  pageId   ARGV[2] now (ms)
 -- returns  1 done, 0 no such layout, -1 no such page in the layout
 local pages = redis.call('HGET', KEYS[1], 'pages')
@@ -8,6 +8,7 @@ for _, page in ipairs(cjson.decode(pages)) do
   if page.pageId == ARGV[1] then
     redis.call('HSET', KEYS[1], 'activePageId', ARGV[1], 'updatedAt', ARGV[2])
     redis.call('HINCRBY', KEYS[1], 'version', 1)
+    redis.call('HINCRBY', KEYS[2], 'gen:page', 1)
     return 1
   end
 end
