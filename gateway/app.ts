@@ -180,8 +180,10 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
     observe: (route, status, seconds, code) => metrics.observeRequest(route, status, seconds, code),
   });
   const sessions = new SessionStore(redis, stores.keys, config.adminSessionIdleSeconds, config.adminSessionMaxSeconds, now);
+  const liveCrowd = new CrowdFeed(liveSubscriber, stores.keys, { now, onChanged: (layoutId, values) => sockets.live?.crowdChanged(layoutId, values), onUnavailable: (what) => liveMisses.count(what) });
   const admin = {
     stores,
+    crowd: liveCrowd,
     sessions,
     guard: new AdminGuard(sessions, config),
     limiter: new LoginLimiter(redis, stores.keys, { windowSeconds: config.adminLoginWindowSeconds, maxPerAccount: config.adminLoginMaxPerAccount, maxPerAddress: config.adminLoginMaxPerAddress, maxInFlight: config.adminLoginMaxInFlight }),
@@ -190,7 +192,6 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
   };
   server.mount(layoutRoute(deps)).mount(tokenRoute(deps)).mount(openApiRoute()).mount(asyncApiRoute());
   for (const r of [...actionRoutes(deps), ...adminApiRoutes(admin), ...adminPageRoutes(), ...playPageRoutes()]) server.mount(r);
-  const liveCrowd = new CrowdFeed(liveSubscriber, stores.keys, { now, onChanged: (layoutId, values) => sockets.live?.crowdChanged(layoutId, values), onUnavailable: (what) => liveMisses.count(what) });
   const live = new LiveChannel(deps, new ActionIntake(deps), liveCrowd, {
     maxFrameBytes: config.maxBodyBytes, maxSockets: config.liveMaxSockets, newSocketsPerSecond: config.liveNewSocketsPerSecond,
     bufferBytes: config.liveBufferBytes, slowCloseMs: config.liveSlowCloseMs, now,

@@ -8,6 +8,7 @@ import type { Reply } from '../http/reply.js';
 import { parseJson } from '../http/body.js';
 import type { RequestHead, Route } from '../http/route.js';
 import type { DestinationCounts } from '../layouts/destinations.js';
+import type { CrowdValue } from '../../schemas/crowd-merge.js';
 import type { Stores } from '../store/stores.js';
 import type { AdminGuard } from './guard.js';
 import type { LoginLimiter } from './login-limiter.js';
@@ -20,6 +21,8 @@ export interface AdminDeps {
   guard: AdminGuard;
   limiter: LoginLimiter;
   destinations: DestinationCounts;
+  /** the crowd's merged values of a layout (listened to while the team page looks) */
+  crowd: { peek(layoutId: string): CrowdValue[] };
   /** a hash checked for unknown emails, so they take as long as known ones */
   dummyPasswordHash: string;
 }
@@ -150,6 +153,7 @@ export function adminApiRoutes(d: AdminDeps): Route[] {
                 name: p.name,
                 controls: p.controls.map((c) => ({ lid: c.lid, label: c.props.label, type: c.type, address: c.address, ...(c.options && { options: c.options }), ...(c.aggregate && { aggregate: c.aggregate, crowd: describeAggregate(c.aggregate) }) })),
               })),
+              ...(l.zones.length > 0 && { zones: l.zones }),
               destinationCount: await d.destinations.count(l.layoutId),
               ...(l.tokensRevokedBefore > 0 && { tokensRevokedBefore: new Date(l.tokensRevokedBefore).toISOString() }),
             })),
@@ -184,6 +188,51 @@ export function adminApiRoutes(d: AdminDeps): Route[] {
         const layout = await orUnavailable(d.stores.layouts.requireOwned(session.teamId, owned(head)));
         await orUnavailable(d.stores.layouts.activate(layout.layoutId, pageId));
         return json({ layoutId: layout.layoutId, activePageId: pageId });
+      },
+    }),
+    api({
+      method: 'get',
+      pattern: '/admin/api/layouts/:layoutId/crowd',
+      params: 1,
+      async handle(head) {
+        const { session } = await d.guard.require(head, false);
+        const layout = await orUnavailable(d.stores.layouts.requireOwned(session.teamId, owned(head)));
+        const now = Date.now();
+        const cues = new Map((await orUnavailable(d.stores.cues.states(layout, now))).map((c) => [c.lid, c]));
+        const values = new Map(d.crowd.peek(layout.layoutId).map((v) => [v.lid, v]));
+        const page = layout.pages.find((p) => p.pageId === layout.activePageId);
+        const controls = (page?.controls ?? [])
+          .filter((c) => c.aggregate)
+          .map((c) => {
+            const v = values.get(c.lid);
+            const cue = cues.get(c.lid);
+            return {
+              lid: c.lid,
+              label: c.props.label,
+              type: c.type,
+              mode: c.aggregate!.mode,
+              ...(c.options && { options: c.options.map((o) => o.label) }),
+              value: v?.value ?? null,
+              n: v?.n ?? 0,
+              ...(v?.sd !== undefined && { sd: v.sd }),
+              zones: v?.zones ?? {},
+              ...(cue && { cue: { ...cue.cue, phase: cue.phase, value: cue.value, firedAt: cue.firedAt && new Date(cue.firedAt).toISOString(), holdingSince: cue.holdingSince && new Date(cue.holdingSince).toISOString() } }),
+            };
+          });
+        return json({ layoutId: layout.layoutId, activePageId: layout.activePageId, zones: layout.zones, at: new Date(now).toISOString(), controls });
+      },
+    }),
+    api({
+      method: 'post',
+      pattern: '/admin/api/layouts/:layoutId/crowd/:lid/rearm',
+      params: 2,
+      async handle(head) {
+        const { session } = await d.guard.require(head, true);
+        const layout = await orUnavailable(d.stores.layouts.requireOwned(session.teamId, owned(head)));
+        const lidText = head.params[1] ?? '';
+        if (!/^\d{1,10}$/.test(lidText)) throw new AppError('cue_not_found', `no control with a crowd cue at lid ${JSON.stringify(lidText)}`);
+        await orUnavailable(d.stores.cues.rearm(layout.layoutId, Number(lidText)));
+        return json({ layoutId: layout.layoutId, lid: Number(lidText), rearmed: true });
       },
     }),
     api({

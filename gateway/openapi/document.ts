@@ -24,6 +24,7 @@ const FILE_COMPONENTS: Record<string, string> = {
 const DEF_COMPONENTS: Record<string, string> = {
   'layout-definition.schema.json#/$defs/id': 'Id',
   'action-value.schema.json#/$defs/controlType': 'ControlType',
+  'control.schema.json#/$defs/cue': 'CrowdCue',
   ...Object.fromEntries(CONTROL_TYPES.map((t) => [`action-value.schema.json#/$defs/${t}`, `${t}Value`])),
 };
 const RESPONSES_FILE = 'api-responses.schema.json';
@@ -178,7 +179,7 @@ export function buildOpenApiDocument(): Json {
     security: [{ apiKey: [] }],
     parameters: [requestIdParam],
     requestBody: { required: true, content: { 'application/json': { schema: ref('TokenRequest') } } },
-    responses: { '200': jsonAnswer('A new audience token.', 'TokenAnswer'), ...errorResponses(['layout_not_found', 'rate_limited', ...API_KEY_ERRORS, ...BODY_ERRORS, ...ALWAYS], { layout_not_found: 400 }) },
+    responses: { '200': jsonAnswer('A new audience token.', 'TokenAnswer'), ...errorResponses(['layout_not_found', 'zone_not_found', 'rate_limited', ...API_KEY_ERRORS, ...BODY_ERRORS, ...ALWAYS], { layout_not_found: 400 }) },
   };
   const postAction: Json = {
     operationId: 'sendAction',

@@ -22,7 +22,7 @@ export function layoutRoute(d: RouteDeps): Route {
       const destinationCount = await d.destinations.count(layoutId);
       // Last, so a revocation committed while this request was in flight fails it too (spec 3).
       await d.apiKeys.confirmNotRevoked(key.keyId);
-      return ok({ layoutId, activePageId: layout.activePageId, controls: layout.activeControls, destinationCount });
+      return ok({ layoutId, activePageId: layout.activePageId, controls: layout.activeControls, destinationCount, ...(layout.zones.length > 0 && { zones: layout.zones }) });
     },
   };
 }

@@ -1,6 +1,7 @@
 // The control-plane stores over one Redis connection, built together because they refer to each other.
 import type { RedisClient } from '../../runtime/redis.js';
 import { AdminStore } from './admins.js';
+import { CueStore } from './cues.js';
 import { ApiKeyStore } from './api-keys.js';
 import { RedisKeys } from './keys.js';
 import { LayoutStore } from './layouts.js';
@@ -15,6 +16,7 @@ export interface Stores {
   apiKeys: ApiKeyStore;
   signingKeys: SigningKeyStore;
   admins: AdminStore;
+  cues: CueStore;
 }
 
 export function createStores(redis: RedisClient, prefix: string): Stores {
@@ -28,5 +30,6 @@ export function createStores(redis: RedisClient, prefix: string): Stores {
     apiKeys: new ApiKeyStore(redis, keys, layouts),
     signingKeys: new SigningKeyStore(redis, keys),
     admins: new AdminStore(redis, keys),
+    cues: new CueStore(redis, keys, layouts),
   };
 }
