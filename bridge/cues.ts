@@ -4,7 +4,8 @@
 // `<address>/cue ,i <value>`. The hash is the latch: a bridge that restarts takes the firings of the
 // current arm from it and fires none of them again; two bridges on one layout record one firing and
 // both send it (the second when its own machine decides, or when it reads the hash, within
-// CUE_POLL_MS). A page switch (gen:page) or `audiencectl crowd rearm` (gen:<lid>) starts a new arm.
+// CUE_POLL_MS). A page switch (gen:page) or `audiencectl crowd rearm` (gen:<lid>) starts a new arm;
+// only the cues of the live page's controls fire (`live`, written by the page switch and the import).
 import { readFileSync } from 'node:fs';
 import { CueMachine, type CuePhase } from '../schemas/crowd-cue.js';
 import type { CrowdValue } from '../schemas/crowd-merge.js';
@@ -104,6 +105,8 @@ export class LayoutCues {
   step(): void {
     if (this.hash === null) return;
     const now = this.now();
+    // only the cues of controls on the live page fire (a layout imported before cues existed: all)
+    const live = this.hash.live === undefined ? null : new Set(this.hash.live.split(',').filter(Boolean).map(Number));
     for (const v of this.sink.crowdValues()) {
       if (!v.cue) {
         this.cues.delete(v.lid);
@@ -117,7 +120,7 @@ export class LayoutCues {
       }
       cue.machine.settings = v.cue;
       cue.address = v.address;
-      if (cue.firing || cue.arm === '') continue;
+      if (cue.firing || cue.arm === '' || (live && !live.has(v.lid))) continue;
       const before = { output: cue.machine.output, at: cue.machine.firedAt };
       const value = cue.machine.step(v, now);
       if (value !== null) void this.fire(cue, value, now, before);

@@ -76,7 +76,7 @@ export class LayoutStore {
    */
   async import(teamId: string, input: unknown, now = Date.now()): Promise<{ layoutId: string; replaced: boolean }> {
     const def: LayoutDefinition = checkLayoutDefinition(input);
-    const r = await runScript(this.redis, 'importLayout', [this.keys.layout(def.layoutId)], [
+    const r = await runScript(this.redis, 'importLayout', [this.keys.layout(def.layoutId), this.keys.cues(def.layoutId)], [
       teamId,
       def.name,
       def.activePageId,
