@@ -326,7 +326,7 @@ function renderLayouts() {
       el(
         'p',
         { class: 'end-show' },
-        el('button', { type: 'button', class: 'danger', 'data-end-show': l.layoutId, 'aria-label': `End of show: revoke the audience tokens of ${l.name}`, onclick: () => askEndShow(l), text: 'End of show: revoke audience tokens' }),
+        el('button', { type: 'button', class: 'danger', 'data-end-show': l.layoutId, 'aria-label': `End of show: revoke audience tokens of ${l.name}`, onclick: () => askEndShow(l), text: 'End of show: revoke audience tokens' }),
         l.tokensRevokedBefore ? el('span', { class: 'muted', text: ` Tokens minted before ${new Date(l.tokensRevokedBefore).toLocaleString()} are revoked.` }) : '',
       ),
       crowdSection(l),
