@@ -19,6 +19,7 @@ import { fuzzSeed, seededRandom } from '../helpers/seeded-random.js';
 
 const LAYOUT = 'zone-show';
 const ZONES = ['left', 'right', 'balcony'];
+const STROBE_CUE = { above: 0.6, below: 0.4, quorum: 1000, holdMs: 300 };
 const redis = useRedis();
 const seed = fuzzSeed();
 let prefix: string;
@@ -32,7 +33,10 @@ beforeAll(async () => {
   const admin = new Redis(redis.get().server.url);
   const stores = createStores(admin, prefix);
   const team = await stores.teams.create('Zone team');
-  await stores.layouts.import(team.teamId, { ...CROWD_LAYOUT, layoutId: LAYOUT, zones: ZONES });
+  // the Strobe fraction with a cue: its settings reach discovery and the phones' page frame
+  const zoned = structuredClone({ ...CROWD_LAYOUT, layoutId: LAYOUT, zones: ZONES });
+  zoned.pages[0]!.controls.find((c) => c.lid === 3)!.aggregate!.cue = STROBE_CUE;
+  await stores.layouts.import(team.teamId, zoned);
   await stores.layouts.import(team.teamId, { ...CROWD_LAYOUT, layoutId: 'no-zones' });
   apiKey = (await stores.apiKeys.create(team.teamId, { name: 'zones' })).apiKey;
   admin.disconnect();
@@ -80,6 +84,7 @@ describe(`zones (seed ${seed})`, () => {
     expect([none.status, none.body.error.code]).toEqual([400, 'zone_not_found']);
     const discovery = await getLayout(gateways[0]!, LAYOUT, apiKey);
     expect(discovery.body.zones).toEqual(ZONES);
+    expect(discovery.body.controls.find((c: { lid: number }) => c.lid === 3).aggregate.cue).toEqual(STROBE_CUE);
     expect((await getLayout(gateways[0]!, 'no-zones', apiKey)).body.zones).toBeUndefined();
   });
 
@@ -95,6 +100,8 @@ describe(`zones (seed ${seed})`, () => {
       placed.push({ token: r.body.token as string, gateway, zone });
     }
     const phone = await connectLive(gateways[1]!.url, placed[0]!.token);
+    const page = phone.frames.find((f) => f.op === 'page') as { controls: { lid: number; aggregate?: { cue?: object } }[] };
+    expect(page.controls.find((c) => c.lid === 3)!.aggregate!.cue).toEqual(STROBE_CUE);
     const actions: CrowdAction[] = [];
     for (const [p, { token, gateway }] of placed.entries()) {
       for (const round of participantRounds(random, p)) {

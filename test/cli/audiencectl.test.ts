@@ -114,6 +114,12 @@ describe('layout definition rules', () => {
     ['an aggregate window over 10 minutes', (d) => (d.pages[1]!.controls[0]!.aggregate = { mode: 'rate', windowMs: 600_001 }), /page "encore" lid 7, Button\): aggregate windowMs .* got 600001/],
     ['an aggregate with an unknown mode', (d) => (d.pages[0]!.controls[5]!.aggregate = { mode: 'loudest' }), /aggregate mode "loudest" does not fit a XYPad control; allowed: centroid/],
     ['an aggregate with an unknown field', (d) => (d.pages[0]!.controls[3]!.aggregate = { mode: 'votes', every: 5 }), /aggregate has an unknown field "every"/],
+    ['a vote cue without a share', (d) => (d.pages[0]!.controls[3]!.aggregate = { mode: 'votes', cue: { quorum: 10 } }), /lid 4, Index\): a votes cue needs "share"/],
+    ['a threshold cue whose below is not under its above', (d) => (d.pages[0]!.controls[2]!.aggregate = { mode: 'fraction', cue: { above: 0.6, below: 0.7 } }), /lid 3, Toggle\): a cue's "below" \(0.7\) must be less than its "above" \(0.6\)/],
+    ['a cue on a centroid', (d) => (d.pages[0]!.controls[5]!.aggregate = { mode: 'centroid', cue: { above: 0.6, below: 0.4 } }), /lid 6, XYPad\): a centroid takes no cue/],
+    ['a cue with an unknown field', (d) => (d.pages[0]!.controls[2]!.aggregate = { mode: 'fraction', cue: { above: 0.6, below: 0.4, hold: 300 } }), /cue.*unknown field "hold"/],
+    ['a zone that is not an id', (d) => Object.assign(d, { zones: ['left side'] }), /zones/],
+    ['a zone declared twice', (d) => Object.assign(d, { zones: ['left', 'left'] }), /zones/],
   ];
   it.each(cases)('refuses %s, naming it', async (_what, mutate, message) => {
     const d = base();
@@ -139,6 +145,24 @@ describe('layout definition rules', () => {
     expect(text.stdout).toMatch(/lid 2 .* \(crowd: median of each participant's latest value over 100 ms\)/);
     expect(text.stdout).toMatch(/lid 1 .* \(crowd: presses per second over 1 s\)/);
     expect(text.stdout).not.toMatch(/lid 5 .*crowd/);
+  });
+
+  it('imports cues and zones; layout show says each cue and the zones', async () => {
+    const d = base();
+    d.layoutId = 'cue-rules';
+    Object.assign(d, { zones: ['left', 'right'] });
+    d.pages[0]!.controls[2]!.aggregate = { mode: 'fraction', cue: { above: 0.6, below: 0.4, quorum: 10, holdMs: 300 } };
+    d.pages[0]!.controls[3]!.aggregate = { mode: 'votes', windowMs: 10_000, cue: { quorum: 10, share: 0.6, holdMs: 500 } };
+    expect((await ctl('layout', 'import', '--team', team, file('cues.json', d), '--json')).code).toBe(0);
+    const shown = await ctl('layout', 'show', 'cue-rules', '--json');
+    expect(shown.json.zones).toEqual(['left', 'right']);
+    expect(shown.json.pages[0].controls[3].aggregate.cue).toEqual({ quorum: 10, share: 0.6, holdMs: 500 });
+    const text = (await ctl('layout', 'show', 'cue-rules')).stdout;
+    expect(text).toContain('zones left, right');
+    expect(text).toMatch(/lid 3 .*cue: 1 at or above 0.6, then 0 at or below 0.4 \(10 counted at least, held 300 ms\)/);
+    expect(text).toMatch(/lid 4 .*cue: the winning option once it has 60 % of the votes \(10 counted at least, held 500 ms\), once until re-armed/);
+    const cues = await ctl('crowd', 'cues', 'cue-rules', '--json');
+    expect(cues.json.cues.map((c: { lid: number; phase: string }) => [c.lid, c.phase])).toEqual([[3, 'armed'], [4, 'armed']]);
   });
 
   it('refuses a file that is not JSON or cannot be read', async () => {
