@@ -7,7 +7,7 @@
 // CUE_POLL_MS). A page switch (gen:page) or `audiencectl crowd rearm` (gen:<lid>) starts a new arm;
 // only the cues of the live page's controls fire (`live`, written by the page switch and the import).
 import { readFileSync } from 'node:fs';
-import { CueMachine, type CuePhase } from '../schemas/crowd-cue.js';
+import { CueMachine, cueProblem, type CuePhase } from '../schemas/crowd-cue.js';
 import type { CrowdValue } from '../schemas/crowd-merge.js';
 import { cueStateKey } from '../schemas/redis-keys.js';
 import type { Logger } from '../runtime/log.js';
@@ -108,7 +108,8 @@ export class LayoutCues {
     // only the cues of controls on the live page fire (a layout imported before cues existed: all)
     const live = this.hash.live === undefined ? null : new Set(this.hash.live.split(',').filter(Boolean).map(Number));
     for (const v of this.sink.crowdValues()) {
-      if (!v.cue) {
+      // a cue the importer would refuse (a summary not written by a gateway) is no cue
+      if (!v.cue || cueProblem(v.mode, v.cue) !== null) {
         this.cues.delete(v.lid);
         continue;
       }

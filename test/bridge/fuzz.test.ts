@@ -82,7 +82,16 @@ function plan(random: () => number): Planned[] {
       rate: { sum: int(100_000) },
     };
     const slider = type === 'Slider';
-    return { entry: { ...base, ...figures[mode] }, addresses: [address, `${address}/n`, ...(slider ? [`${address}/sd`] : [])] };
+    // some summaries carry zones (the same figures per zone, a zone with someone in it) and a cue
+    const zoneNames = random() < 0.3 ? ['left', 'right', 'z_9'].slice(0, 1 + int(3)) : [];
+    const zones = Object.fromEntries(zoneNames.map((z) => [z, { ...figures[mode], n: 1 + int(count + 1) }]));
+    // a cue whose quorum is above n never fires: its settings are read, checked and kept
+    const quorum = count + 1 + int(10);
+    const cue = random() < 0.2 ? { cue: mode === 'votes' ? { share: 0.01 + random() * 0.99, quorum } : { above: 0.6, below: 0.4, holdMs: int(1000), quorum } } : {};
+    return {
+      entry: { ...base, ...figures[mode], ...cue, ...(zoneNames.length > 0 && { zones }) },
+      addresses: [address, `${address}/n`, ...(slider ? [`${address}/sd`] : []), ...zoneNames.flatMap((z) => [`${address}/zone/${z}`, `${address}/zone/${z}/n`])],
+    };
   };
   const brokenSummary: (() => unknown)[] = [
     () => ({ ...summary().entry, mode: 'votes', type: 'Slider' }), // a mode that does not fit the type
@@ -99,6 +108,8 @@ function plan(random: () => number): Planned[] {
     },
     () => ({ ...summary().entry, layoutId: 'another-layout' }),
     () => ({ ...summary().entry, extra: 1 }),
+    () => ({ ...summary().entry, zones: pick([{ 'a b': { n: 1 } }, { left: { n: -1 } }, { left: { n: 1, extra: 2 } }, { left: 5 }, [1]]) }),
+    () => ({ ...summary().entry, cue: pick([{ share: 0 }, { holdMs: -1 }, { above: 'x' }, { every: 1 }, 7]) }),
   ];
   const broken: (() => Fields)[] = [
     () => [text(10) || 'f', text(20)], // no action field

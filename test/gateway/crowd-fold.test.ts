@@ -57,11 +57,13 @@ describe(`crowd fold (seed ${seed})`, () => {
       const actions: CrowdAction[] = [];
       const started = performance.now();
       const pending: Promise<void>[] = [];
+      const zoneOf: string[] = [];
       for (let p = 0; p < participants; p++) {
         const fold = folds[p % processes]!; // one participant, one gateway process: counted once
+        zoneOf[p] = ['', 'left', 'right', 'pit'][Math.floor(random() * 4)]!; // '' for no zone
         for (const round of participantRounds(random, p)) {
           actions.push(...round);
-          for (const a of round) pending.push(fold.add(layoutId, controls.get(a.lid)!, `sub-${p}`, a.value as never, Date.now()));
+          for (const a of round) pending.push(fold.add(layoutId, controls.get(a.lid)!, `sub-${p}`, a.value as never, Date.now(), zoneOf[p]));
         }
       }
       await Promise.all(pending);
@@ -81,6 +83,17 @@ describe(`crowd fold (seed ${seed})`, () => {
         expect(v.n, `${address} ${e.mode} n`).toBe(e.n);
         e.value.forEach((x, k) => expect(Math.abs(v.value[k]! - x), `${address} ${e.mode}[${k}]: merged ${v.value[k]}, offline ${x}`).toBeLessThanOrEqual(tolerance));
         if (e.sd !== undefined) expect(Math.abs(v.sd! - e.sd), `${address} sd`).toBeLessThanOrEqual(1e-9);
+      }
+      // each zone: the same figures over its own participants; a zone with nobody is left out
+      for (const zone of ['left', 'right', 'pit']) {
+        const inZone = offlineCrowd(actions.filter((a) => zoneOf[a.participant] === zone), CROWD_MODES, CROWD_WINDOW_MS, { 4: 3 });
+        for (const [address, e] of Object.entries(inZone)) {
+          const z = merged.get(Number(address.slice(1)))!.zones?.[zone];
+          expect(z?.n, `${address} ${e.mode} zone ${zone} n`).toBe(e.n);
+          const tolerance = e.mode === 'median' || e.mode === 'trimmed-mean' ? 0.01 : 1e-9;
+          e.value.forEach((x, k) => expect(Math.abs(z!.value[k]! - x), `${address} ${e.mode} zone ${zone} [${k}]`).toBeLessThanOrEqual(tolerance));
+        }
+        for (const v of merged.values()) if (!Object.values(inZone).some((e) => e.mode === v.mode)) expect(v.zones?.[zone], `lid ${v.lid} zone ${zone}`).toBeUndefined();
       }
     } finally {
       for (const f of folds) f.stop();
