@@ -96,7 +96,7 @@ export function decodeStreamEntry(fields: readonly unknown[] | null | undefined)
   if (!p.ok) return p;
   if (typeof p.parsed === 'object' && p.parsed !== null && (p.parsed as { v?: unknown }).v === 2) {
     if (!validateCrowdSummary(p.parsed, WHOLE_DOCUMENT)) return { ok: false, reason: describeFirstError(validateCrowdSummary.errors, 'summary') };
-    return expandBins(p.parsed as Parameters<typeof expandBins>[0]);
+    return expandBins(p.parsed);
   }
   return asActionEntry(p.parsed);
 }

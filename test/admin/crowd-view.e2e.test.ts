@@ -78,7 +78,7 @@ describe('the crowd view', () => {
     expect(await field(4, 'zones')).toBe('Zones: left Red 0, Green 2, Blue 0 (2) · right Red 0, Green 1, Blue 1 (2)');
     expect(await field(2, 'value')).toBe('0.50');
     expect(await field(2, 'zones')).toBe('Zones: left 0.20 (2) · right 0.80 (2)');
-    expect(await card(4).locator('meter').evaluateAll((ms) => ms.map((m) => (m as HTMLMeterElement).value))).toEqual([0, 0.75, 0.25]);
+    expect(await card(4).locator('meter').evaluateAll((ms) => ms.map((m) => Number(m.getAttribute('value'))))).toEqual([0, 0.75, 0.25]);
     await expect.poll(() => field(4, 'cue'), { timeout: 5000 }).toMatch(/^fired 1 at /);
     expect(bridge.sink.messages.filter((m) => m.address === '/004/cue').map((m) => m.args[0]!.value)).toEqual([1]);
     await page.screenshot({ path: `${ARTIFACTS}/crowd-view.png`, fullPage: true });

@@ -100,7 +100,7 @@ describe(`zones (seed ${seed})`, () => {
       placed.push({ token: r.body.token as string, gateway, zone });
     }
     const phone = await connectLive(gateways[1]!.url, placed[0]!.token);
-    const page = phone.frames.find((f) => f.op === 'page') as { controls: { lid: number; aggregate?: { cue?: object } }[] };
+    const page = phone.frames.find((f) => f.op === 'page') as unknown as { controls: { lid: number; aggregate?: { cue?: object } }[] };
     expect(page.controls.find((c) => c.lid === 3)!.aggregate!.cue).toEqual(STROBE_CUE);
     const actions: CrowdAction[] = [];
     for (const [p, { token, gateway }] of placed.entries()) {
@@ -124,7 +124,7 @@ describe(`zones (seed ${seed})`, () => {
     const brightness = (f: { op: string; lid?: unknown }) => f.op === 'crowd' && f.lid === 2;
     const matches = () => {
       const f = phone.frames.filter(brightness).pop() as { n: number; zones?: Record<string, { value: number; n: number }> } | undefined;
-      return !!f && f.n === expected['']['/002']!.n && ['left', 'right'].every((z) => f.zones?.[z]?.n === expected[z as 'left']['/002']!.n && Math.abs(f.zones[z]!.value - expected[z as 'left']['/002']!.value[0]!) < 1e-9);
+      return !!f && f.n === expected['']['/002']!.n && ['left', 'right'].every((z) => f.zones?.[z]?.n === expected[z as 'left']['/002']!.n && Math.abs(f.zones[z].value - expected[z as 'left']['/002']!.value[0]!) < 1e-9);
     };
     await eventually(matches, 5000).catch(() => {});
     const frame = phone.frames.filter(brightness).pop() as { zones?: Record<string, unknown> };

@@ -34,7 +34,7 @@ describe(`threshold cues on a noisy crowd (seed ${seed})`, () => {
       const kind = random();
       if (kind < 0.35) {
         // a plateau, held long enough to count: maybe the other level
-        const next = random() < 0.5 ? level : level === 'low' ? 'high' : 'low';
+        const next: 'low' | 'high' = random() < 0.5 ? level : level === 'low' ? 'high' : 'low';
         if (next !== level) crossings++;
         level = next;
         const base = level === 'high' ? 0.72 + random() * 0.2 : 0.08 + random() * 0.2;
