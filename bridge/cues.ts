@@ -7,7 +7,7 @@
 // CUE_POLL_MS). A page switch (gen:page) or `audiencectl crowd rearm` (gen:<lid>) starts a new arm;
 // only the cues of the live page's controls fire (`live`, written by the page switch and the import).
 import { readFileSync } from 'node:fs';
-import { CueMachine, cueProblem, type CuePhase } from '../schemas/crowd-cue.js';
+import { CueMachine, cueArm, cueProblem, cueRecord, type CuePhase, type FiredRecord, type PhaseRecord } from '../schemas/crowd-cue.js';
 import type { CrowdValue } from '../schemas/crowd-merge.js';
 import { cueStateKey } from '../schemas/redis-keys.js';
 import type { Logger } from '../runtime/log.js';
@@ -20,24 +20,6 @@ export const CUE_POLL_MS = 250;
 /** Another bridge's firing read from the hash is sent here too if it is at most this old (and this bridge was running then). */
 const LATE_SEND_MS = 2000;
 const FIRE = readFileSync(new URL('./lua/fireCue-1.lua', import.meta.url), 'utf8');
-
-/** A firing as the hash keeps it. */
-export interface FiredRecord {
-  arm: string;
-  seq: number;
-  value: number;
-  at: number;
-  by: string;
-}
-
-/** What the team page reads of a cue's phase (written by the bridges every CUE_POLL_MS when it changed). */
-export interface PhaseRecord {
-  arm: string;
-  phase: CuePhase;
-  since: number | null;
-  at: number;
-  by: string;
-}
 
 interface Cue {
   lid: number;
@@ -163,8 +145,8 @@ export class LayoutCues {
   private sync(cue: Cue, now: number, sendLate: boolean): void {
     const h = this.hash;
     if (!h || cue.firing) return;
-    const arm = `${h['gen:page'] ?? '0'}.${h[`gen:${cue.lid}`] ?? '0'}`;
-    const fired = parseJson<FiredRecord>(h[`fired:${cue.lid}`]);
+    const arm = cueArm(h, cue.lid);
+    const fired = cueRecord<FiredRecord>(h, `fired:${cue.lid}`);
     const mine = fired && fired.arm === arm ? fired : null;
     if (cue.arm !== arm) {
       const first = cue.arm === '';
@@ -211,14 +193,5 @@ export class LayoutCues {
     if (now - this.lastErrorLog < 5000) return;
     this.lastErrorLog = now;
     this.log.warn({ layoutId: this.layoutId, err: (e as Error).message }, what);
-  }
-}
-
-function parseJson<T>(text: string | undefined): T | null {
-  if (text === undefined) return null;
-  try {
-    return JSON.parse(text) as T;
-  } catch {
-    return null;
   }
 }

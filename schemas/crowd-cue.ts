@@ -136,3 +136,42 @@ export class CueMachine {
     this.candidate = null;
   }
 }
+
+/** A firing as the layout's cue hash keeps it (`fired:<lid>`), written by the bridge that made it. */
+export interface FiredRecord {
+  arm: string;
+  seq: number;
+  value: number;
+  at: number;
+  by: string;
+}
+
+/** What the bridges last saw a cue doing (`phase:<lid>`), written every 250 ms while it changes or holds. */
+export interface PhaseRecord {
+  arm: string;
+  phase: CuePhase;
+  since: number | null;
+  at: number;
+  by: string;
+}
+
+/** A cue's arm in the hash: "<page switches>.<re-arms of this lid>"; a firing counts only in its own arm. */
+export function cueArm(hash: Readonly<Record<string, string>>, lid: number): string {
+  return `${hash['gen:page'] ?? '0'}.${hash[`gen:${lid}`] ?? '0'}`;
+}
+
+/** A record of the hash, or null if it is missing or not JSON. */
+export function cueRecord<T extends FiredRecord | PhaseRecord>(hash: Readonly<Record<string, string>>, field: `fired:${number}` | `phase:${number}`): T | null {
+  const text = hash[field];
+  if (text === undefined) return null;
+  try {
+    return JSON.parse(text) as T;
+  } catch {
+    return null;
+  }
+}
+
+/** The cued lids of each page, as the hash keeps them (`live:<pageId>` = "4,3"): the import writes them, a page switch copies its page's to `live`. */
+export function cuedLidsByPage(pages: readonly { pageId: string; controls: readonly { lid: number; aggregate?: { cue?: unknown } }[] }[]): Record<string, string> {
+  return Object.fromEntries(pages.map((p) => [p.pageId, p.controls.filter((c) => c.aggregate?.cue !== undefined).map((c) => c.lid).join(',')]));
+}

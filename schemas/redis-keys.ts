@@ -20,7 +20,8 @@ export function deadLetterKey(prefix: string, layoutId: string): string {
  * Hash of the layout's crowd cues: `gen:page` (bumped by every page switch: re-arms them all),
  * `gen:<lid>` (bumped by a re-arm of one), `fired:<lid>` (JSON: the last firing in the current arm,
  * written by the bridge that made it), `phase:<lid>` (JSON: what the bridges last saw it doing),
- * `live` (the lids of the active page's controls with a cue, "4,3": only those fire).
+ * `live:<pageId>` (the lids of that page's controls with a cue, "4,3", written by the import) and
+ * `live` (the active page's: only those fire).
  */
 export function cueStateKey(prefix: string, layoutId: string): string {
   return `${prefix}layout:{${layoutId}}:cues`;

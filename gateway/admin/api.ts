@@ -55,6 +55,11 @@ export function adminApiRoutes(d: AdminDeps): Route[] {
     return key;
   };
   const owned = (head: RequestHead) => head.params[0] ?? '';
+  /** The session's team's layout named in the path (404 for another team's); `write` checks the CSRF token too. */
+  const ownedLayout = async (head: RequestHead, write: boolean) => {
+    const { session } = await d.guard.require(head, write);
+    return orUnavailable(d.stores.layouts.requireOwned(session.teamId, owned(head)));
+  };
 
   return [
     api({
@@ -183,9 +188,8 @@ export function adminApiRoutes(d: AdminDeps): Route[] {
       params: 1,
       body: true,
       async handle(head, raw) {
-        const { session } = await d.guard.require(head, true);
+        const layout = await ownedLayout(head, true);
         const { pageId } = parseBody(raw, validateAdminActivate);
-        const layout = await orUnavailable(d.stores.layouts.requireOwned(session.teamId, owned(head)));
         await orUnavailable(d.stores.layouts.activate(layout.layoutId, pageId));
         return json({ layoutId: layout.layoutId, activePageId: pageId });
       },
@@ -195,8 +199,7 @@ export function adminApiRoutes(d: AdminDeps): Route[] {
       pattern: '/admin/api/layouts/:layoutId/crowd',
       params: 1,
       async handle(head) {
-        const { session } = await d.guard.require(head, false);
-        const layout = await orUnavailable(d.stores.layouts.requireOwned(session.teamId, owned(head)));
+        const layout = await ownedLayout(head, false);
         const now = Date.now();
         const cues = new Map((await orUnavailable(d.stores.cues.states(layout, now))).map((c) => [c.lid, c]));
         const values = new Map(d.crowd.peek(layout.layoutId).map((v) => [v.lid, v]));
@@ -227,8 +230,7 @@ export function adminApiRoutes(d: AdminDeps): Route[] {
       pattern: '/admin/api/layouts/:layoutId/crowd/:lid/rearm',
       params: 2,
       async handle(head) {
-        const { session } = await d.guard.require(head, true);
-        const layout = await orUnavailable(d.stores.layouts.requireOwned(session.teamId, owned(head)));
+        const layout = await ownedLayout(head, true);
         const lidText = head.params[1] ?? '';
         if (!/^\d{1,10}$/.test(lidText)) throw new AppError('cue_not_found', `no control with a crowd cue at lid ${JSON.stringify(lidText)}`);
         await orUnavailable(d.stores.cues.rearm(layout.layoutId, Number(lidText)));
@@ -241,9 +243,8 @@ export function adminApiRoutes(d: AdminDeps): Route[] {
       params: 1,
       body: true,
       async handle(head, raw) {
-        const { session } = await d.guard.require(head, true);
+        const layout = await ownedLayout(head, true);
         const body = parseBody(raw, validateAdminRevokeTokens);
-        const layout = await orUnavailable(d.stores.layouts.requireOwned(session.teamId, owned(head)));
         const before = body.before === undefined ? Date.now() : Date.parse(body.before);
         if (!Number.isFinite(before)) throw new AppError('invalid_body', 'before must be an ISO 8601 time');
         const cut = await orUnavailable(d.stores.layouts.revokeTokens(layout.layoutId, { before }));

@@ -2,7 +2,7 @@
 // the team page's Re-arm button) and each cue's state for the team page. The bridges decide and
 // latch the cues in the same hash (bridge/cues.ts); a page switch re-arms them all (activatePage).
 import type { RedisClient } from '../../runtime/redis.js';
-import type { CuePhase, CueSettings } from '../../schemas/crowd-cue.js';
+import { cueArm, cueRecord, type CuePhase, type CueSettings, type FiredRecord, type PhaseRecord } from '../../schemas/crowd-cue.js';
 import { AppError } from '../errors.js';
 import type { RedisKeys } from './keys.js';
 import type { LayoutStore, StoredLayout } from './layouts.js';
@@ -19,27 +19,6 @@ export interface CueState {
   firedAt: number | null;
   /** holding: since when the condition holds (ms) */
   holdingSince: number | null;
-}
-
-interface Fired {
-  arm: string;
-  value: number;
-  at: number;
-}
-interface Phase {
-  arm: string;
-  phase: CuePhase;
-  since: number | null;
-  at: number;
-}
-
-function parse<T>(text: string | undefined): T | null {
-  if (text === undefined) return null;
-  try {
-    return JSON.parse(text) as T;
-  } catch {
-    return null;
-  }
 }
 
 /** The controls of a layout with a cue, on any page, by lid. */
@@ -70,9 +49,9 @@ export class CueStore {
     if (controls.size === 0) return [];
     const h = await this.redis.hgetall(this.keys.cues(layout.layoutId));
     return [...controls].map(([lid, cue]) => {
-      const arm = `${h['gen:page'] ?? '0'}.${h[`gen:${lid}`] ?? '0'}`;
-      const fired = parse<Fired>(h[`fired:${lid}`]);
-      const phase = parse<Phase>(h[`phase:${lid}`]);
+      const arm = cueArm(h, lid);
+      const fired = cueRecord<FiredRecord>(h, `fired:${lid}`);
+      const phase = cueRecord<PhaseRecord>(h, `phase:${lid}`);
       const current = fired && fired.arm === arm ? fired : null;
       const holding = phase && phase.arm === arm && phase.phase === 'holding' && now - phase.at < HOLDING_STALE_MS ? phase.since : null;
       return {

@@ -2,6 +2,7 @@
 // layoutIds ({teamId}-tagged, an index). Listings skip an index entry whose layout is gone or belongs
 // to another team.
 import type { RedisClient } from '../../runtime/redis.js';
+import { cuedLidsByPage } from '../../schemas/crowd-cue.js';
 import type { LayoutDefinition, LayoutLimits, Page } from '../../schemas/types.js';
 import { AppError } from '../errors.js';
 import { checkLayoutDefinition } from '../layouts/check-definition.js';
@@ -84,6 +85,7 @@ export class LayoutStore {
       now,
       def.limits ? JSON.stringify(def.limits) : '',
       def.zones && def.zones.length > 0 ? JSON.stringify(def.zones) : '',
+      JSON.stringify(cuedLidsByPage(def.pages)),
     ]);
     if (r === -1) throw new AppError('layout_owned_by_other_team', `layoutId "${def.layoutId}" belongs to another team`);
     await this.redis.sadd(this.keys.teamLayouts(teamId), def.layoutId);

@@ -3,16 +3,15 @@
 // a real bridge (in this process, sending to a UDP sink) fires the cue; the Re-arm button; axe-core
 // finds nothing to fix. Screenshots go to test-artifacts/admin/.
 import { mkdirSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { LayoutDefinition } from '../../schemas/types.js';
 import { useBridgeWithSink } from '../helpers/bridge.js';
 import { DEMO_LAYOUT, postAction, postJson, startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { useRedis } from '../helpers/redis.js';
+import { axeViolations } from '../helpers/axe.js';
 
 const ARTIFACTS = 'test-artifacts/admin';
-const AXE = createRequire(import.meta.url).resolve('axe-core/axe.min.js');
 const PASSWORD = 'stage-door-1234';
 const LAYOUT = structuredClone<LayoutDefinition>(DEMO_LAYOUT);
 LAYOUT.layoutId = 'crowd-view';
@@ -98,11 +97,7 @@ describe('the crowd view', () => {
     const audit = await context.newPage();
     await signIn(audit);
     await expect.poll(() => audit.locator(`[data-crowd="${LAYOUT.layoutId}"] [data-lid="4"] meter`).count()).toBe(3);
-    await audit.addScriptTag({ path: AXE });
-    const violations = await audit.evaluate(async () => {
-      const result = await (globalThis as unknown as { axe: { run: () => Promise<{ violations: { id: string; nodes: { target: string[] }[] }[] }> } }).axe.run();
-      return result.violations.map((v) => `${v.id}: ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`);
-    });
+    const violations = await axeViolations(audit);
     expect(violations).toEqual([]);
     await context.close();
   });

@@ -3,16 +3,15 @@
 // the displays (an in-process bridge sending to a UDP sink), a page switch re-renders it, the
 // crowd's value shows, and axe-core finds nothing to fix. Screenshots go to test-artifacts/play/.
 import { mkdirSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { LayoutDefinition } from '../../schemas/types.js';
 import { useBridgeWithSink } from '../helpers/bridge.js';
 import { DEMO_LAYOUT, eventually, mintToken, startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { useRedis } from '../helpers/redis.js';
+import { axeViolations } from '../helpers/axe.js';
 
 const ARTIFACTS = 'test-artifacts/play';
-const AXE = createRequire(import.meta.url).resolve('axe-core/axe.min.js');
 const PHONE = { width: 390, height: 844 };
 
 /** The demo layout (every control type) with the Slider and the Index folded as crowds. */
@@ -104,11 +103,7 @@ describe('the audience page (/play/)', () => {
     await audit.goto(`${t.url}/play/#token=${await mintToken(t, t.layoutId, t.apiKey)}`);
     await expect.poll(() => audit.locator('#title').textContent()).toBe('main');
     await expect.poll(() => audit.locator('#c2-crowd').textContent()).toContain('Crowd'); // crowd values shown too
-    await audit.addScriptTag({ path: AXE });
-    const violations = await audit.evaluate(async () => {
-      const result = await (globalThis as unknown as { axe: { run: () => Promise<{ violations: { id: string; nodes: { target: string[] }[] }[] }> } }).axe.run();
-      return result.violations.map((v) => `${v.id}: ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`);
-    });
+    const violations = await axeViolations(audit);
     expect(violations).toEqual([]);
     await context.close();
     expect(noise).toEqual([]);

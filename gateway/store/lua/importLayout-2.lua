@@ -1,26 +1,18 @@
 -- Creates or replaces a layout, refusing one that belongs to another team.
--- KEYS[1]  the layout hash   KEYS[2] the layout's cue hash (same hash slot): `live` = the cued lids of the active page
+-- KEYS[1]  the layout hash   KEYS[2] the layout's cue hash (same hash slot)
 -- ARGV[1]  teamId   ARGV[2] name   ARGV[3] activePageId   ARGV[4] pages (JSON)   ARGV[5] now (ms)
 --          ARGV[6] limits (JSON, or '' for none)   ARGV[7] zones (JSON, or '' for none)
+--          ARGV[8] each page's cued lids, JSON {pageId: "4,3"}: kept as `live:<pageId>`, and the
+--          active page's as `live` (only those cues fire)
 -- returns  1 created, 2 replaced, -1 the layoutId belongs to another team
--- The lids of a page's controls that declare a crowd cue, as "4,3" ('' for none).
-local function cuedLids(pages, pageId)
-  local lids = {}
-  for _, page in ipairs(pages) do
-    if page.pageId == pageId then
-      for _, c in ipairs(page.controls) do
-        if type(c.aggregate) == 'table' and type(c.aggregate.cue) == 'table' then lids[#lids + 1] = string.format('%d', c.lid) end
-      end
-    end
-  end
-  return table.concat(lids, ',')
-end
 local owner = redis.call('HGET', KEYS[1], 'team')
 if owner and owner ~= ARGV[1] then return -1 end
 redis.call('HSET', KEYS[1], 'team', ARGV[1], 'name', ARGV[2], 'activePageId', ARGV[3], 'pages', ARGV[4], 'updatedAt', ARGV[5])
 if ARGV[6] == '' then redis.call('HDEL', KEYS[1], 'limits') else redis.call('HSET', KEYS[1], 'limits', ARGV[6]) end
 if ARGV[7] == '' then redis.call('HDEL', KEYS[1], 'zones') else redis.call('HSET', KEYS[1], 'zones', ARGV[7]) end
 redis.call('HINCRBY', KEYS[1], 'version', 1)
-redis.call('HSET', KEYS[2], 'live', cuedLids(cjson.decode(ARGV[4]), ARGV[3]))
+local live = cjson.decode(ARGV[8])
+for pageId, lids in pairs(live) do redis.call('HSET', KEYS[2], 'live:' .. pageId, lids) end
+redis.call('HSET', KEYS[2], 'live', live[ARGV[3]] or '')
 if owner then return 2 end
 return 1
