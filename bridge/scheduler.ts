@@ -11,8 +11,9 @@
 import type { ActionEntry } from '../schemas/types.js';
 import type { CrowdSummary } from '../schemas/aggregate.js';
 import { AckQueue } from './ack-queue.js';
-import { CrowdTable, type CrowdValue } from '../schemas/crowd-merge.js';
-import { crowdDatagrams, cueMessage, type CrowdMessage } from './crowd.js';
+import type { CrowdValue } from '../schemas/crowd-merge.js';
+import { crowdDatagrams } from './crowd.js';
+import { CrowdOutbox } from './crowd-outbox.js';
 import type { BridgeCounters, LayoutCounters } from './counters.js';
 import type { Logger } from '../runtime/log.js';
 import { oscRefusal, packDatagrams, timetag, type BooleanMode, type TimedGroup } from './osc.js';
@@ -51,10 +52,6 @@ interface TargetLane {
   queue: TargetQueue;
   /** the last batch sent, awaiting the next tick to learn whether the display refused it */
   unconfirmed: { ds: Delivery[]; refusals: number } | null;
-  /** crowd values changed and not yet sent to this target (it was backing off), by lid */
-  crowd: Map<number, CrowdValue>;
-  /** crowd cues fired and not yet sent to this target */
-  cues: CrowdMessage[];
 }
 
 export class LayoutScheduler {
@@ -67,8 +64,8 @@ export class LayoutScheduler {
   private readonly done = new SeenIds(100_000);
   private readonly c: LayoutCounters;
   private readonly acks: AckQueue;
-  /** crowd aggregation: the newest summary of each gateway process, per aggregated control */
-  private readonly crowd = new CrowdTable();
+  /** crowd aggregation: the merged values and the cues owed to each target */
+  private readonly crowd: CrowdOutbox;
   private running = false;
   private loop: Promise<void> | null = null;
   private lastErrorLog = 0;
@@ -84,7 +81,8 @@ export class LayoutScheduler {
     private readonly log: Logger,
     private readonly now: () => number = Date.now,
   ) {
-    this.lanes = settings.targets.map((t) => ({ udp: new UdpTarget(t, now), booleans: t.booleans, queue: new TargetQueue(), unconfirmed: null, crowd: new Map(), cues: [] }));
+    this.lanes = settings.targets.map((t) => ({ udp: new UdpTarget(t, now), booleans: t.booleans, queue: new TargetQueue(), unconfirmed: null }));
+    this.crowd = new CrowdOutbox(this.lanes.length);
     this.c = counters.layout(settings.layoutId);
     this.acks = new AckQueue(ack, this.c, log, settings.layoutId, now);
   }
@@ -149,28 +147,25 @@ export class LayoutScheduler {
 
   /** The layout's merged crowd values now (what the displays were last sent). */
   crowdValues(): CrowdValue[] {
-    return this.crowd.current();
+    return this.crowd.values();
   }
 
   /** A crowd cue fired: `<address>/cue ,i value` to every target with the next tick (kept for a target that is backing off). */
   sendCue(address: string, value: number): void {
-    for (const l of this.lanes) l.cues.push(cueMessage(address, value));
+    this.crowd.cue(address, value);
   }
 
-  /** Sends the crowd values changed for this target and the cues fired, in one bundle (one per control if they do not fit a datagram). */
-  private async sendCrowd(lane: TargetLane): Promise<void> {
-    if ((lane.crowd.size === 0 && lane.cues.length === 0) || !lane.udp.ready()) return;
-    const values = [...lane.crowd.values()];
-    const cues = lane.cues;
-    lane.crowd.clear();
-    lane.cues = [];
+  /** Sends target `i` the crowd values changed and the cues fired, in one bundle (one per control if they do not fit a datagram). */
+  private async sendCrowd(lane: TargetLane, i: number): Promise<void> {
+    if (!lane.udp.ready()) return;
+    const owed = this.crowd.take(i);
+    if (!owed) return;
     const { playoutDelayMs } = this.settings;
     try {
-      const { datagrams, messages } = crowdDatagrams(values, timetag(playoutDelayMs > 0 ? this.now() + playoutDelayMs : null), MAX_DATAGRAM_BYTES, cues);
+      const { datagrams, messages } = crowdDatagrams(owed.values, timetag(playoutDelayMs > 0 ? this.now() + playoutDelayMs : null), MAX_DATAGRAM_BYTES, owed.cues);
       await this.transmit(lane, datagrams, messages, datagrams.length);
     } catch (e) {
-      for (const v of values) if (!lane.crowd.has(v.lid)) lane.crowd.set(v.lid, v); // sent again when the target is back
-      lane.cues.unshift(...cues);
+      this.crowd.putBack(i, owed); // sent again when the target is back
       this.logSendError(lane, (e as Error).message);
     }
   }
@@ -267,8 +262,8 @@ export class LayoutScheduler {
 
   /** One tick: every target's due messages, then one XACK for everything finished (not awaited). */
   async tick(): Promise<void> {
-    if (this.crowd.size > 0) for (const v of this.crowd.changed(this.now())) for (const l of this.lanes) l.crowd.set(v.lid, v);
-    await Promise.all(this.lanes.map((l) => Promise.all([this.sendLane(l), this.sendCrowd(l)])));
+    this.crowd.collect(this.now());
+    await Promise.all(this.lanes.map((l, i) => Promise.all([this.sendLane(l), this.sendCrowd(l, i)])));
     this.acks.flush();
     this.lastProgress = this.now();
   }

@@ -4,19 +4,9 @@
 // so a value hovering near a threshold fires nothing more. The machine here is pure (the clock passed
 // in): the bridge runs it on the merged crowd value every tick; the latch lives in Redis
 // (cueStateKey) so a restarted bridge does not fire again and two bridges fire the same cue.
-import type { AggregateMode } from './types.js';
+import type { AggregateMode, CueSettings } from './types.js';
 
-/** `aggregate.cue` of a control (control.schema.json). */
-export interface CueSettings {
-  quorum?: number;
-  holdMs?: number;
-  /** votes: the winning option's share of the votes, at least */
-  share?: number;
-  /** thresholds: 1 at or above this */
-  above?: number;
-  /** thresholds: 0 at or below this (less than above) */
-  below?: number;
-}
+export type { CueSettings } from './types.js';
 
 export const CUE_MODES_THRESHOLD: readonly AggregateMode[] = ['fraction', 'mean', 'median', 'trimmed-mean', 'rate'];
 

@@ -1,13 +1,23 @@
 // TypeScript shapes of the JSON Schemas in this folder. The schemas are the contract;
 // these types only describe what a value has once its validator accepted it.
 
-import type { CueSettings } from './crowd-cue.js';
-
 export const CONTROL_TYPES = ['Button', 'Slider', 'Toggle', 'Index', 'String', 'XYPad'] as const;
 export type ControlType = (typeof CONTROL_TYPES)[number];
 
 export const AGGREGATE_MODES = ['mean', 'median', 'trimmed-mean', 'fraction', 'votes', 'centroid', 'rate'] as const;
 export type AggregateMode = (typeof AGGREGATE_MODES)[number];
+
+/** `aggregate.cue` of a control: a crowd decision the bridge sends (crowd-cue.ts). */
+export interface CueSettings {
+  quorum?: number;
+  holdMs?: number;
+  /** votes: the winning option's share of the votes, at least */
+  share?: number;
+  /** thresholds: 1 at or above this */
+  above?: number;
+  /** thresholds: 0 at or below this (less than above) */
+  below?: number;
+}
 
 /** `aggregate` of a control: crowd aggregation (aggregate.ts has the modes each type takes). */
 export interface Aggregate {
