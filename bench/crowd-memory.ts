@@ -2,7 +2,8 @@
 // value (a rate window: each presser's last press) for every aggregated control, and each
 // participant that acted holds a rate budget. Each figure is measured in a fresh Node process (so
 // nothing else is collected meanwhile): N participants act once, the fold appends its summary to a
-// real Redis, garbage is collected, and the heap's growth is divided by N.
+// real Redis, garbage is collected, and the heap's growth is divided by N. Each window is measured
+// twice: participants without a zone, and spread over three zones (each folded as well).
 //   npm run bench:crowd-memory [-- --participants 200000]
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -51,14 +52,16 @@ async function measure(which: string, redisUrl: string): Promise<number> {
       limits.stop();
       return bytes;
     }
-    const [mode, type, value] = CASES[which]!;
+    const [name = '', zoned] = which.split('@');
+    const [mode, type, value] = CASES[name]!;
+    const zoneOf = (i: number) => (zoned ? ['left', 'right', 'balcony'][i % 3]! : '');
     const control = { lid: 1, address: '/001', type, props: { label: mode }, ...(type === 'Index' && { options: [0, 1, 2].map((index) => ({ index, label: String(index) })) }), aggregate: { mode, windowMs: 600_000 } } as AggregatedControl;
     const fold = new CrowdFold(new ActionLog(client, new RedisKeys('bench:'), { maxLen: 1000, retentionMs: 600_000 }), `gw-${which}`, 10, { maxParticipants: N + 1 });
     await fold.add('show', control, 'warm-up', value(0), Date.now()); // the window and the Redis script exist before the baseline
     const before = heap();
     const now = Date.now();
     let answered: Promise<void>[] = [];
-    for (let i = 0; i < N; i++) answered.push(fold.add('show', control, subs[i]!, value(i), now));
+    for (let i = 0; i < N; i++) answered.push(fold.add('show', control, subs[i]!, value(i), now, zoneOf(i)));
     await Promise.all(answered);
     answered = [];
     const bytes = (heap() - before) / N;
@@ -78,9 +81,9 @@ if (values.case) {
   try {
     const run = (which: string) => Number(execFileSync(process.execPath, ['--expose-gc', fileURLToPath(import.meta.url), '--case', which, '--redis', server.url, '--participants', String(N)], { encoding: 'utf8' }).trim());
     console.log(`Gateway memory per participant, ${N.toLocaleString('en')} participants in one process (Node ${process.version}):\n`);
-    console.log('| what | heap bytes per participant |\n|---|---|');
-    for (const which of Object.keys(CASES)) console.log(`| crowd window, ${CASES[which]![1]} ${which} | ${run(which).toFixed(0)} |`);
-    console.log(`| rate budgets (actions and String) | ${run('budget').toFixed(0)} |`);
+    console.log('| what | heap bytes per participant | in three zones |\n|---|---|---|');
+    for (const which of Object.keys(CASES)) console.log(`| crowd window, ${CASES[which]![1]} ${which} | ${run(which).toFixed(0)} | ${run(`${which}@zones`).toFixed(0)} |`);
+    console.log(`| rate budgets (actions and String) | ${run('budget').toFixed(0)} | |`);
   } finally {
     await server.stop();
     rmSync(dir, { recursive: true, force: true });
