@@ -132,7 +132,7 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
   watchConnection(liveSubscriber, log, 'redis live subscriber', () => closing);
 
   // a Redis outage would otherwise be a line per socket: one line per interval, with the count
-  const liveMisses = new SummaryLog(log, 'warn', 'live channel: a page, a crowd subscription or a crowd summary could not be sent or published (Redis away?); count of the interval', 10_000, now);
+  const liveMisses = new SummaryLog(log, 'warn', 'live channel: a page, a crowd subscription or a crowd summary could not be sent or published (Redis away?), or a crowd subscription that stopped delivering was made again; count of the interval', 10_000, now);
   // A flood of refusals is one log line per interval, not one per request.
   const refusals = new SummaryLog(log, 'warn', 'requests refused by a rate limit (count of the interval)', 10_000, now);
   const participants = new ParticipantLimits(config.participantsTracked, now, (kind) => refusals.count(kind));
@@ -180,7 +180,12 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
     observe: (route, status, seconds, code) => metrics.observeRequest(route, status, seconds, code),
   });
   const sessions = new SessionStore(redis, stores.keys, config.adminSessionIdleSeconds, config.adminSessionMaxSeconds, now);
-  const liveCrowd = new CrowdFeed(liveSubscriber, stores.keys, { now, onChanged: (layoutId, values) => sockets.live?.crowdChanged(layoutId, values), onUnavailable: (what) => liveMisses.count(what) });
+  const liveCrowd = new CrowdFeed(liveSubscriber, stores.keys, {
+    now,
+    onChanged: (layoutId, values) => sockets.live?.crowdChanged(layoutId, values),
+    onUnavailable: (what) => liveMisses.count(what),
+    probe: (channel, text) => redis.spublish(channel, text),
+  });
   const admin = {
     stores,
     crowd: liveCrowd,
