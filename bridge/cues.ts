@@ -45,6 +45,8 @@ export interface CueSink {
 export class LayoutCues {
   private readonly cues = new Map<number, Cue>();
   private hash: Record<string, string> | null = null;
+  /** when the hash was last read */
+  private hashAt = -Infinity;
   private readonly key: string;
   private readonly startedAt: number;
   private stepTimer: NodeJS.Timeout | null = null;
@@ -70,7 +72,6 @@ export class LayoutCues {
   start(): void {
     this.stepTimer = setInterval(() => this.step(), CUE_STEP_MS);
     this.pollTimer = setInterval(() => void this.poll(), CUE_POLL_MS);
-    void this.poll();
   }
 
   stop(): void {
@@ -83,10 +84,17 @@ export class LayoutCues {
     return [...this.cues.values()].map((c) => ({ lid: c.lid, phase: c.machine.phase, output: c.machine.output }));
   }
 
-  /** One look at every crowd value with a cue. Nothing is decided before the hash was read once (a restart must know what fired). */
+  /**
+   * One look at every crowd value with a cue. Nothing is decided on a hash older than two reads (a
+   * restart, a re-arm or another bridge's firing must be known first): it is read, and the look
+   * waits for it.
+   */
   step(): void {
-    if (this.hash === null) return;
     const now = this.now();
+    if (this.hash === null || now - this.hashAt > 2 * CUE_POLL_MS) {
+      if (this.sink.crowdValues().some((v) => v.cue)) void this.poll();
+      return;
+    }
     // only the cues of controls on the live page fire (a layout imported before cues existed: all)
     const live = this.hash.live === undefined ? null : new Set(this.hash.live.split(',').filter(Boolean).map(Number));
     for (const v of this.sink.crowdValues()) {
@@ -160,12 +168,17 @@ export class LayoutCues {
     if (mine) this.adopt(cue, mine, sendLate && mine.at >= this.startedAt && now - mine.at <= LATE_SEND_MS);
   }
 
-  /** Reads the hash (re-arms, other bridges' firings) and writes each cue's phase where it changed. */
+  /**
+   * Reads the hash (re-arms, other bridges' firings) and writes each cue's phase where it changed;
+   * a layout none of whose crowd values has a cue costs Redis nothing.
+   */
   async poll(): Promise<void> {
-    if (this.polling) return;
+    if (this.polling || !this.sink.crowdValues().some((v) => v.cue)) return;
     this.polling = true;
     try {
+      const read = this.now();
       this.hash = await this.redis.hgetall(this.key);
+      this.hashAt = read;
       const now = this.now();
       const writes: string[] = [];
       for (const cue of this.cues.values()) {
