@@ -107,7 +107,10 @@ export class CrowdFeed {
   private sendProbe(channel: string, held: Watched, now: number): void {
     held.probe = `${PROBE_START}${process.pid}.${++this.probes}"}`;
     held.probedAt = now;
-    this.o.probe(channel, held.probe).catch(() => (held.probe = null)); // Redis away: nothing was sent, so nothing to wait for
+    this.o.probe(channel, held.probe).catch(() => {
+      held.probe = null; // Redis away: nothing was sent, so nothing to wait for
+      this.o.onUnavailable('live_crowd_probe');
+    });
   }
 
   /** A probe not heard back in time: the subscription is made again; one due is sent. */
@@ -116,7 +119,10 @@ export class CrowdFeed {
       held.probe = null;
       held.probedAt = now;
       this.o.onUnavailable('live_crowd_resubscribe');
-      this.subscriber.sunsubscribe(channel).catch(() => {}).finally(() => this.tables.get(channel) === held && this.subscribe(channel));
+      this.subscriber
+        .sunsubscribe(channel)
+        .catch(() => this.o.onUnavailable('live_crowd_unsubscribe'))
+        .finally(() => this.tables.get(channel) === held && this.subscribe(channel));
     } else if (held.probe === null && now - held.probedAt >= PROBE_EVERY_MS) this.sendProbe(channel, held, now);
   }
 
