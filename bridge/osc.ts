@@ -115,6 +115,20 @@ export interface TimedGroup {
   entries: OscEntry[];
 }
 
+/** Consecutive entries with the same play-out time (`ts` + playoutDelayMs; 0: immediately) form one group. */
+export function playoutGroups(ds: readonly { entry: OscEntry & { ts: number } }[], playoutDelayMs: number): TimedGroup[] {
+  const groups: TimedGroup[] = [];
+  let lastAt: number | null | undefined;
+  for (const d of ds) {
+    const at = playoutDelayMs > 0 ? d.entry.ts + playoutDelayMs : null;
+    const last = groups[groups.length - 1];
+    if (last && at === lastAt) last.entries.push(d.entry);
+    else groups.push({ timetag: timetag(at), entries: [d.entry] });
+    lastAt = at;
+  }
+  return groups;
+}
+
 const BUNDLE_HEADER = Buffer.from('#bundle\0', 'latin1');
 
 /** Writes "#bundle\0" and the timetag at `at`; returns the offset after them. */

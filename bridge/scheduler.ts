@@ -16,7 +16,7 @@ import { crowdDatagrams } from './crowd.js';
 import { CrowdOutbox } from './crowd-outbox.js';
 import type { BridgeCounters, LayoutCounters } from './counters.js';
 import type { Logger } from '../runtime/log.js';
-import { oscRefusal, packDatagrams, timetag, type BooleanMode, type TimedGroup } from './osc.js';
+import { oscRefusal, packDatagrams, playoutGroups, timetag, type BooleanMode } from './osc.js';
 import { SeenIds } from './seen-ids.js';
 import { UdpTarget } from './sender.js';
 import { TargetQueue, type Delivery } from './target-queue.js';
@@ -198,20 +198,6 @@ export class LayoutScheduler {
     for (const id of d.alsoAck) this.acks.add(id);
   }
 
-  /** Consecutive deliveries with the same play-out time (null: immediately) form one group. */
-  private groups(ds: Delivery[]): TimedGroup[] {
-    const groups: TimedGroup[] = [];
-    let lastAt: number | null | undefined;
-    for (const d of ds) {
-      const at = this.settings.playoutDelayMs > 0 ? d.entry.ts + this.settings.playoutDelayMs : null;
-      const last = groups[groups.length - 1];
-      if (last && at === lastAt) last.entries.push(d.entry);
-      else groups.push({ timetag: timetag(at), entries: [d.entry] });
-      lastAt = at;
-    }
-    return groups;
-  }
-
   /** Settles the previous batch: refused -> back in the queue (sent again after the backoff), else done. */
   private settle(lane: TargetLane): void {
     const batch = lane.unconfirmed;
@@ -249,7 +235,7 @@ export class LayoutScheduler {
       lane.queue.requeue(fresh);
       return;
     }
-    const { datagrams, bundles } = packDatagrams(this.groups(fresh), lane.booleans, MAX_DATAGRAM_BYTES);
+    const { datagrams, bundles } = packDatagrams(playoutGroups(fresh, this.settings.playoutDelayMs), lane.booleans, MAX_DATAGRAM_BYTES);
     const refusals = lane.udp.refusals;
     try {
       await this.transmit(lane, datagrams, fresh.length, bundles);
