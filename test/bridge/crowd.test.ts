@@ -2,17 +2,16 @@
 // processes (and, for crowds of up to 10,000, straight into three gateway folds); the bridge merges
 // their summaries; liblo's oscdump (an independent OSC decoder) reads the wire; every crowd value
 // and its n equal what is computed offline from the same actions. Rerun a failure with FUZZ_SEED=<seed>.
-import { spawn, type ChildProcess } from 'node:child_process';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Bridge } from '../../bridge/app.js';
-import { freePort } from '../../gateway/dev/redis-server.js';
 import { ActionLog } from '../../gateway/actions/action-log.js';
 import { CrowdFold, type AggregatedControl } from '../../gateway/actions/crowd-fold.js';
 import { RedisKeys } from '../../gateway/store/keys.js';
 import { createStores } from '../../gateway/store/stores.js';
 import { actionStreamKey } from '../../schemas/redis-keys.js';
 import { startTestBridge } from '../helpers/bridge.js';
+import { startOscdump, type Oscdump } from '../helpers/oscdump.js';
 import { eventually, mintToken, postAction } from '../helpers/gateway.js';
 import { spawnGateway, type GatewayProcess } from '../helpers/gateway-process.js';
 import { randomPrefix, useRedis } from '../helpers/redis.js';
@@ -27,16 +26,7 @@ const gateways: GatewayProcess[] = [];
 let bridge: Bridge;
 /** Layouts whose streams only the in-process folds write: one per crowd size, each with its own oscdump. */
 const BIG = ['crowd-big-0', 'crowd-big-1', 'crowd-big-2'];
-const dumps: { layoutId: string; child: ChildProcess; out: string; port: number }[] = [];
-
-async function startOscdump(layoutId: string): Promise<(typeof dumps)[number]> {
-  const port = await freePort();
-  const d = { layoutId, child: spawn('oscdump', ['-L', String(port)]), out: '', port };
-  d.child.stdout.on('data', (chunk) => (d.out += chunk));
-  dumps.push(d);
-  return d;
-}
-
+const dumps: (Oscdump & { layoutId: string })[] = [];
 beforeAll(async () => {
   prefix = randomPrefix();
   const admin = new Redis(redis.get().server.url);
@@ -47,7 +37,7 @@ beforeAll(async () => {
   admin.disconnect();
   // the third folds every 100 ms (CROWD_FOLD_MS), the others every 10 ms (the default)
   for (let g = 0; g < 3; g++) gateways.push(await spawnGateway({ REDIS_URL: redis.get().server.url, REDIS_PREFIX: prefix, ...(g === 2 && { CROWD_FOLD_MS: '100' }) }));
-  for (const layoutId of [LAYOUT, ...BIG]) await startOscdump(layoutId);
+  for (const layoutId of [LAYOUT, ...BIG]) dumps.push({ ...(await startOscdump()), layoutId });
   await new Promise((r) => setTimeout(r, 300));
   ({ bridge } = await startTestBridge({ redisUrl: redis.get().server.url, prefix, layouts: dumps.map((d) => ({ layoutId: d.layoutId, tickHz: 100, targets: [{ host: '127.0.0.1', port: d.port, booleans: 'int' }] })) }));
 }, 60_000);
@@ -59,10 +49,7 @@ afterAll(async () => {
 
 /** The last line a layout's oscdump printed for an address: its type tags and values. */
 function lastOnWire(address: string, layoutId = LAYOUT): { tags: string; values: number[] } | null {
-  const out = dumps.find((d) => d.layoutId === layoutId)!.out;
-  const lines = out.split('\n').map((l) => l.replace(/^[0-9a-f]{8}\.[0-9a-f]{8} /, '').trim().split(' '));
-  const last = lines.filter((l) => l[0] === address).pop();
-  return last ? { tags: last[1]!, values: last.slice(2).map(Number) } : null;
+  return dumps.find((d) => d.layoutId === layoutId)!.last(address);
 }
 
 /** Waits until the wire shows the offline figures (or 10 s pass), then asserts each, saying what differs. */

@@ -1,15 +1,15 @@
 // Crowd cues end to end: votes and toggles sent through a real gateway process; two bridges on the
 // layout (one a real process that is restarted, one in this process for its metrics), each sending
 // to its own liblo oscdump (an independent OSC decoder); the cues as the wire shows them.
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Bridge } from '../../bridge/app.js';
-import { freePort } from '../../gateway/dev/redis-server.js';
 import { createStores } from '../../gateway/store/stores.js';
 import type { LayoutDefinition } from '../../schemas/types.js';
 import { configFile, spawnBridge, startTestBridge, stopProcess } from '../helpers/bridge.js';
 import { audiencectl } from '../helpers/cli.js';
+import { startOscdump, type Oscdump } from '../helpers/oscdump.js';
 import { eventually, mintToken, postAction } from '../helpers/gateway.js';
 import { spawnGateway, type GatewayProcess } from '../helpers/gateway-process.js';
 import { randomPrefix, useRedis } from '../helpers/redis.js';
@@ -49,40 +49,16 @@ let bridgeA: ChildProcess;
 let configA: string;
 const env = () => ({ REDIS_URL: redis.get().server.url, REDIS_PREFIX: prefix });
 
-/** An oscdump and every line it printed, with when it came (Date.now). */
-interface Dump {
-  child: ChildProcess;
-  port: number;
-  lines: { at: number; address: string; values: number[] }[];
-}
-const dumps: Dump[] = [];
-
-async function startOscdump(): Promise<Dump> {
-  const port = await freePort();
-  const d: Dump = { child: spawn('oscdump', ['-L', String(port)]), port, lines: [] };
-  let rest = '';
-  d.child.stdout!.on('data', (chunk: Buffer) => {
-    const at = Date.now();
-    const text = rest + String(chunk);
-    const parts = text.split('\n');
-    rest = parts.pop()!;
-    for (const line of parts) {
-      const [address = '', , ...values] = line.replace(/^[0-9a-f]{8}\.[0-9a-f]{8} /, '').trim().split(' ');
-      d.lines.push({ at, address, values: values.map(Number) });
-    }
-  });
-  dumps.push(d);
-  return d;
-}
+const dumps: Oscdump[] = [];
 
 /** The values a dump received at `<address>/cue`, in order. */
-const cues = (d: Dump, address: string) => d.lines.filter((l) => l.address === `${address}/cue`).map((l) => l.values[0]);
-const cueTimes = (d: Dump, address: string) => d.lines.filter((l) => l.address === `${address}/cue`).map((l) => l.at);
+const cues = (d: Oscdump, address: string) => d.lines.filter((l) => l.address === `${address}/cue`).map((l) => l.values[0]);
+const cueTimes = (d: Oscdump, address: string) => d.lines.filter((l) => l.address === `${address}/cue`).map((l) => l.at);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-let dumpA: Dump;
-let dumpB: Dump;
+let dumpA: Oscdump;
+let dumpB: Oscdump;
 
-const bridgeLayout = (d: Dump) => ({ layoutId: LAYOUT, tickHz: 100, targets: [{ host: '127.0.0.1', port: d.port, booleans: 'int' }] });
+const bridgeLayout = (d: Oscdump) => ({ layoutId: LAYOUT, tickHz: 100, targets: [{ host: '127.0.0.1', port: d.port, booleans: 'int' }] });
 async function startBridgeA(): Promise<void> {
   ({ child: bridgeA } = await spawnBridge(['--config', configA]));
 }
@@ -98,6 +74,7 @@ beforeAll(async () => {
   gateway = await spawnGateway({ REDIS_URL: redis.get().server.url, REDIS_PREFIX: prefix });
   dumpA = await startOscdump();
   dumpB = await startOscdump();
+  dumps.push(dumpA, dumpB);
   await sleep(300);
   configA = configFile({ redisUrl: redis.get().server.url, prefix, bridgeId: 'bridge-a', layouts: [bridgeLayout(dumpA)] });
   await startBridgeA();
