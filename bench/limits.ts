@@ -12,4 +12,7 @@ export const BENCH_LIMITS: Record<string, string> = {
   STRING_BURST: '100000',
   MINT_RATE_PER_SECOND: '100000',
   MINT_BURST: '1000000',
+  // the live benches share a few thousand tokens among up to 50,000 sockets
+  LIVE_SOCKETS_PER_PARTICIPANT: '100',
+  LIVE_OPENS_PER_PARTICIPANT_PER_MINUTE: '10000',
 };

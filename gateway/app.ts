@@ -150,7 +150,7 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
   const deps: RouteDeps = {
     apiKeys,
     tokens: new AudienceTokens(
-      { issuer: config.tokenIssuer, audience: config.tokenAudience, ttlSeconds: config.tokenTtlSeconds, cacheMax: config.tokenCacheMax },
+      { issuer: config.tokenIssuer, audience: config.tokenAudience, ttlSeconds: config.tokenTtlSeconds, cacheMax: config.tokenCacheMax, renewGraceSeconds: config.tokenRenewGraceSeconds },
       keyring,
       apiKeys,
       now,
@@ -197,9 +197,12 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
   };
   server.mount(layoutRoute(deps)).mount(tokenRoute(deps)).mount(openApiRoute()).mount(asyncApiRoute());
   for (const r of [...actionRoutes(deps), ...adminApiRoutes(admin), ...adminPageRoutes(), ...playPageRoutes()]) server.mount(r);
-  const live = new LiveChannel(deps, new ActionIntake(deps), liveCrowd, {
+  const liveServices = { layouts: deps.layouts, destinations: deps.destinations, tokens: deps.tokens, cors: deps.cors, intake: new ActionIntake(deps) };
+  const live = new LiveChannel(liveServices, liveCrowd, {
     maxFrameBytes: config.maxBodyBytes, maxSockets: config.liveMaxSockets, newSocketsPerSecond: config.liveNewSocketsPerSecond,
     bufferBytes: config.liveBufferBytes, slowCloseMs: config.liveSlowCloseMs, now,
+    expiryNoticeMs: config.liveExpiryNoticeSeconds * 1000, socketsPerParticipant: config.liveSocketsPerParticipant,
+    opensPerParticipantPerMinute: config.liveOpensPerParticipantPerMinute, drainMs: config.liveDrainMs,
     onError: (e) => log.error({ err: e }, 'unexpected error on the live channel'),
     onUnavailable: (what) => liveMisses.count(what),
     onSkipped: (frames = 1) => metrics.liveSkipped.inc(frames),
@@ -238,7 +241,7 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
     async close(drainMs = DRAIN_MS) {
       closing = true; // at once: Redis going away from now on is part of stopping, not news
       await server.close(drainMs);
-      await live.closeAll(); // listening has stopped: the sockets go over a second, and reconnect to another gateway
+      await live.closeAll(); // listening has stopped: the sockets go over LIVE_DRAIN_MS, and come back to the gateways that stay, spread out
       await deps.crowd.retract(); // the bridge stops counting this process now, not when its lease runs out
       participants.stop();
       mints.stop();

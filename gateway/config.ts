@@ -16,6 +16,7 @@ export interface GatewayConfig {
   readonly gatewayWorkers: string;
   readonly redisCommandTimeoutMs: number;
   readonly tokenTtlSeconds: number;
+  readonly tokenRenewGraceSeconds: number;
   readonly tokenIssuer: string;
   readonly tokenAudience: string;
   readonly tokenCacheMax: number;
@@ -36,6 +37,10 @@ export interface GatewayConfig {
   readonly liveNewSocketsPerSecond: number;
   readonly liveBufferBytes: number;
   readonly liveSlowCloseMs: number;
+  readonly liveExpiryNoticeSeconds: number;
+  readonly liveSocketsPerParticipant: number;
+  readonly liveOpensPerParticipantPerMinute: number;
+  readonly liveDrainMs: number;
   readonly streamMaxLen: number;
   readonly streamRetentionSeconds: number;
   readonly redisMemoryReadyShare: number;

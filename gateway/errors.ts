@@ -22,6 +22,7 @@ export const ERRORS = {
   token_expired: { status: 401, message: 'The audience token has expired; mint a new one.' },
   token_revoked: { status: 401, message: 'The audience token was revoked: by its layout (end of show, or this participant), or with the API key that minted it, or its signing key was retired.' },
   token_layout_mismatch: { status: 401, message: 'The audience token was minted for another layout.' },
+  token_mismatch: { status: 400, message: 'The new token is of another participant or layout; the live socket keeps its token.' },
   // layouts and actions
   layout_not_found: { status: 404, message: 'No such layout for this API key.' },
   control_not_found: { status: 400, message: 'No control with this lid on the layout\'s active page.' },

@@ -83,6 +83,8 @@ export interface ActionRequest {
 export interface TokenRequest {
   layoutId: string;
   zone?: string;
+  /** an earlier token of the participant to renew */
+  renew?: string;
 }
 
 /** One accepted action in a layout's stream (action-entry.schema.json). */

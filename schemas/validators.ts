@@ -62,7 +62,12 @@ export interface LiveActionFrame {
   value?: unknown;
   idempotencyKey?: string;
 }
-export const validateLiveActionFrame = compile<LiveActionFrame>(ajv, 'live-frames.schema.json');
+/** A client's new token for its socket (live-frames.schema.json#/$defs/refresh). */
+export interface LiveRefreshFrame {
+  op: 'refresh';
+  token: string;
+}
+export const validateLiveClientFrame = compile<LiveActionFrame | LiveRefreshFrame>(ajv, 'live-frames.schema.json');
 export const validateTokenRequest = compile<TokenRequest>(ajv, 'token-request.schema.json');
 export const validateLayoutDefinition = compile<LayoutDefinition>(ajv, 'layout-definition.schema.json');
 export const validateActionEntry = compile<ActionEntry>(ajv, 'action-entry.schema.json');

@@ -28,6 +28,8 @@ export interface TokenSettings {
   audience: string;
   ttlSeconds: number;
   cacheMax: number;
+  /** how long after its expiry a token may still be renewed */
+  renewGraceSeconds: number;
 }
 
 /** What a verified token grants. */
@@ -160,7 +162,33 @@ export class AudienceTokens {
   }
 
   /** A token for the layout on behalf of the key (in `zone`, if given); `sub` is a fresh random audience id. */
-  async mint(key: AuthedKey, layoutId: string, zone?: string): Promise<{ token: string; expiresAt: number }> {
+  mint(key: AuthedKey, layoutId: string, zone?: string): Promise<{ token: string; expiresAt: number }> {
+    return this.sign(key, layoutId, `aud_${randomBytes(12).toString('base64url')}`, zone);
+  }
+
+  /**
+   * A new token for the participant of `old`, on behalf of the key: the same sub and zone, a new
+   * iat and exp. `old` must carry a valid signature for `layoutId` and may have expired up to the
+   * renewal grace ago; whether it is revoked is the caller's to check (`renewable` gives its claims).
+   */
+  async renew(key: AuthedKey, claims: AudienceClaims): Promise<{ token: string; expiresAt: number }> {
+    return this.sign(key, claims.layoutId, claims.sub, claims.zone === '' ? undefined : claims.zone);
+  }
+
+  /**
+   * The claims of a token to renew: signed by a signing key still known (token_invalid; one retired
+   * is token_revoked), minted by a key not revoked (token_revoked), and expired no longer than the
+   * grace ago (token_expired). Never cached: a renewal is rare, and an expired token has no place there.
+   */
+  async renewable(token: string): Promise<AudienceClaims> {
+    if (!isCanonicalJws(token)) throw new AppError('token_invalid');
+    const claims = await this.verifySignature(token, this.settings.renewGraceSeconds);
+    await this.revocations.trackTokenKey(claims.keyId);
+    if (this.revocations.isRevoked(claims.keyId)) throw new AppError('token_revoked');
+    return claims;
+  }
+
+  private async sign(key: AuthedKey, layoutId: string, sub: string, zone: string | undefined): Promise<{ token: string; expiresAt: number }> {
     const { kid, secret } = this.keyring.signer();
     const mintedAt = this.now();
     const iat = Math.floor(mintedAt / 1000);
@@ -171,7 +199,7 @@ export class AudienceTokens {
       .setProtectedHeader({ alg: 'HS256', typ: TOKEN_TYP, kid })
       .setIssuer(this.settings.issuer)
       .setAudience(this.settings.audience)
-      .setSubject(`aud_${randomBytes(12).toString('base64url')}`)
+      .setSubject(sub)
       .setIssuedAt(iat)
       .setExpirationTime(exp)
       .sign(secret);
@@ -207,8 +235,8 @@ export class AudienceTokens {
     return c;
   }
 
-  /** The verified token's claims, with its signature: the cache's entry as it is kept. */
-  private async verifySignature(token: string): Promise<CachedToken> {
+  /** The verified token's claims, with its signature: the cache's entry as it is kept. `graceSeconds`: past its exp too, by up to this. */
+  private async verifySignature(token: string, graceSeconds = 0): Promise<CachedToken> {
     let kid: string | undefined;
     try {
       kid = decodeProtectedHeader(token).kid;
@@ -228,6 +256,7 @@ export class AudienceTokens {
         audience: this.settings.audience,
         requiredClaims: ['exp', 'iat', 'sub'],
         currentDate: new Date(this.now()),
+        ...(graceSeconds > 0 && { clockTolerance: graceSeconds }),
       });
       const { sub, layoutId, team, keyId, exp, iat, mintedAt, zone } = payload;
       if (typeof sub !== 'string' || typeof layoutId !== 'string' || typeof team !== 'string' || typeof keyId !== 'string' || typeof exp !== 'number' || typeof iat !== 'number') {

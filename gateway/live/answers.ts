@@ -14,7 +14,7 @@ export class AnswerQueue {
 
   constructor(
     /** a socket whose answer uWS dropped past its limit: the channel closes it (4008) */
-    private readonly onDropped: (ws: LiveSocket) => void,
+    private readonly onDropped: (ws: LiveSocket, data: SocketData) => void,
   ) {}
 
   /**
@@ -37,16 +37,16 @@ export class AnswerQueue {
 
   private flushNow(): void {
     this.scheduled = false;
-    const dropped: LiveSocket[] = [];
+    const dropped: [LiveSocket, SocketData][] = [];
     for (const [ws, { data, texts }] of this.queued) {
       if (!data.open) continue; // closed meanwhile: the close handler marks it
       ws.cork(() => {
         for (const text of texts) {
-          if (ws.send(text) === DROPPED) return void dropped.push(ws);
+          if (ws.send(text) === DROPPED) return void dropped.push([ws, data]);
         }
       });
     }
     this.queued.clear();
-    for (const ws of dropped) this.onDropped(ws);
+    for (const [ws, data] of dropped) this.onDropped(ws, data);
   }
 }

@@ -1,14 +1,19 @@
 // One live socket: what the gateway keeps with it, and how an answer to one of its frames goes out;
-// and the live channel's options.
+// the live channel's options, and the narrow services it uses.
 import type { WebSocket } from 'uWebSockets.js';
+import type { ActionRequest } from '../../schemas/types.js';
 import type { IntakeWaiter } from '../actions/intake.js';
 import type { AudienceClaims } from '../auth/audience-tokens.js';
+import type { LiveLayout } from '../layouts/layout-cache.js';
 import { AppError } from '../errors.js';
 import type { AnswerQueue } from './answers.js';
 import { ackFrame, errorFrame } from './frames.js';
 
 export interface SocketData {
+  /** the token's claims; a `refresh` frame replaces them with those of the same participant's new token */
   claims: AudienceClaims;
+  /** the `expiring` frame went out for the current token */
+  noticeSent: boolean;
   layoutId: string;
   /** the version of the layout whose page this socket was last sent */
   version: number;
@@ -59,6 +64,17 @@ export class FrameAnswer implements IntakeWaiter {
   }
 }
 
+/** What the live channel uses of the gateway: narrow, so live/ knows nothing of the routes. */
+export interface LiveServices {
+  layouts: { get(layoutId: string): Promise<LiveLayout | null> | LiveLayout | null };
+  /** displays the layout's bridges send to (a hint on the page frame) */
+  destinations: { count(layoutId: string): Promise<number> };
+  tokens: { verify(token: string): AudienceClaims | Promise<AudienceClaims> };
+  cors: { allows(origin: string): boolean };
+  /** one participant's action, as POST /action takes it */
+  intake: { take(body: ActionRequest, claims: AudienceClaims, layout: LiveLayout | null, once: string, at: number, waiter: IntakeWaiter): void };
+}
+
 export interface LiveOptions {
   /** the largest frame a client may send; a larger one closes the socket (uWS) */
   maxFrameBytes: number;
@@ -69,6 +85,14 @@ export interface LiveOptions {
   bufferBytes: number;
   /** a socket behind this long is closed with 4008 */
   slowCloseMs: number;
+  /** this long before a socket's token expires it gets `expiring`; at expiry it is closed (4003) */
+  expiryNoticeMs: number;
+  /** sockets one participant holds at most; a new one past it replaces the oldest (4009) */
+  socketsPerParticipant: number;
+  /** upgrades one participant may make a minute (as many at once); past it 429 */
+  opensPerParticipantPerMinute: number;
+  /** a stopping gateway closes its sockets over this long (1012, with when to come back) */
+  drainMs: number;
   now: () => number;
   /** an error that is not an AppError (a bug): logged by the gateway */
   onError: (e: unknown) => void;

@@ -1,21 +1,24 @@
 // The upgrade to a live socket: everything is checked before it, and a refusal is the HTTP API's
 // error answer (its body and code), never a socket. In order: the process's socket caps (503), the
 // Origin (as CORS for POST /action), the subprotocol audience-control.v1, the audience token in
-// `bearer.<token>`, and its layout (there, not revoked for this token).
+// `bearer.<token>`, the participant's opens a minute (429), and its layout (there, not revoked
+// for this token).
 import type { HttpRequest, HttpResponse, us_socket_context_t } from 'uWebSockets.js';
 import { revokedByLayout, type AudienceClaims } from '../auth/audience-tokens.js';
 import { AppError } from '../errors.js';
 import { errorReply, internalError, send } from '../http/reply.js';
 import { requestId } from '../http/server.js';
 import type { LiveLayout } from '../layouts/layout-cache.js';
-import type { RouteDeps } from '../routes/deps.js';
-import { PROTOCOL, offeredProtocols } from './frames.js';
-import type { SocketData } from './socket.js';
+import { LIVE_SUBPROTOCOL } from '../../schemas/live-protocol.js';
+import { offeredProtocols } from './frames.js';
+import type { LiveServices, SocketData } from './socket.js';
 
 export interface UpgradeGate {
-  deps: Pick<RouteDeps, 'cors' | 'tokens' | 'layouts'>;
+  deps: Pick<LiveServices, 'cors' | 'tokens' | 'layouts'>;
   /** throws the 503 of a process at its socket caps */
   admit: () => void;
+  /** throws the 429 of a participant past its opens a minute */
+  admitParticipant: (claims: AudienceClaims) => void;
   newSocket: (claims: AudienceClaims, layoutId: string) => SocketData;
   /** an error that is not an AppError (a bug) */
   onError: (e: unknown) => void;
@@ -36,10 +39,11 @@ export function upgradeLive(res: HttpResponse, req: HttpRequest, context: us_soc
   };
   /** `now`: still inside this handler, where uWS has the response corked */
   const accept = (claims: AudienceClaims, layout: LiveLayout | null, now: boolean) => {
+    gate.admitParticipant(claims);
     if (!layout || layout.teamId !== claims.team) throw new AppError('layout_not_found');
     if (revokedByLayout(claims, layout)) throw new AppError('token_revoked');
     if (aborted) return;
-    const upgrade = () => res.upgrade<SocketData>(gate.newSocket(claims, layout.layoutId), key, PROTOCOL, extensions, context);
+    const upgrade = () => res.upgrade<SocketData>(gate.newSocket(claims, layout.layoutId), key, LIVE_SUBPROTOCOL, extensions, context);
     if (now) upgrade();
     else res.cork(upgrade);
   };

@@ -3,6 +3,8 @@
 // (live-server-frames.schema.json, which the tests hold the real frames to), with the components
 // the OpenAPI document shares (Control, Id, the values by type). Served at GET /asyncapi.json and
 // committed as schemas/asyncapi.json (`npm run openapi` writes both; a test keeps them equal).
+import { CLOSE, CLOSE_ACTION } from '../../schemas/live-protocol.js';
+import { CONTROL_TYPES } from '../../schemas/types.js';
 import { componentSchemas, readSchema, rewrite } from './document.js';
 import type { Json } from './examples.js';
 
@@ -15,14 +17,29 @@ const FRAMES: readonly [string, string, string][] = [
   ['crowd', 'CrowdFrame', 'crowd'],
   ['ack', 'AckFrame', 'ack'],
   ['error', 'ErrorFrame', 'error'],
+  ['expiring', 'ExpiringFrame', 'expiring'],
+  ['refreshed', 'RefreshedFrame', 'refreshed'],
 ];
+
+/** What each close code says, from the protocol module (schemas/live-protocol.ts). */
+const CLOSE_WORDS: Record<(typeof CLOSE_ACTION)[keyof typeof CLOSE_ACTION], string> = {
+  renew: 'renew the token (POST /token with renew), then reconnect; do not reconnect with this token',
+  stop: 'stop; do not reconnect',
+  reconnect: 'reconnect (after the reason’s retryAfterMs, if it has one) with full jitter',
+  'reconnect-later': 'reconnect later, slower',
+};
+const CLOSE_NAMES: Record<number, string> = Object.fromEntries(Object.entries(CLOSE).map(([name, code]) => [code, name]));
 
 const CHANNEL_DESCRIPTION = [
   'One WebSocket per phone: the live page, the crowd’s values, and the phone’s actions with their answers.',
   '',
   'Connecting: offer two subprotocols, `audience-control.v1` and `bearer.<audience token>` (from POST /token); the server selects `audience-control.v1`. Everything is checked before the upgrade, and a refusal is the HTTP API’s error answer, never a socket: 403 `origin_not_allowed` (an Origin outside CORS_ORIGINS), 400 `protocol_missing`, 401 `token_missing` / `token_invalid` / `token_expired` / `token_revoked`, 404 `layout_not_found`, 503 `unavailable` with Retry-After (the process is at its socket caps).',
   '',
-  'Close codes: 4001 the token is no longer valid (do not reconnect with it; get a new one); 4004 the layout is gone (stop); 4008 too slow to read (reconnect); 4029 kept sending past its budget (reconnect later, slower); 1001 the gateway is stopping (reconnect with jitter). Any other close: reconnect with full-jitter exponential backoff.',
+  `Close codes: ${Object.entries(CLOSE_ACTION)
+    .map(([code, what]) => `${code} ${CLOSE_NAMES[Number(code)]} (${CLOSE_WORDS[what]})`)
+    .join('; ')}. A 1012 carries the reason {"retryAfterMs":N}: a draining gateway spreads its crowd's returns. Any other close: reconnect with full-jitter exponential backoff.`,
+  '',
+  'Token lifecycle: the token’s exp holds on an open socket. LIVE_EXPIRY_NOTICE_SECONDS before it the server sends expiring; the client renews the token (POST /token with renew: the same participant) and sends refresh, answered by refreshed; at exp the socket closes with 4003. Each participant holds at most LIVE_SOCKETS_PER_PARTICIPANT sockets a process (a new one closes the oldest with 4009) and opens at most LIVE_OPENS_PER_PARTICIPANT_PER_MINUTE (429 with Retry-After past it).',
   '',
   'Limits: actions share the participant’s budget with POST /action (error `rate_limited` with retryAfterMs); a frame over MAX_BODY_BYTES closes the socket. Page and crowd frames are latest-value state: a socket over LIVE_BUFFER_BYTES is skipped and gets the current state when it drains.',
 ].join('\n');
@@ -40,19 +57,44 @@ function reachable(node: unknown, all: Json, into: Set<string>): Set<string> {
   return into;
 }
 
+/**
+ * The action frame as one schema per control type, told apart by `type`, each with its own
+ * `value` (as the OpenAPI document's ActionRequest), so generated models type the value.
+ */
+function actionFrames(frames: Json, action: Json): void {
+  const props = rewrite(action.properties, CLIENT_FRAMES, false) as Json;
+  const required = action.required as string[];
+  for (const type of CONTROL_TYPES) {
+    frames[`${type}ActionFrame`] = {
+      title: `An action on a ${type} control`,
+      type: 'object',
+      required: type === 'Button' ? required : [...required, 'value'],
+      additionalProperties: false,
+      properties: { ...props, type: { const: type }, value: { $ref: `#/components/schemas/${type}Value` } },
+    };
+  }
+  frames.ActionFrame = {
+    title: action.title,
+    description: `${String(action.description)} One schema per control type, chosen by \`type\`.`,
+    oneOf: CONTROL_TYPES.map((t) => ({ $ref: `#/components/schemas/${t}ActionFrame` })),
+  };
+}
+
 export function buildAsyncApiDocument(): Json {
   const shared = componentSchemas();
   const frames: Json = {};
   const defs = readSchema(SERVER_FRAMES).$defs as Json;
   for (const [, name, def] of FRAMES) frames[name] = rewrite(defs[def], SERVER_FRAMES, false);
-  frames.ActionFrame = rewrite(readSchema(CLIENT_FRAMES), CLIENT_FRAMES);
+  const client = readSchema(CLIENT_FRAMES).$defs as Json;
+  actionFrames(frames, client.action as Json);
+  frames.RefreshFrame = rewrite(client.refresh, CLIENT_FRAMES, false);
   // only the shared components the frames use (the REST bodies are the OpenAPI document's)
-  const schemas: Json = { ...frames, ...Object.fromEntries([...reachable(frames, shared, new Set())].sort().map((name) => [name, shared[name]])) };
+  const schemas: Json = { ...frames, ...Object.fromEntries([...reachable(frames, shared, new Set())].filter((name) => name in shared).sort().map((name) => [name, shared[name]])) };
   const message = (name: string, schema: string): Json => {
     const s = schemas[schema] as Json;
     return { name, title: s.title, summary: s.description, contentType: 'application/json', payload: { $ref: `#/components/schemas/${schema}` } };
   };
-  const messages: Json = { action: message('action', 'ActionFrame') };
+  const messages: Json = { action: message('action', 'ActionFrame'), refresh: message('refresh', 'RefreshFrame') };
   for (const [name, schema] of FRAMES) messages[name] = message(name, schema);
   const inChannel = (name: string): Json => ({ $ref: `#/channels/live/messages/${name}` });
   const channel = { $ref: '#/channels/live' };
@@ -66,7 +108,12 @@ export function buildAsyncApiDocument(): Json {
     },
     defaultContentType: 'application/json',
     servers: {
-      gateway: { host: '127.0.0.1:8080', protocol: 'ws', description: 'The demo gateway that `npm start` runs; in production wss://<your gateway>.' },
+      gateway: {
+        host: '127.0.0.1:8080',
+        protocol: 'ws',
+        description: 'The demo gateway that `npm start` runs; in production wss://<your gateway>.',
+        security: [{ $ref: '#/components/securitySchemes/bearerSubprotocol' }],
+      },
     },
     channels: {
       live: {
@@ -96,8 +143,27 @@ export function buildAsyncApiDocument(): Json {
       },
       sendPage: { action: 'send', channel, summary: 'The live page: first, and after every page switch or re-import.', messages: [inChannel('page')] },
       sendCrowd: { action: 'send', channel, summary: 'The crowd’s value of an aggregated control on the live page, at most 4 times a second per control.', messages: [inChannel('crowd')] },
+      receiveRefresh: {
+        action: 'receive',
+        channel,
+        summary: 'The same participant’s new token for this socket, answered by refreshed, or an error with ref null (the socket keeps its old token).',
+        messages: [inChannel('refresh')],
+        reply: { channel, messages: [inChannel('refreshed'), inChannel('error')] },
+      },
+      sendExpiring: { action: 'send', channel, summary: 'The socket’s token expires soon: renew it and send refresh.', messages: [inChannel('expiring')] },
       sendError: { action: 'send', channel, summary: 'A frame that does not parse: an error with ref null.', messages: [inChannel('error')] },
     },
-    components: { schemas, messages },
+    components: {
+      schemas,
+      messages,
+      securitySchemes: {
+        bearerSubprotocol: {
+          type: 'httpApiKey',
+          in: 'header',
+          name: 'Sec-WebSocket-Protocol',
+          description: 'The audience token (from POST /token), offered as the subprotocol `bearer.<token>` beside `audience-control.v1`: a browser’s WebSocket cannot send an Authorization header, and a token in the URL would land in access logs.',
+        },
+      },
+    },
   };
 }

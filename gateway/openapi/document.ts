@@ -174,12 +174,15 @@ export function buildOpenApiDocument(): Json {
     operationId: 'mintToken',
     summary: 'Mint an audience token for a layout',
     description:
-      'For the integrator’s backend (API key), which hands the token to the audience’s app. The token is an HS256 JWT: its header is AudienceTokenHeader and its claims AudienceTokenClaims (components). Verification pins HS256 and checks typ, iss, aud and exp. No CORS headers.',
+      'For the integrator’s backend (API key), which hands the token to the audience’s app. The token is an HS256 JWT: its header is AudienceTokenHeader and its claims AudienceTokenClaims (components). Verification pins HS256 and checks typ, iss, aud and exp. No CORS headers. With `renew` (an earlier token of the layout, expired up to TOKEN_RENEW_GRACE_SECONDS ago at most, 7 days by default) the new token is for the same participant: the same sub and zone, a new iat and exp, so a renewed phone counts once in every crowd value. A renewal answers 401 `token_invalid` for a token whose signature does not verify, `token_expired` past the grace, `token_revoked` for a revoked one, and 400 `token_layout_mismatch` for a token of another layout.',
     tags: ['integrator'],
     security: [{ apiKey: [] }],
     parameters: [requestIdParam],
     requestBody: { required: true, content: { 'application/json': { schema: ref('TokenRequest') } } },
-    responses: { '200': jsonAnswer('A new audience token.', 'TokenAnswer'), ...errorResponses(['layout_not_found', 'zone_not_found', 'rate_limited', ...API_KEY_ERRORS, ...BODY_ERRORS, ...ALWAYS], { layout_not_found: 400 }) },
+    responses: {
+      '200': jsonAnswer('A new audience token.', 'TokenAnswer'),
+      ...errorResponses(['layout_not_found', 'zone_not_found', 'token_layout_mismatch', 'token_invalid', 'token_expired', 'token_revoked', 'rate_limited', ...API_KEY_ERRORS, ...BODY_ERRORS, ...ALWAYS], { layout_not_found: 400, token_layout_mismatch: 400 }),
+    },
   };
   const postAction: Json = {
     operationId: 'sendAction',

@@ -10,8 +10,12 @@ import { publishInvalidation } from './invalidation.js';
 import type { RedisKeys } from './keys.js';
 import { runScript } from './scripts.js';
 
-/** A revoked participant is remembered this long: the longest an audience token can live (TOKEN_TTL_SECONDS at most 30 days). */
-const REVOKED_SUB_MEMORY_MS = 30 * 24 * 3600 * 1000;
+/**
+ * A revoked participant is remembered this long: the longest an audience token can live
+ * (TOKEN_TTL_SECONDS, at most 30 days) and then still be renewed (TOKEN_RENEW_GRACE_SECONDS, at
+ * most 30 days), so no token of the participant can outlive the record and renew itself back.
+ */
+const REVOKED_SUB_MEMORY_MS = 2 * 30 * 24 * 3600 * 1000;
 
 export interface StoredLayout {
   layoutId: string;

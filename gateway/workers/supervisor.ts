@@ -23,10 +23,13 @@ type Metrics = MetricObjectWithValues<MetricValue<string>>[];
 
 const RESTART_BACKOFF_MS = [100, 500, 1000, 2000, 5000];
 /**
- * A worker still running this long after SIGTERM (stopped, wedged) is killed: the drain time, which
- * a healthy worker never needs whole (it exits once its in-flight requests are answered).
+ * A worker still running this long after SIGTERM (stopped, wedged) is killed: the drain time of its
+ * requests and then of its live sockets (LIVE_DRAIN_MS), which a healthy worker never needs whole
+ * (it exits once its in-flight requests are answered and its sockets closed).
  */
-export const STOP_GRACE_MS = DRAIN_MS;
+export function stopGraceMs(config: Pick<GatewayConfig, 'liveDrainMs'>): number {
+  return DRAIN_MS + config.liveDrainMs;
+}
 /** Counts kept of workers that died, merged into one snapshot once there are more than this many. */
 const RETIRED_PARTS_MAX = 8;
 
@@ -198,7 +201,7 @@ export async function superviseWorkers(config: GatewayConfig, count: number, scr
           log.error({ worker: w.id, pid: w.child.pid }, 'gateway worker did not stop within its drain time; killing it');
           w.child.kill('SIGKILL');
         }
-      }, STOP_GRACE_MS);
+      }, stopGraceMs(config));
       void Promise.all([...exits, told])
         .then(() => clearTimeout(grace))
         .then(() => ops.close())

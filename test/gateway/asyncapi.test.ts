@@ -12,7 +12,7 @@ import { connectLive } from '../helpers/live.js';
 import { useRedis } from '../helpers/redis.js';
 
 const COMMITTED = JSON.parse(readFileSync('schemas/asyncapi.json', 'utf8')) as Record<string, unknown>;
-const OPENAPI = JSON.parse(readFileSync('schemas/openapi.json', 'utf8')) as { paths: Record<string, unknown>; externalDocs: { url: string } };
+const OPENAPI = JSON.parse(readFileSync('schemas/openapi.json', 'utf8')) as { paths: Record<string, unknown>; externalDocs: { url: string }; components: { schemas: Record<string, unknown> } };
 
 const redis = useRedis();
 let t: TestGateway;
@@ -35,12 +35,23 @@ describe('the AsyncAPI document of the live channel', () => {
     expect(problems).toEqual([]);
     expect(document?.version()).toBe('3.0.0');
     expect(document?.channels().get('live')?.address()).toBe('/live');
-    expect(document?.messages().all().map((m) => m.name()).sort()).toEqual(['ack', 'action', 'crowd', 'error', 'page']);
+    expect(document?.messages().all().map((m) => m.name()).sort()).toEqual(['ack', 'action', 'crowd', 'error', 'expiring', 'page', 'refresh', 'refreshed']);
+    // the token as the bearer subprotocol is the server's security scheme
+    expect(document?.servers().get('gateway')?.security().flatMap((r) => r.all().map((x) => x.scheme().type()))).toEqual(['httpApiKey']);
     // a broken one is caught: the check can fail
     const broken = structuredClone(COMMITTED) as { channels: { live: { messages: Record<string, unknown> } } };
     broken.channels.live.messages.page = { $ref: '#/components/messages/nowhere' };
     const again = await new Parser().parse(JSON.stringify(broken));
     expect(again.diagnostics.filter((d) => Number(d.severity) === 0).length).toBeGreaterThan(0);
+  });
+
+  it('types the value of an action frame by control type, as the OpenAPI document types POST /action', () => {
+    const schemas = (COMMITTED.components as { schemas: Record<string, { properties?: Record<string, unknown>; oneOf?: unknown[] }> }).schemas;
+    expect(schemas.ActionFrame!.oneOf).toHaveLength(6);
+    expect(schemas.SliderActionFrame!.properties!.value).toEqual({ $ref: '#/components/schemas/SliderValue' });
+    expect(schemas.SliderActionFrame!.properties!.type).toEqual({ const: 'Slider' });
+    expect(schemas.SliderValue).toEqual(OPENAPI.components.schemas.SliderValue);
+    expect(schemas.XYPadValue).toEqual(OPENAPI.components.schemas.XYPadValue);
   });
 
   it('is linked from the OpenAPI document', () => {

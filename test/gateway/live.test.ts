@@ -1,8 +1,8 @@
 // The live channel, frame by frame, with the `ws` client against a real gateway: the token checked
 // before the upgrade, the page first and after every switch, actions acked once stored (and in the
 // stream), errors with the HTTP API's codes (the socket stays open), one budget per participant
-// whichever way it acts, and the close codes: 4001 when the token is revoked, 1001 when the gateway
-// stops.
+// whichever way it acts, and the close codes: 4001 when the token is revoked, 1012 when the gateway
+// stops (spread over LIVE_DRAIN_MS).
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -10,6 +10,7 @@ import WebSocket from 'ws';
 import { eventually, mintToken, postAction, startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { attemptLive, connectLive, liveProtocols, liveUrl, type Frame } from '../helpers/live.js';
 import { useRedis } from '../helpers/redis.js';
+import { CLOSE, retryAfterOf } from '../../schemas/live-protocol.js';
 
 const redis = useRedis();
 let t: TestGateway;
@@ -263,20 +264,29 @@ describe('a client that leaves before its actions are answered', () => {
 });
 
 describe('a gateway that stops', () => {
-  it('closes its sockets with 1001, spread over about a second, so clients reconnect elsewhere and not all at once', async () => {
-    const other = await startTestGateway({ redisUrl: redis.get().server.url, sameDataAs: t });
+  it('stops listening first, then closes its sockets with 1012 spread over LIVE_DRAIN_MS, each with when to come back ({"retryAfterMs"} within its step)', async () => {
+    const other = await startTestGateway({ redisUrl: redis.get().server.url, sameDataAs: t, overrides: { liveDrainMs: 1000 } });
     const token = await mintToken(t, t.layoutId, t.apiKey);
     const sockets = await Promise.all(
       Array.from({ length: 40 }, async () => {
         const ws = new WebSocket(liveUrl(other.url), liveProtocols(token));
-        const closed = new Promise<{ code: number; at: number }>((r) => ws.once('close', (code) => r({ code, at: Date.now() })));
+        const closed = new Promise<{ code: number; reason: string; at: number }>((r) => ws.once('close', (code, reason) => r({ code, reason: String(reason), at: Date.now() })));
         await new Promise<void>((r) => ws.once('open', () => r()));
         return { closed }; // wrapped: an async function returning the promise itself would wait for the close
       }),
     );
-    await other.close();
+    const stopping = other.close();
+    await sockets[0]!.closed; // draining: the port no longer takes a connection
+    expect(await fetch(`${other.url}/openapi.json`).then(() => 'answered', () => 'refused')).toBe('refused');
+    await stopping;
     const closes = await Promise.all(sockets.map((x) => x.closed));
-    expect(new Set(closes.map((c) => c.code))).toEqual(new Set([1001]));
+    expect(new Set(closes.map((c) => c.code))).toEqual(new Set([CLOSE.serviceRestart]));
+    for (const c of closes) {
+      const back = retryAfterOf(c.reason);
+      expect(back, c.reason).not.toBeNull();
+      expect(back!).toBeGreaterThanOrEqual(0);
+      expect(back!).toBeLessThan(50); // one step of the drain
+    }
     const times = closes.map((c) => c.at).sort((a, b) => a - b);
     const spread = times.at(-1)! - times[0]!;
     console.log(`figure: 40 sockets closed over ${spread} ms`);

@@ -91,11 +91,11 @@ describe('the OpenAPI document', () => {
     }
     const adminAndCli = ['login_failed', 'too_many_attempts', 'session_required', 'csrf_failed', 'admin_exists', 'admin_not_found', 'invalid_argument', 'invalid_layout', 'team_not_found', 'layout_owned_by_other_team', 'page_not_found', 'cue_not_found', 'key_not_found', 'signing_key_not_found', 'signing_key_in_use'];
     const routing = ['not_found', 'method_not_allowed']; // any path; the document's description names them
-    const liveOnly = ['protocol_missing']; // the live channel's upgrade: the AsyncAPI document names it
+    const liveOnly = ['protocol_missing', 'token_mismatch']; // the live channel's upgrade and refresh frame: the AsyncAPI document names them
     const publicCodes = Object.keys(ERRORS).filter((c) => !adminAndCli.includes(c) && !routing.includes(c) && !liveOnly.includes(c));
     expect([...documented.keys()].sort()).toEqual(publicCodes.sort());
     for (const [code, statuses] of documented) {
-      if (code === 'layout_not_found') expect([...statuses].sort()).toEqual([400, 404]);
+      if (code === 'layout_not_found' || code === 'token_layout_mismatch') expect([...statuses].sort(), code).toEqual(code === 'layout_not_found' ? [400, 404] : [400, 401]);
       else expect([...statuses], code).toEqual([ERRORS[code as keyof typeof ERRORS].status]);
     }
     const info = COMMITTED.info as Json;

@@ -5,7 +5,7 @@ import { TOKEN_TYP } from '../../gateway/auth/audience-tokens.js';
 import type { SigningKeyring } from '../../gateway/auth/signing-keyring.js';
 
 export const secret = new Uint8Array(32).fill(7);
-export const settings = { issuer: 'iss', audience: 'aud', ttlSeconds: 600, cacheMax: 10 };
+export const settings = { issuer: 'iss', audience: 'aud', ttlSeconds: 600, cacheMax: 10, renewGraceSeconds: 0 };
 export const revocations = { isRevoked: () => false, trackTokenKey: () => Promise.resolve() };
 
 /** A keyring holding one kid (sk_1) whose secret is `keySecret` (our class's interface, filled in by hand). */

@@ -37,7 +37,7 @@ export interface GatewayProcess {
  */
 export async function spawnGateway(env: Record<string, string>, timeoutMs = 15_000): Promise<GatewayProcess> {
   const port = env.PORT ? Number(env.PORT) : await freePort();
-  const child = spawn(process.execPath, [GATEWAY_BIN], { env: { PATH: process.env.PATH ?? '', OPS_PORT: '0', LOG_LEVEL: 'info', ...UNLIMITED_ENV, ...env, PORT: String(port) } });
+  const child = spawn(process.execPath, [GATEWAY_BIN], { env: { PATH: process.env.PATH ?? '', OPS_PORT: '0', LOG_LEVEL: 'info', LIVE_DRAIN_MS: '1000', ...UNLIMITED_ENV, ...env, PORT: String(port) } });
   let out = '';
   child.stdout.on('data', (d) => (out += d));
   child.stderr.on('data', (d) => (out += d));

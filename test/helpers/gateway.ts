@@ -52,7 +52,7 @@ export const UNLIMITED = Object.fromEntries(
 
 export async function startTestGateway(o: TestGatewayOptions): Promise<TestGateway> {
   const prefix = o.sameDataAs?.config.redisPrefix ?? o.prefix ?? randomPrefix();
-  const config = loadConfig({}, { port: 0, opsPort: 0, host: '127.0.0.1', redisUrl: o.redisUrl, redisPrefix: prefix, logLevel: 'silent', ...UNLIMITED, ...o.overrides });
+  const config = loadConfig({}, { port: 0, opsPort: 0, host: '127.0.0.1', redisUrl: o.redisUrl, redisPrefix: prefix, logLevel: 'silent', liveDrainMs: 500, ...UNLIMITED, ...o.overrides });
   const adminRedis = new Redis(o.redisUrl, { maxRetriesPerRequest: 1 });
   adminRedis.on('error', () => {}); // tests that kill Redis expect this client's errors
   const admin = createStores(adminRedis, prefix);

@@ -1,0 +1,68 @@
+// The frames a client sends on its live socket: an action, taken by the same intake as POST
+// /action (one participant, one budget, whichever way it acts) and answered by an ack once stored
+// or an error with the HTTP API's code; or a refresh of the socket's token (token-lifecycle.ts).
+// A socket refused as rate_limited FLOOD_CLOSE_AFTER times in a row is closed (4029).
+import { CLIENT_OP, CLOSE, FRAME_LIMITS } from '../../schemas/live-protocol.js';
+import { WHOLE_DOCUMENT, describeFirstError, validateLiveClientFrame } from '../../schemas/validators.js';
+import { AppError } from '../errors.js';
+import { AnswerQueue, DROPPED } from './answers.js';
+import { errorFrame } from './frames.js';
+import type { SocketRegistry } from './registry.js';
+import { FrameAnswer, type LiveOptions, type LiveServices, type LiveSocket, type SocketData } from './socket.js';
+import type { TokenLifecycle } from './token-lifecycle.js';
+
+/** A socket whose actions were refused as rate_limited this many times in a row is closed (4029). */
+export const FLOOD_CLOSE_AFTER = 50;
+
+const decoder = new TextDecoder('utf-8', { fatal: true });
+
+export class ActionFrames {
+  /** answers to actions, written once per socket and turn */
+  private readonly answers: AnswerQueue;
+
+  constructor(
+    private readonly s: Pick<LiveServices, 'layouts' | 'intake'>,
+    private readonly registry: SocketRegistry,
+    private readonly lifecycle: () => TokenLifecycle,
+    private readonly o: Pick<LiveOptions, 'now' | 'onError'>,
+  ) {
+    this.answers = new AnswerQueue((ws, data) => this.registry.end(ws, data, CLOSE.tooSlow, 'too slow to read'));
+  }
+
+  received(ws: LiveSocket, data: SocketData, message: ArrayBuffer, isBinary: boolean): void {
+    let frame: unknown;
+    try {
+      if (isBinary) throw new AppError('invalid_json', 'Frames are JSON text.');
+      frame = JSON.parse(decoder.decode(message));
+    } catch (e) {
+      return this.answer(ws, data, errorFrame(null, e instanceof AppError ? e : new AppError('invalid_json')));
+    }
+    const ref = typeof (frame as { ref?: unknown } | null)?.ref === 'string' ? ((frame as { ref: string }).ref.slice(0, FRAME_LIMITS.refMaxLength) || null) : null;
+    try {
+      if (!validateLiveClientFrame(frame, WHOLE_DOCUMENT)) throw new AppError('invalid_body', describeFirstError(validateLiveClientFrame.errors, 'frame'));
+      if (frame.op === CLIENT_OP.refresh) return this.lifecycle().refresh(ws, data, frame.token);
+      if (frame.layoutId !== undefined && frame.layoutId !== data.claims.layoutId) throw new AppError('token_layout_mismatch');
+      const body = { layoutId: data.claims.layoutId, lid: frame.lid, type: frame.type, ...(frame.value !== undefined && { value: frame.value }) };
+      const waiter = new FrameAnswer(ws, data, frame.ref, this.answers, this.o.onError);
+      const at = this.o.now();
+      const once = frame.idempotencyKey ?? '';
+      const claims = data.claims;
+      const layout = this.s.layouts.get(body.layoutId);
+      if (layout instanceof Promise) layout.then((l) => this.s.intake.take(body, claims, l, once, at, waiter)).catch((e: unknown) => waiter.failed(e));
+      else this.s.intake.take(body, claims, layout, once, at, waiter);
+    } catch (e) {
+      this.answer(ws, data, errorFrame(ref, e));
+      if (e instanceof AppError && e.code === 'rate_limited' && ++data.refusedInARow >= FLOOD_CLOSE_AFTER) this.registry.end(ws, data, CLOSE.flooding, 'too many actions past the budget');
+    }
+  }
+
+  /**
+   * An answer sent at once. From inside a frame's handler (where uWS has the socket corked) it goes
+   * out before a close that follows it (4029); answers that come later, from the action log, go
+   * through the AnswerQueue. Sent whatever the state frames do, while the socket is open; one that
+   * uWS drops past the answers' limit closes the socket with 4008.
+   */
+  answer(ws: LiveSocket, data: SocketData, text: string): void {
+    if (data.open && ws.send(text) === DROPPED) this.registry.end(ws, data, CLOSE.tooSlow, 'too slow to read');
+  }
+}

@@ -1,0 +1,99 @@
+// The live channel's protocol, once, for every side that speaks it: the gateway, the client
+// library and audience-loadtest import it. The subprotocols, the op of every frame, the close
+// codes with what each tells a client to do, and the frame limits. Dependency-free and
+// browser-safe: the client package ships it as it is. The frames' shapes are the JSON Schemas
+// live-frames.schema.json and live-server-frames.schema.json (their TypeScript types are
+// live-types.ts, generated from them).
+
+/** The subprotocol the server selects: the frames of this version. */
+export const LIVE_SUBPROTOCOL = 'audience-control.v1';
+/** A browser's WebSocket cannot send headers: the token travels as the subprotocol `bearer.<token>`. */
+export const BEARER_PREFIX = 'bearer.';
+
+/** The subprotocols a client offers for `token`. */
+export function liveSubprotocols(token: string): [string, string] {
+  return [LIVE_SUBPROTOCOL, `${BEARER_PREFIX}${token}`];
+}
+
+/** The ops of the frames a client sends. */
+export const CLIENT_OP = {
+  /** a control action, answered by `ack` or `error` with the same ref */
+  action: 'action',
+  /** a new token for this socket (the same participant's), answered by `refreshed` or `error` */
+  refresh: 'refresh',
+} as const;
+
+/** The ops of the frames the server sends. */
+export const SERVER_OP = {
+  page: 'page',
+  crowd: 'crowd',
+  ack: 'ack',
+  error: 'error',
+  /** the socket's token expires soon: renew it and send `refresh` */
+  expiring: 'expiring',
+  /** the answer to `refresh`: the socket now holds the new token */
+  refreshed: 'refreshed',
+} as const;
+
+export type ClientOp = (typeof CLIENT_OP)[keyof typeof CLIENT_OP];
+export type ServerOp = (typeof SERVER_OP)[keyof typeof SERVER_OP];
+
+/** Close codes, and what each tells a client to do. */
+export const CLOSE = {
+  /** the token is no longer valid (revoked: its key, its layout's tokens, this participant, its signing key): get a new one, do not reconnect with it */
+  tokenInvalid: 4001,
+  /** the token expired while the socket was open: renew it, then reconnect */
+  tokenExpired: 4003,
+  /** the layout is gone: stop */
+  layoutGone: 4004,
+  /** the client is too slow to read: reconnect, and start from the current state */
+  tooSlow: 4008,
+  /** a newer socket of the same participant took this one's place: do not reconnect */
+  replaced: 4009,
+  /** the client kept sending past its budget: reconnect later, slower */
+  flooding: 4029,
+  /** this gateway is going away at once: reconnect with jitter */
+  goingAway: 1001,
+  /** this gateway is restarting or draining: reconnect after the reason's `retryAfterMs`, with jitter */
+  serviceRestart: 1012,
+} as const;
+
+export type CloseCode = (typeof CLOSE)[keyof typeof CLOSE];
+
+/** What a client does after each close code (any other code: reconnect with backoff). */
+export const CLOSE_ACTION: Readonly<Record<CloseCode, 'renew' | 'stop' | 'reconnect' | 'reconnect-later'>> = {
+  [CLOSE.tokenInvalid]: 'renew',
+  [CLOSE.tokenExpired]: 'renew',
+  [CLOSE.layoutGone]: 'stop',
+  [CLOSE.tooSlow]: 'reconnect',
+  [CLOSE.replaced]: 'stop',
+  [CLOSE.flooding]: 'reconnect-later',
+  [CLOSE.goingAway]: 'reconnect',
+  [CLOSE.serviceRestart]: 'reconnect',
+};
+
+/** Limits of the frames, as the schemas state them. */
+export const FRAME_LIMITS = {
+  /** a client's ref, echoed in its answer */
+  refMaxLength: 64,
+  /** an idempotency key: 1 to 64 of A-Z a-z 0-9 . _ : - */
+  idempotencyKey: /^[A-Za-z0-9._:-]{1,64}$/,
+  /** crowd frames per aggregated control and second, at most */
+  crowdFramesPerSecond: 4,
+} as const;
+
+/** The close reason of a 1012: when to come back, so a draining gateway's crowd returns spread out. */
+export interface RestartReason {
+  retryAfterMs: number;
+}
+
+/** The `retryAfterMs` of a close reason (`{"retryAfterMs":N}`), or null. */
+export function retryAfterOf(reason: string): number | null {
+  if (!reason.startsWith('{')) return null;
+  try {
+    const r = JSON.parse(reason) as Partial<RestartReason> | null;
+    return typeof r?.retryAfterMs === 'number' && r.retryAfterMs >= 0 ? r.retryAfterMs : null;
+  } catch {
+    return null; // not ours: a plain reconnect
+  }
+}
