@@ -1,52 +1,36 @@
-// The audience app's side of the live channel, for browsers and Node: one socket to the gateway,
-// reconnected with full-jitter exponential backoff as the close codes say, the live page and the
-// crowd's values kept as state with change events, and actions sent with a promise of their ack.
-// No dependencies: in a browser it uses the global WebSocket; in Node pass one (the `ws` package).
+// The audience app's side of the live channel, for browsers, Node and React Native: one socket to
+// the gateway, reconnected as the close codes say (schemas/live-protocol.ts) with full-jitter
+// backoff; the token renewed through the app's callback before it expires, on 4001 and 4003, and
+// after two failed opens in a row (all a browser sees of a 401 before the upgrade); the live page
+// and the crowd's values kept as state, replayed to listeners added late; actions sent with a
+// promise of their ack. No dependencies: in a browser it uses the global WebSocket; in Node pass
+// one (the `ws` package).
+import { CLIENT_OP, CLOSE, CLOSE_ACTION, SERVER_OP, liveSubprotocols, retryAfterOf, type CloseCode } from '../schemas/live-protocol.js';
+import type { ActionFrame, Control, CrowdFrame, PageFrame } from '../schemas/live-types.js';
 
-/** What the client needs of a WebSocket: the browser's and the `ws` package's both fit. */
+export { CLOSE, CLOSE_ACTION, FRAME_LIMITS, LIVE_SUBPROTOCOL } from '../schemas/live-protocol.js';
+export type { CloseCode } from '../schemas/live-protocol.js';
+export type { ActionFrame, Control, ControlType, CrowdCue, CrowdFrame, PageFrame, XYPadValue } from '../schemas/live-types.js';
+
+/** What the client needs of a WebSocket: the browser's, React Native's and the `ws` package's all fit. */
 export interface SocketLike {
   readonly readyState: number;
   send(data: string): void;
   close(code?: number, reason?: string): void;
-  onopen: ((event: unknown) => void) | null;
+  onopen: ((event: never) => void) | null;
   onmessage: ((event: { data: unknown }) => void) | null;
   onclose: ((event: { code: number; reason: string }) => void) | null;
-  onerror: ((event: unknown) => void) | null;
+  onerror: ((event: never) => void) | null;
 }
 export type SocketConstructor = new (url: string, protocols: string[]) => SocketLike;
 
-export interface Control {
-  lid: number;
-  address: string;
-  type: 'Button' | 'Slider' | 'Toggle' | 'Index' | 'String' | 'XYPad';
-  props?: { label?: string };
-  options?: { index: number; label: string }[];
-  aggregate?: { mode: string; windowMs?: number };
-}
-export interface Page {
-  layoutId: string;
-  activePageId: string;
-  controls: Control[];
-  destinationCount: number;
-  version: number;
-  /** when the page was switched to or the layout imported (ms since the epoch, the switcher's clock) */
-  changedAt: number;
-}
-export interface CrowdValue {
-  lid: number;
-  mode: string;
-  /** one number; [x, y] for centroid; counts per option for votes */
-  value: number | number[];
-  n: number;
-  sd?: number;
-  /** for a layout with zones: the same value and n for each zone that counts someone */
-  zones?: Record<string, { value: number | number[]; n: number }>;
-}
-export interface Action {
-  lid: number;
-  type: Control['type'];
-  value?: unknown;
-}
+/** The live page: the layout's active page and its controls, as GET /layout has them. */
+export type Page = Omit<PageFrame, 'op'>;
+/** A crowd value of an aggregated control on the live page. */
+export type CrowdValue = Omit<CrowdFrame, 'op'>;
+type WithoutFrameFields<T> = T extends unknown ? Omit<T, 'op' | 'ref' | 'idempotencyKey' | 'layoutId'> : never;
+/** An action, its value typed by the control's type: a Slider's a number, a Toggle's a boolean, an XYPad's [x, y]. */
+export type Action = WithoutFrameFields<ActionFrame>;
 
 /** A refused action (the HTTP API's code: invalid_value, rate_limited, ...), a timeout, or a client that stopped. */
 export class LiveError extends Error {
@@ -60,14 +44,23 @@ export class LiveError extends Error {
   }
 }
 
-export type State = 'connecting' | 'open' | 'waiting' | 'stopped';
+/**
+ * connecting: opening a socket; open: live; waiting: closed, reconnecting after a delay (or
+ * renewing the token); unauthorized: the token is no longer valid and could not be renewed (no
+ * callback, or it failed too often): nothing is retried until `resume`; stopped: for good.
+ */
+export type State = 'connecting' | 'open' | 'waiting' | 'unauthorized' | 'stopped';
 
 export interface LiveClientOptions {
   /** the gateway's live channel, e.g. wss://gateway.example/live */
   url: string;
   /** the audience token its backend minted */
   token: string;
-  /** asked for a new token when the gateway says this one is no longer valid (close 4001); without it the client stops */
+  /**
+   * Asked for a new token of the same participant (the app's backend calls POST /token with
+   * `renew`): before the token expires (`expiring`), on close 4001 or 4003, and after two failed
+   * opens in a row. Without it the client stops as `unauthorized` where it would need one.
+   */
   refreshToken?: () => Promise<string>;
   /** the WebSocket to use (default: the global one) */
   WebSocket?: SocketConstructor;
@@ -76,6 +69,10 @@ export interface LiveClientOptions {
   /** reconnect delays: full jitter up to min(maxDelayMs, baseDelayMs * 2^attempt) (defaults 250 ms, 30 s) */
   baseDelayMs?: number;
   maxDelayMs?: number;
+  /** refreshToken failures in a row after which the client stops as `unauthorized` (default 5) */
+  maxRefreshFailures?: number;
+  /** without refreshToken: failed opens in a row after which the client stops as `unauthorized` (default 10; about 2 minutes of backoff) */
+  maxFailedOpens?: number;
   /** for tests: the randomness of the jitter */
   random?: () => number;
 }
@@ -87,6 +84,8 @@ export function reconnectDelay(attempt: number, baseMs: number, maxMs: number, r
 
 /** A client kept past its budget (4029) waits at least this long before it reconnects. */
 export const FLOOD_PAUSE_MS = 5000;
+/** Opens that fail in a row (closed before open) after which the token is renewed. */
+const FAILED_OPENS_BEFORE_RENEWAL = 2;
 
 interface Pending {
   frame: string;
@@ -95,7 +94,14 @@ interface Pending {
   timer: ReturnType<typeof setTimeout>;
 }
 
-type Events = { page: Page; crowd: CrowdValue; state: State; closed: { code: number; reason: string } };
+export interface LiveEvents {
+  page: Page;
+  crowd: CrowdValue;
+  state: State;
+  closed: { code: number; reason: string };
+  /** the token could not be renewed: the client is `unauthorized` (or `stopped`) */
+  unauthorized: { code: number; reason: string };
+}
 
 export class LiveClient {
   /** the live page, once the gateway sent it */
@@ -106,29 +112,39 @@ export class LiveClient {
   private socket: SocketLike | null = null;
   private token: string;
   private attempt = 0;
+  private failedOpens = 0;
+  private refreshFailures = 0;
+  /** the app's refreshToken callback under way */
+  private renewal: Promise<string | null> | null = null;
   private retry: ReturnType<typeof setTimeout> | null = null;
   private readonly pending = new Map<string, Pending>();
-  private readonly listeners = new Map<keyof Events, Set<(v: never) => void>>();
+  private readonly listeners = new Map<keyof LiveEvents, Set<(v: never) => void>>();
   private refs = 0;
   private readonly o: Required<Omit<LiveClientOptions, 'refreshToken'>> & Pick<LiveClientOptions, 'refreshToken'>;
 
   constructor(options: LiveClientOptions) {
     const WS = options.WebSocket ?? (globalThis as { WebSocket?: SocketConstructor }).WebSocket;
     if (!WS) throw new Error('no WebSocket: pass options.WebSocket (in Node, the ws package)');
-    this.o = { ackTimeoutMs: 10_000, baseDelayMs: 250, maxDelayMs: 30_000, random: Math.random, ...options, WebSocket: WS };
+    this.o = { ackTimeoutMs: 10_000, baseDelayMs: 250, maxDelayMs: 30_000, maxRefreshFailures: 5, maxFailedOpens: 10, random: Math.random, ...options, WebSocket: WS };
     this.token = options.token;
     this.open();
   }
 
-  on<K extends keyof Events>(event: K, listener: (value: Events[K]) => void): () => void {
+  /**
+   * Listens to an event; returns the function that stops listening. A listener of `page` or
+   * `crowd` added after they came gets the current page and crowd values at once (in a microtask).
+   */
+  on<K extends keyof LiveEvents>(event: K, listener: (value: LiveEvents[K]) => void): () => void {
     let set = this.listeners.get(event);
     if (!set) this.listeners.set(event, (set = new Set()));
     set.add(listener);
+    const replay: LiveEvents[K][] = event === 'page' ? (this.page ? [this.page as LiveEvents[K]] : []) : event === 'crowd' ? ([...this.crowd.values()] as LiveEvents[K][]) : [];
+    if (replay.length > 0) queueMicrotask(() => replay.forEach((v) => set.has(listener) && listener(v)));
     return () => set.delete(listener);
   }
 
-  private emit<K extends keyof Events>(event: K, value: Events[K]): void {
-    for (const l of this.listeners.get(event) ?? []) (l as (v: Events[K]) => void)(value);
+  private emit<K extends keyof LiveEvents>(event: K, value: LiveEvents[K]): void {
+    for (const l of this.listeners.get(event) ?? []) (l as (v: LiveEvents[K]) => void)(value);
   }
 
   private setState(state: State): void {
@@ -143,9 +159,9 @@ export class LiveClient {
    * reconnect are stored once.
    */
   send(action: Action): Promise<void> {
-    if (this.state === 'stopped') return Promise.reject(new LiveError('stopped', 'The client is stopped.'));
+    if (this.state === 'stopped' || this.state === 'unauthorized') return Promise.reject(new LiveError(this.state, `The client is ${this.state}.`));
     const ref = `${++this.refs}`;
-    const frame = JSON.stringify({ op: 'action', ref, ...action, idempotencyKey: randomKey() });
+    const frame = JSON.stringify({ op: CLIENT_OP.action, ref, ...action, idempotencyKey: randomKey() });
     return new Promise<void>((resolve, reject) => {
       const timer = setTimeout(() => {
         this.pending.delete(ref);
@@ -158,84 +174,154 @@ export class LiveClient {
 
   /** Closes the socket for good; pending sends are rejected. */
   stop(): void {
-    this.setState('stopped');
+    this.halt('stopped');
+  }
+
+  /** After `unauthorized` (or `stopped`): connects again, with a new token if one is given. */
+  resume(token?: string): void {
+    if (this.state !== 'unauthorized' && this.state !== 'stopped') return;
+    if (token !== undefined) this.token = token;
+    this.attempt = 0;
+    this.failedOpens = 0;
+    this.refreshFailures = 0;
+    this.open();
+  }
+
+  private halt(state: 'stopped' | 'unauthorized'): void {
+    this.setState(state);
     if (this.retry) clearTimeout(this.retry);
-    this.socket?.close(1000, 'done');
+    this.retry = null;
+    const socket = this.socket;
+    this.socket = null;
+    socket?.close(1000, 'done');
     for (const [ref, p] of this.pending) {
       clearTimeout(p.timer);
       this.pending.delete(ref);
-      p.reject(new LiveError('stopped', 'The client is stopped.'));
+      p.reject(new LiveError(state, `The client is ${state}.`));
     }
   }
 
   private open(): void {
     this.setState('connecting');
-    const socket = new this.o.WebSocket(this.o.url, ['audience-control.v1', `bearer.${this.token}`]);
+    let opened = false;
+    const socket = new this.o.WebSocket(this.o.url, liveSubprotocols(this.token));
     this.socket = socket;
     socket.onopen = () => {
+      opened = true;
+      this.failedOpens = 0;
       this.setState('open');
       for (const p of this.pending.values()) socket.send(p.frame); // resends keep their idempotency keys
     };
     socket.onmessage = (event) => this.received(String(event.data));
     socket.onerror = () => {}; // a close follows
-    socket.onclose = (event) => this.closed(event.code, event.reason);
+    socket.onclose = (event) => {
+      if (this.socket !== socket) return; // closed by us (stop, halt): already handled
+      this.socket = null;
+      if (!opened) this.failedOpens++;
+      this.closed(event.code, event.reason);
+    };
   }
 
   private received(text: string): void {
-    let frame: { op?: string; ref?: string | null; error?: { code: string; message: string; retryAfterMs?: number } } & Record<string, unknown>;
+    let frame: { op?: string; ref?: string | null; expiresAt?: number; error?: { code: string; message: string; retryAfterMs?: number } } & Record<string, unknown>;
     try {
       frame = JSON.parse(text) as typeof frame;
     } catch {
       return;
     }
-    if (frame.op === 'page') {
-      const page = frame as unknown as Page & { op: string };
-      if (this.page && page.version < this.page.version) return; // an older one overtaken
-      this.attempt = 0; // a page: the connection works
-      const { op: _, ...rest } = page;
-      this.page = rest;
-      const onPage = new Set(rest.controls.map((c) => c.lid));
-      for (const lid of this.crowd.keys()) if (!onPage.has(lid)) this.crowd.delete(lid);
-      this.emit('page', rest);
-    } else if (frame.op === 'crowd') {
-      const { op: _, ...value } = frame as unknown as CrowdValue & { op: string };
-      this.crowd.set(value.lid, value);
-      this.emit('crowd', value);
-    } else if ((frame.op === 'ack' || frame.op === 'error') && typeof frame.ref === 'string') {
-      const p = this.pending.get(frame.ref);
-      if (!p) return;
-      this.pending.delete(frame.ref);
-      clearTimeout(p.timer);
-      if (frame.op === 'ack') p.resolve();
-      else p.reject(new LiveError(frame.error?.code ?? 'internal', frame.error?.message ?? 'refused', frame.error?.retryAfterMs));
+    switch (frame.op) {
+      case SERVER_OP.page: {
+        const { op: _, ...page } = frame as unknown as PageFrame;
+        if (this.page && page.version < this.page.version) return; // an older one overtaken
+        this.attempt = 0; // a page: the connection works
+        this.refreshFailures = 0;
+        this.page = page;
+        const onPage = new Set(page.controls.map((c: Control) => c.lid));
+        for (const lid of this.crowd.keys()) if (!onPage.has(lid)) this.crowd.delete(lid);
+        return this.emit('page', page);
+      }
+      case SERVER_OP.crowd: {
+        const { op: _, ...value } = frame as unknown as CrowdFrame;
+        this.crowd.set(value.lid, value);
+        return this.emit('crowd', value);
+      }
+      case SERVER_OP.expiring:
+        return void this.renew(null);
+      case SERVER_OP.refreshed:
+        return;
+      case SERVER_OP.ack:
+      case SERVER_OP.error: {
+        if (typeof frame.ref !== 'string') return; // a refused refresh: the socket keeps its token until 4003
+        const p = this.pending.get(frame.ref);
+        if (!p) return;
+        this.pending.delete(frame.ref);
+        clearTimeout(p.timer);
+        if (frame.op === SERVER_OP.ack) p.resolve();
+        else p.reject(new LiveError(frame.error?.code ?? 'internal', frame.error?.message ?? 'refused', frame.error?.retryAfterMs));
+      }
     }
   }
 
-  /** What the close code says to do: stop, get a new token, or reconnect after a jittered delay. */
-  private closed(code: number, reason: string): void {
-    this.socket = null;
-    this.emit('closed', { code, reason });
-    if (this.state === 'stopped') return;
-    if (code === 4004) return this.stop(); // the layout is gone
-    if (code === 4001) {
-      if (!this.o.refreshToken) return this.stop(); // do not reconnect with this token
-      this.setState('waiting');
-      this.o.refreshToken().then(
+  /** A new token from the app's callback, one call at a time: null when it failed. */
+  private newToken(refreshToken: () => Promise<string>): Promise<string | null> {
+    this.renewal ??= refreshToken()
+      .then(
         (token) => {
+          this.refreshFailures = 0;
           this.token = token;
-          this.schedule(0);
+          return token;
         },
-        () => this.stop(),
-      );
-      return;
-    }
-    this.setState('waiting');
-    this.schedule(code === 4029 ? FLOOD_PAUSE_MS : 0);
+        () => {
+          this.refreshFailures++;
+          return null;
+        },
+      )
+      .finally(() => (this.renewal = null));
+    return this.renewal;
   }
 
-  private schedule(atLeastMs: number): void {
-    if (this.state === 'stopped') return;
-    const delay = Math.max(atLeastMs, reconnectDelay(this.attempt++, this.o.baseDelayMs, this.o.maxDelayMs, this.o.random));
+  /**
+   * Renews the token through the app's callback. With an open socket (`expiring`) the new token
+   * goes as `refresh`; after a close (`closedBy`) the client reconnects with it. No callback, or
+   * maxRefreshFailures failures in a row, and the client is `unauthorized`.
+   */
+  private async renew(closedBy: { code: number; reason: string } | null): Promise<void> {
+    if (!this.o.refreshToken) {
+      if (closedBy) this.unauthorized(closedBy);
+      return; // an open socket without a callback lives until 4003
+    }
+    const token = await this.newToken(this.o.refreshToken);
+    if (this.state === 'stopped' || this.state === 'unauthorized') return;
+    if (token === null && this.refreshFailures >= this.o.maxRefreshFailures) return this.unauthorized(closedBy ?? { code: 0, reason: 'the token could not be renewed' });
+    if (closedBy) return this.schedule(0); // with the new token, or the old one after a failure (the next failed opens ask again)
+    if (token !== null && this.socket?.readyState === 1) this.socket.send(JSON.stringify({ op: CLIENT_OP.refresh, token }));
+  }
+
+  private unauthorized(closedBy: { code: number; reason: string }): void {
+    this.halt('unauthorized');
+    this.emit('unauthorized', closedBy);
+  }
+
+  /** What the close code says to do: stop, renew the token, or reconnect after a jittered delay. */
+  private closed(code: number, reason: string): void {
+    const closedBy = { code, reason };
+    this.emit('closed', closedBy);
+    if (this.state === 'stopped' || this.state === 'unauthorized') return;
+    const action = CLOSE_ACTION[code as CloseCode] as (typeof CLOSE_ACTION)[CloseCode] | undefined;
+    if (action === 'stop') return this.halt('stopped'); // the layout is gone, or a newer socket of this participant took this one's place
+    this.setState('waiting');
+    if (action === 'renew') return void this.renew(closedBy);
+    if (this.failedOpens > 0 && this.failedOpens % FAILED_OPENS_BEFORE_RENEWAL === 0 && this.o.refreshToken) return void this.renew(closedBy);
+    if (!this.o.refreshToken && this.failedOpens >= this.o.maxFailedOpens) return this.unauthorized(closedBy); // a 401 or a long outage: it cannot tell, so it stops
+    if (action === 'reconnect-later') return this.schedule(FLOOD_PAUSE_MS);
+    this.schedule(code === CLOSE.serviceRestart ? (retryAfterOf(reason) ?? 0) : 0);
+  }
+
+  /** Reconnects after `afterMs` plus a full-jitter backoff delay. */
+  private schedule(afterMs: number): void {
+    if (this.state === 'stopped' || this.state === 'unauthorized') return;
+    this.setState('waiting');
+    const delay = afterMs + reconnectDelay(this.attempt++, this.o.baseDelayMs, this.o.maxDelayMs, this.o.random);
     this.retry = setTimeout(() => this.open(), delay);
   }
 }

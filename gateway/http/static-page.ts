@@ -25,9 +25,20 @@ const PAGE_HEADERS = [
   ['cache-control', 'no-cache'],
 ] as const;
 
-/** `/<base>` redirects to `/<base>/` (the file named ''), and `/<base>/<name>` serves each file: [content type, path]. */
-export function staticPageRoutes(base: string, files: Record<string, readonly [contentType: string, path: string]>): Route[] {
-  const replies = new Map<string, Reply>(Object.entries(files).map(([name, [contentType, path]]) => [name, { status: 200, body: null, headers: PAGE_HEADERS, raw: { contentType, data: readFileSync(path) } }]));
+/** What any origin may load (an ES module another site's app imports): the page's headers and CORS for every origin. */
+const SHARED_HEADERS = [...PAGE_HEADERS, ['access-control-allow-origin', '*']] as const;
+
+/** A file served as it is, with the pages' headers (and CORS for any origin when `shared`). */
+export function staticFile(contentType: string, path: string, shared = false): Reply {
+  return { status: 200, body: null, headers: shared ? SHARED_HEADERS : PAGE_HEADERS, raw: { contentType, data: readFileSync(path) } };
+}
+
+/**
+ * `/<base>` redirects to `/<base>/` (the file named ''), and `/<base>/<name>` serves each file:
+ * [content type, path], and `true` for a file any origin may load (CORS).
+ */
+export function staticPageRoutes(base: string, files: Record<string, readonly [contentType: string, path: string, shared?: boolean]>): Route[] {
+  const replies = new Map<string, Reply>(Object.entries(files).map(([name, [contentType, path, shared]]) => [name, staticFile(contentType, path, shared)]));
   return [
     { method: 'get', pattern: `/${base}`, handle: () => ({ status: 302, body: null, headers: [['location', `/${base}/`]], raw: { contentType: 'text/plain', data: '' } }) },
     { method: 'get', pattern: `/${base}/`, handle: () => replies.get('')! },

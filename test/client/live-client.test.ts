@@ -5,9 +5,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { LiveClient, LiveError, reconnectDelay, type SocketConstructor } from '../../client/live-client.js';
-import { eventually, mintToken, startTestGateway, type TestGateway } from '../helpers/gateway.js';
+import { eventually, mintToken, postJson, startTestGateway, type TestGateway } from '../helpers/gateway.js';
+import { CROWD_LAYOUT } from '../helpers/crowd.js';
 import { liveUrl } from '../helpers/live.js';
 import { useRedis } from '../helpers/redis.js';
+import { CLOSE } from '../../schemas/live-protocol.js';
 import { seededRandom } from '../helpers/seeded-random.js';
 
 const redis = useRedis();
@@ -58,15 +60,18 @@ describe('LiveClient', () => {
     c.stop();
   });
 
-  it('stops on 4001 without a refresh callback; after a gateway stops it keeps reconnecting, and an unanswered action times out', async () => {
+  it('stops as unauthorized on 4001 without a refresh callback; after a gateway stops it keeps reconnecting, and an unanswered action times out', async () => {
     const key = await t.admin.apiKeys.create(t.teamId, { name: 'no refresh' });
     const c = client(await mintToken(t, t.layoutId, key.apiKey));
     await eventually(() => c.state === 'open', 3000);
+    const told: number[] = [];
+    c.on('unauthorized', (e) => told.push(e.code));
     await t.admin.apiKeys.revoke(key.keyId);
-    await eventually(() => c.state === 'stopped', 3000);
-    // a gateway that stops (1001): the client keeps trying, and an action waits for its ack until the timeout
+    await eventually(() => c.state === 'unauthorized', 3000);
+    expect(told).toEqual([CLOSE.tokenInvalid]);
+    // a gateway that stops (1012): the client keeps trying, and an action waits for its ack until the timeout
     const other = await startTestGateway({ redisUrl: redis.get().server.url, sameDataAs: t });
-    const d = new LiveClient({ url: liveUrl(other.url), token: await mintToken(t, t.layoutId, t.apiKey), WebSocket: WebSocket as unknown as SocketConstructor, baseDelayMs: 50, maxDelayMs: 200, ackTimeoutMs: 1000 });
+    const d = new LiveClient({ url: liveUrl(other.url), token: await mintToken(t, t.layoutId, t.apiKey), WebSocket: WebSocket as unknown as SocketConstructor, baseDelayMs: 50, maxDelayMs: 200, ackTimeoutMs: 1000, maxFailedOpens: 1000 });
     await eventually(() => d.state === 'open', 3000);
     const states: string[] = [];
     d.on('state', (s) => states.push(s));
@@ -74,6 +79,26 @@ describe('LiveClient', () => {
     await expect(d.send({ lid: 5, type: 'String', value: 'nobody listens' })).rejects.toMatchObject({ code: 'timeout' });
     expect(states.filter((s) => s === 'connecting').length).toBeGreaterThanOrEqual(2); // it kept trying
     d.stop();
+  });
+});
+
+describe('LiveClient state for late listeners', () => {
+  it('replays the current page and crowd values to a listener added after they came', async () => {
+    const crowdLayout = { ...CROWD_LAYOUT, layoutId: 'late-listeners' };
+    await t.admin.layouts.import(t.teamId, crowdLayout);
+    const token = (await postJson(`${t.url}/token`, { layoutId: crowdLayout.layoutId }, { 'x-api-key': t.apiKey })).body.token as string;
+    const c = client(token);
+    await eventually(() => c.page !== null, 3000);
+    await c.send({ lid: 2, type: 'Slider', value: 0.75 });
+    await eventually(() => c.crowd.get(2)?.value === 0.75, 3000);
+    const pages: string[] = [];
+    const crowds: number[] = [];
+    c.on('page', (p) => pages.push(p.layoutId));
+    c.on('crowd', (v) => crowds.push(v.lid));
+    await new Promise((r) => setTimeout(r, 20));
+    expect(pages).toEqual(['late-listeners']);
+    expect(crowds).toContain(2);
+    c.stop();
   });
 });
 

@@ -4,6 +4,7 @@
 import { readFileSync } from 'node:fs';
 import { Parser } from '@asyncapi/parser';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildLiveTypes, LIVE_TYPES_FILE } from '../../gateway/openapi/live-types.js';
 import { buildAsyncApiDocument } from '../../gateway/openapi/asyncapi.js';
 import { createAjv } from '../../schemas/validators.js';
 import { CROWD_LAYOUT } from '../helpers/crowd.js';
@@ -52,6 +53,10 @@ describe('the AsyncAPI document of the live channel', () => {
     expect(schemas.SliderActionFrame!.properties!.type).toEqual({ const: 'Slider' });
     expect(schemas.SliderValue).toEqual(OPENAPI.components.schemas.SliderValue);
     expect(schemas.XYPadValue).toEqual(OPENAPI.components.schemas.XYPadValue);
+  });
+
+  it('is what schemas/live-types.ts, the frames\' TypeScript types, is generated from (run `npm run openapi` after changing schemas/)', async () => {
+    expect(await buildLiveTypes()).toBe(readFileSync(LIVE_TYPES_FILE, 'utf8'));
   });
 
   it('is linked from the OpenAPI document', () => {

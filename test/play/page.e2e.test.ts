@@ -71,6 +71,23 @@ describe('the audience page (/play/)', () => {
     await page.screenshot({ path: `${ARTIFACTS}/main.png`, fullPage: true });
   });
 
+  it('takes the token out of the address bar once read (history.replaceState), and keeps it for a reload of the tab', async () => {
+    const token = await mintToken(t, t.layoutId, t.apiKey);
+    await page.goto(`${t.url}/play/#token=${token}`);
+    await expect.poll(() => page.locator('#state').textContent()).toBe('Live');
+    expect(page.url()).toBe(`${t.url}/play/`);
+    expect(await page.evaluate('location.hash')).toBe('');
+    await page.reload();
+    await expect.poll(() => page.locator('#state').textContent()).toBe('Live');
+  });
+
+  it('serves its client library and the protocol module it imports to any origin (CORS)', async () => {
+    for (const path of ['/play/live-client.js', '/schemas/live-protocol.js']) {
+      const r = await fetch(`${t.url}${path}`, { headers: { origin: 'https://app.example' } });
+      expect([path, r.status, r.headers.get('access-control-allow-origin'), r.headers.get('content-type')]).toEqual([path, 200, '*', 'text/javascript; charset=utf-8']);
+    }
+  });
+
   it('sends what the phone does: a slider move reaches the displays as OSC, and its crowd value shows', async () => {
     await page.locator('#c2').fill('0.8');
     await eventually(() => display.sink.messages.some((m) => m.address === '/002' && Math.abs(Number(m.args[0]!.value) - 0.8) < 1e-6), 5000);

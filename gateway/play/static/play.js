@@ -1,10 +1,18 @@
 // The audience page: reads its audience token from the URL fragment (#token=...: a fragment never
-// reaches a server or its logs), opens the live channel with the client library, renders the live
+// reaches a server or its logs) and takes it out of the address bar at once (history.replaceState),
+// so it is left neither in the history nor in a shared screenshot; the tab keeps it in
+// sessionStorage for a reload. It opens the live channel with the client library, renders the live
 // page's controls, sends what the phone does, follows page switches and shows the crowd's values.
-import { LiveClient } from '/play/live-client.js';
+import { CLOSE, LiveClient } from '/play/live-client.js';
 
 const $ = (id) => document.getElementById(id);
-const token = new URLSearchParams(location.hash.slice(1)).get('token');
+const TOKEN_KEY = 'audience-control.token';
+const fromLink = new URLSearchParams(location.hash.slice(1)).get('token');
+if (fromLink) {
+  sessionStorage.setItem(TOKEN_KEY, fromLink);
+  history.replaceState(null, '', `${location.pathname}${location.search}`);
+}
+const token = fromLink ?? sessionStorage.getItem(TOKEN_KEY);
 const say = (text) => ($('state').textContent = text);
 const problem = (text) => {
   $('problem').textContent = text;
@@ -131,8 +139,9 @@ if (!token) {
       () => problem(''),
       (e) => problem(e.code === 'rate_limited' ? 'Slow down a little.' : e.message),
     );
-  live.on('state', (s) => say({ connecting: 'Connecting…', open: 'Live', waiting: 'Reconnecting…', stopped: 'Ended' }[s] ?? s));
-  live.on('closed', (c) => c.code === 4001 && problem('This link has ended. Ask for a new one.'));
+  live.on('state', (s) => say({ connecting: 'Connecting…', open: 'Live', waiting: 'Reconnecting…', unauthorized: 'Ended', stopped: 'Ended' }[s] ?? s));
+  live.on('unauthorized', () => problem('This link has ended. Ask for a new one.'));
+  live.on('closed', (c) => c.code === CLOSE.layoutGone && problem('The show has ended.'));
   live.on('page', (page) => {
     $('title').textContent = page.activePageId;
     const form = $('controls');

@@ -1,0 +1,121 @@
+// The client library renews its token through the app's refreshToken callback, against a real
+// gateway whose clock the test moves (the `ws` package as its WebSocket, as in Node): on
+// `expiring` it sends refresh and keeps its socket past the first token's exp; on 4003 it renews
+// and reconnects; after two failed opens (a token that expired while the phone was offline: 401
+// before the upgrade, which a browser sees only as a close) it renews; a callback that keeps
+// failing, or none, ends in `unauthorized` with an event, after a bounded number of opens.
+import { decodeJwt } from 'jose';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import WebSocket from 'ws';
+import { LiveClient, type SocketConstructor } from '../../client/live-client.js';
+import { CLOSE } from '../../schemas/live-protocol.js';
+import { eventually, mintToken, postJson, startTestGateway, type TestGateway } from '../helpers/gateway.js';
+import { liveUrl } from '../helpers/live.js';
+import { useRedis } from '../helpers/redis.js';
+
+const redis = useRedis();
+let ahead = 0;
+let t: TestGateway;
+beforeAll(async () => {
+  t = await startTestGateway({ redisUrl: redis.get().server.url, now: () => Date.now() + ahead, overrides: { tokenTtlSeconds: 120, liveExpiryNoticeSeconds: 30 } });
+});
+afterAll(() => t.close());
+
+/** A WebSocket that counts the sockets the client opens. */
+function counting(): { WS: SocketConstructor; opened: () => number } {
+  let n = 0;
+  class Counted extends WebSocket {
+    constructor(url: string, protocols: string[]) {
+      super(url, protocols);
+      n++;
+    }
+  }
+  return { WS: Counted as unknown as SocketConstructor, opened: () => n };
+}
+
+const renewOf = (old: string) => async () => {
+  const r = await postJson(`${t.url}/token`, { layoutId: t.layoutId, renew: old }, { 'x-api-key': t.apiKey });
+  if (r.status !== 200) throw new Error(`renew: ${r.status}`);
+  return r.body.token as string;
+};
+
+describe('the client renews its token', () => {
+  it('on expiring: refresh on the same socket, which acts past the first token\'s exp', async () => {
+    const first = await mintToken(t, t.layoutId, t.apiKey);
+    let renewals = 0;
+    const { WS, opened } = counting();
+    const c = new LiveClient({ url: liveUrl(t.url), token: first, WebSocket: WS, baseDelayMs: 50, refreshToken: () => (renewals++, renewOf(first)()) });
+    await eventually(() => c.state === 'open' && c.page !== null, 3000);
+    ahead += 95_000; // within the 30 s notice
+    await eventually(() => renewals === 1, 3000);
+    ahead += 40_000; // the first token has expired
+    await new Promise((r) => setTimeout(r, 1500));
+    await c.send({ lid: 2, type: 'Slider', value: 0.4 });
+    expect([c.state, opened()]).toEqual(['open', 1]);
+    c.stop();
+  });
+
+  it('on 4003 (no renewal in time): renews and reconnects as the same participant', async () => {
+    const first = await mintToken(t, t.layoutId, t.apiKey);
+    const tokens: string[] = [];
+    const c = new LiveClient({
+      url: liveUrl(t.url), token: first, WebSocket: WebSocket as unknown as SocketConstructor, baseDelayMs: 50,
+      refreshToken: async () => {
+        if (tokens.length === 0) {
+          tokens.push('failed');
+          throw new Error('backend away'); // the notice's renewal fails: the socket lives until exp
+        }
+        const token = await renewOf(first)();
+        tokens.push(token);
+        return token;
+      },
+    });
+    const closes: number[] = [];
+    c.on('closed', (e) => closes.push(e.code));
+    await eventually(() => c.state === 'open', 3000);
+    ahead += 95_000;
+    await eventually(() => tokens.length === 1, 3000);
+    ahead += 30_000;
+    await eventually(() => closes.includes(CLOSE.tokenExpired) && c.state === 'open', 5000);
+    expect(decodeJwt(tokens[1]!).sub).toBe(decodeJwt(first).sub);
+    await c.send({ lid: 1, type: 'Button' });
+    c.stop();
+  });
+
+  it('after two failed opens (a token that expired offline: 401 before the upgrade): renews, then opens', async () => {
+    const first = await mintToken(t, t.layoutId, t.apiKey);
+    ahead += 125_000; // expired while "offline"
+    let renewals = 0;
+    const { WS, opened } = counting();
+    const c = new LiveClient({ url: liveUrl(t.url), token: first, WebSocket: WS, baseDelayMs: 20, refreshToken: () => (renewals++, renewOf(first)()) });
+    await eventually(() => c.state === 'open', 5000);
+    expect([renewals, opened()]).toEqual([1, 3]);
+    c.stop();
+  });
+
+  it('stops as unauthorized, with an event, when the callback keeps failing: a bounded number of opens, no loop', async () => {
+    const first = await mintToken(t, t.layoutId, t.apiKey);
+    ahead += 125_000;
+    let renewals = 0;
+    const { WS, opened } = counting();
+    const c = new LiveClient({ url: liveUrl(t.url), token: first, WebSocket: WS, baseDelayMs: 10, maxDelayMs: 40, maxRefreshFailures: 3, refreshToken: () => (renewals++, Promise.reject(new Error('no'))) });
+    const told: unknown[] = [];
+    c.on('unauthorized', (e) => told.push(e));
+    await eventually(() => c.state === 'unauthorized', 5000);
+    const atStop = opened();
+    await new Promise((r) => setTimeout(r, 500));
+    expect([renewals, opened(), told.length]).toEqual([3, atStop, 1]);
+    expect(atStop).toBe(6); // two failed opens per renewal
+    await expect(c.send({ lid: 1, type: 'Button' })).rejects.toMatchObject({ code: 'unauthorized' });
+  });
+
+  it('without a callback: unauthorized after maxFailedOpens failed opens', async () => {
+    const first = await mintToken(t, t.layoutId, t.apiKey);
+    ahead += 125_000;
+    const { WS, opened } = counting();
+    const c = new LiveClient({ url: liveUrl(t.url), token: first, WebSocket: WS, baseDelayMs: 10, maxDelayMs: 40, maxFailedOpens: 4 });
+    await eventually(() => c.state === 'unauthorized', 5000);
+    await new Promise((r) => setTimeout(r, 300));
+    expect(opened()).toBe(4);
+  });
+});
