@@ -127,6 +127,7 @@ export class LiveClient {
     if (!WS) throw new Error('no WebSocket: pass options.WebSocket (in Node, the ws package)');
     this.o = { ackTimeoutMs: 10_000, baseDelayMs: 250, maxDelayMs: 30_000, maxRefreshFailures: 5, maxFailedOpens: 10, random: Math.random, ...options, WebSocket: WS };
     this.token = options.token;
+    (globalThis as { addEventListener?: (type: string, listener: () => void) => void }).addEventListener?.('online', this.online);
     this.open();
   }
 
@@ -166,6 +167,7 @@ export class LiveClient {
       const timer = setTimeout(() => {
         this.pending.delete(ref);
         reject(new LiveError('timeout', `No answer within ${this.o.ackTimeoutMs} ms.`));
+        this.abandon(); // an open socket that answers nothing is a dead link (half-open): reconnect now
       }, this.o.ackTimeoutMs);
       this.pending.set(ref, { frame, resolve, reject, timer });
       if (this.socket?.readyState === 1) this.socket.send(frame);
@@ -181,6 +183,7 @@ export class LiveClient {
   resume(token?: string): void {
     if (this.state !== 'unauthorized' && this.state !== 'stopped') return;
     if (token !== undefined) this.token = token;
+    if (this.state === 'stopped') (globalThis as { addEventListener?: (type: string, listener: () => void) => void }).addEventListener?.('online', this.online);
     this.attempt = 0;
     this.failedOpens = 0;
     this.refreshFailures = 0;
@@ -189,6 +192,7 @@ export class LiveClient {
 
   private halt(state: 'stopped' | 'unauthorized'): void {
     this.setState(state);
+    if (state === 'stopped') (globalThis as { removeEventListener?: (type: string, listener: () => void) => void }).removeEventListener?.('online', this.online);
     if (this.retry) clearTimeout(this.retry);
     this.retry = null;
     const socket = this.socket;
@@ -200,6 +204,29 @@ export class LiveClient {
       p.reject(new LiveError(state, `The client is ${state}.`));
     }
   }
+
+  /**
+   * Leaves an open socket that stopped answering (its link vanished without a close): a close
+   * handshake would wait on the dead link, so its handlers are dropped and the client reconnects
+   * at once, as after a close 1006.
+   */
+  private abandon(): void {
+    const socket = this.socket;
+    if (!socket || socket.readyState !== 1) return;
+    this.socket = null;
+    socket.onclose = socket.onmessage = socket.onerror = null;
+    socket.close(1000, 'no answer');
+    this.closed(1006, 'no answer');
+  }
+
+  /** The device is back online (a browser's `online` event): a client waiting to reconnect does so now. */
+  private readonly online = () => {
+    if (this.state !== 'waiting' || !this.retry || this.renewal) return;
+    clearTimeout(this.retry);
+    this.retry = null;
+    this.attempt = 0;
+    this.open();
+  };
 
   private open(): void {
     this.setState('connecting');

@@ -201,7 +201,7 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
   const live = new LiveChannel(liveServices, liveCrowd, {
     maxFrameBytes: config.maxBodyBytes, maxSockets: config.liveMaxSockets, newSocketsPerSecond: config.liveNewSocketsPerSecond,
     bufferBytes: config.liveBufferBytes, slowCloseMs: config.liveSlowCloseMs, now,
-    expiryNoticeMs: config.liveExpiryNoticeSeconds * 1000, socketsPerParticipant: config.liveSocketsPerParticipant,
+    idleTimeoutSeconds: config.liveIdleTimeoutSeconds, expiryNoticeMs: config.liveExpiryNoticeSeconds * 1000, socketsPerParticipant: config.liveSocketsPerParticipant,
     opensPerParticipantPerMinute: config.liveOpensPerParticipantPerMinute, drainMs: config.liveDrainMs,
     onError: (e) => log.error({ err: e }, 'unexpected error on the live channel'),
     onUnavailable: (what) => liveMisses.count(what),

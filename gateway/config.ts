@@ -37,6 +37,7 @@ export interface GatewayConfig {
   readonly liveNewSocketsPerSecond: number;
   readonly liveBufferBytes: number;
   readonly liveSlowCloseMs: number;
+  readonly liveIdleTimeoutSeconds: number;
   readonly liveExpiryNoticeSeconds: number;
   readonly liveSocketsPerParticipant: number;
   readonly liveOpensPerParticipantPerMinute: number;

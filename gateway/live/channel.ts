@@ -63,7 +63,7 @@ export class LiveChannel {
     this.publisher.mount(app);
     app.ws<SocketData>('/live', {
       maxPayloadLength: this.o.maxFrameBytes,
-      idleTimeout: 60,
+      idleTimeout: this.o.idleTimeoutSeconds,
       sendPingsAutomatically: true,
       // answers (ack, error) pass the state frames' limit, behind a large page on a slow network too:
       // past this uWS drops a send, and the socket is closed (4008)

@@ -85,6 +85,8 @@ export interface LiveOptions {
   bufferBytes: number;
   /** a socket behind this long is closed with 4008 */
   slowCloseMs: number;
+  /** a socket from which nothing arrives this long (seconds) is closed: a half-open one too */
+  idleTimeoutSeconds: number;
   /** this long before a socket's token expires it gets `expiring`; at expiry it is closed (4003) */
   expiryNoticeMs: number;
   /** sockets one participant holds at most; a new one past it replaces the oldest (4009) */
