@@ -38,6 +38,8 @@ export class LiveError extends Error {
     readonly code: string,
     message: string,
     readonly retryAfterMs?: number,
+    /** the action's idempotency key: send it again with this key to learn whether it was stored, without storing it twice */
+    readonly idempotencyKey?: string,
   ) {
     super(message);
     this.name = 'LiveError';
@@ -156,17 +158,20 @@ export class LiveClient {
 
   /**
    * Sends an action; resolves once the gateway stored it (its ack), rejects with a LiveError
-   * (the API's code, or `timeout`). An idempotency key goes with it, so the resends after a
-   * reconnect are stored once.
+   * (the API's code, or `timeout`). An idempotency key goes with it (a new one, or the one given),
+   * so the resends after a reconnect are stored once; a `timeout` carries it, so that the app can
+   * send the action again with it and learn the truth: an action stored already is acked, not
+   * stored twice (within IDEMPOTENCY_TTL_SECONDS).
    */
-  send(action: Action): Promise<void> {
+  send(action: Action, options: { idempotencyKey?: string } = {}): Promise<void> {
     if (this.state === 'stopped' || this.state === 'unauthorized') return Promise.reject(new LiveError(this.state, `The client is ${this.state}.`));
     const ref = `${++this.refs}`;
-    const frame = JSON.stringify({ op: CLIENT_OP.action, ref, ...action, idempotencyKey: randomKey() });
+    const idempotencyKey = options.idempotencyKey ?? randomKey();
+    const frame = JSON.stringify({ op: CLIENT_OP.action, ref, ...action, idempotencyKey });
     return new Promise<void>((resolve, reject) => {
       const timer = setTimeout(() => {
         this.pending.delete(ref);
-        reject(new LiveError('timeout', `No answer within ${this.o.ackTimeoutMs} ms.`));
+        reject(new LiveError('timeout', `No answer within ${this.o.ackTimeoutMs} ms; it may have been stored: send it again with its idempotencyKey to know.`, undefined, idempotencyKey));
         this.abandon(); // an open socket that answers nothing is a dead link (half-open): reconnect now
       }, this.o.ackTimeoutMs);
       this.pending.set(ref, { frame, resolve, reject, timer });

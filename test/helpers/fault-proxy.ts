@@ -26,6 +26,8 @@ export interface FaultProxyOptions {
   down?: Partial<Direction>;
   /** seeded randomness for the jitter */
   random?: () => number;
+  /** the target tried first for the first connection (then the next one's, and so on) */
+  firstTarget?: number;
 }
 
 type State = 'up' | 'cut' | 'held';
@@ -110,6 +112,7 @@ export class FaultProxy {
     this.up = { ...DIRECTION, ...o.up };
     this.down = { ...DIRECTION, ...o.down };
     this.random = o.random ?? Math.random;
+    this.next = o.firstTarget ?? 0;
   }
 
   async start(): Promise<number> {
