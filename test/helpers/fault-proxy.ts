@@ -28,6 +28,8 @@ export interface FaultProxyOptions {
   random?: () => number;
   /** the target tried first for the first connection (then the next one's, and so on) */
   firstTarget?: number;
+  /** told of each link made, with the target's port */
+  onLink?: (port: number) => void;
 }
 
 type State = 'up' | 'cut' | 'held';
@@ -134,12 +136,14 @@ export class FaultProxy {
     const start = this.next++;
     const tryTarget = (i: number) => {
       if (i >= targets.length) return void client.resetAndDestroy();
-      const server = createConnection({ host: '127.0.0.1', port: targets[(start + i) % targets.length]! });
+      const port = targets[(start + i) % targets.length]!;
+      const server = createConnection({ host: '127.0.0.1', port });
       server.once('error', () => (link ? server.destroy() : tryTarget(i + 1))); // not listening: the next one
       let link: Link | null = null;
       server.once('connect', () => {
         server.on('error', () => {});
         link = this.link(client, server);
+        this.o.onLink?.(port);
       });
     };
     tryTarget(0);
