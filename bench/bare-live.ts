@@ -7,6 +7,7 @@
 //   node dist/bench/bare-live.js <port> <first page frame>
 import { createInterface } from 'node:readline';
 import { nativeUws } from '../gateway/http/uws.js';
+import { LIVE_SUBPROTOCOL } from '../schemas/live-protocol.js';
 
 const uws = nativeUws();
 const port = Number(process.argv[2] ?? 0);
@@ -21,7 +22,7 @@ app
     sendPingsAutomatically: true,
     maxBackpressure: 1 << 20,
     upgrade: (res, req, context) => {
-      res.upgrade({}, req.getHeader('sec-websocket-key'), 'audience-control.v1', req.getHeader('sec-websocket-extensions'), context);
+      res.upgrade({}, req.getHeader('sec-websocket-key'), LIVE_SUBPROTOCOL, req.getHeader('sec-websocket-extensions'), context);
     },
     open: (ws) => {
       ws.send(firstPage);

@@ -8,6 +8,7 @@
 import { readFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import WebSocket from 'ws';
+import { liveSubprotocols } from '../schemas/live-protocol.js';
 
 const [url = '', tokensFile = '', countText = '0', localAddress = '127.0.0.1'] = process.argv.slice(2);
 const tokens = JSON.parse(readFileSync(tokensFile, 'utf8')) as string[];
@@ -20,7 +21,7 @@ const sockets: WebSocket[] = [];
 const say = (o: object) => process.stdout.write(`${JSON.stringify(o)}\n`);
 
 function open(i: number): void {
-  const ws = new WebSocket(url, ['audience-control.v1', `bearer.${tokens[i % tokens.length]}`], { localAddress, perMessageDeflate: false });
+  const ws = new WebSocket(url, liveSubprotocols(tokens[i % tokens.length]!), { localAddress, perMessageDeflate: false });
   let first = true;
   ws.on('message', (data: Buffer) => {
     const text = data.toString();

@@ -17,6 +17,7 @@ import { parseArgs, promisify } from 'node:util';
 import WebSocket from 'ws';
 import { actionRequests, cpuSeconds, mintTokens, percentiles, pinProcess, pinnedRedis, rssMiB, seedDemo, spawnPinned, spawnPinnedGateway, stopChild, wrkLoad } from './harness.js';
 import { bareTarget, gatewayTarget, type LiveTarget } from './live-targets.js';
+import { liveSubprotocols } from '../schemas/live-protocol.js';
 
 const { values } = parseArgs({ options: { seconds: { type: 'string', default: '10' }, sockets: { type: 'string', default: '50000' }, workers: { type: 'string', default: '4' }, 'per-generator': { type: 'string', default: '10000' }, connections: { type: 'string', default: '100' }, only: { type: 'string' } } });
 const seconds = Number(values.seconds);
@@ -35,7 +36,7 @@ const wsUrl = (http: string) => `${http.replace(/^http/, 'ws')}/live`;
 async function socketActions(url: string, pid: number, tokens: string[], bodies: object[]): Promise<{ perSecond: number; usPerAction: number; cpuShare: number }> {
   const sockets = await Promise.all(
     Array.from({ length: connections }, (_, i) => new Promise<WebSocket>((resolve) => {
-      const ws = new WebSocket(wsUrl(url), ['audience-control.v1', `bearer.${tokens[i % tokens.length]}`], { perMessageDeflate: false });
+      const ws = new WebSocket(wsUrl(url), liveSubprotocols(tokens[i % tokens.length]!), { perMessageDeflate: false });
       ws.once('message', () => resolve(ws)); // its page
     })),
   );

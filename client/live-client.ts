@@ -1,6 +1,6 @@
 // The audience app's side of the live channel, for browsers, Node and React Native: one socket to
 // the gateway, reconnected as the close codes say (schemas/live-protocol.ts) with full-jitter
-// backoff; the token renewed through the app's callback before it expires, on 4001 and 4003, and
+// backoff; the token renewed through the app's callback before it expires, on CLOSE.tokenInvalid and CLOSE.tokenExpired, and
 // after two failed opens in a row (all a browser sees of a 401 before the upgrade); the live page
 // and the crowd's values kept as state, replayed to listeners added late; actions sent with a
 // promise of their ack. No dependencies: in a browser it uses the global WebSocket; in Node pass
@@ -60,7 +60,7 @@ export interface LiveClientOptions {
   token: string;
   /**
    * Asked for a new token of the same participant (the app's backend calls POST /token with
-   * `renew`): before the token expires (`expiring`), on close 4001 or 4003, and after two failed
+   * `renew`): before the token expires (`expiring`), on close CLOSE.tokenInvalid or CLOSE.tokenExpired, and after two failed
    * opens in a row. Without it the client stops as `unauthorized` where it would need one.
    */
   refreshToken?: () => Promise<string>;
@@ -84,7 +84,7 @@ export function reconnectDelay(attempt: number, baseMs: number, maxMs: number, r
   return Math.floor(random() * Math.min(maxMs, baseMs * 2 ** attempt));
 }
 
-/** A client kept past its budget (4029) waits at least this long before it reconnects. */
+/** A client kept past its budget (CLOSE.flooding) waits at least this long before it reconnects. */
 export const FLOOD_PAUSE_MS = 5000;
 /** Opens that fail in a row (closed before open) after which the token is renewed. */
 const FAILED_OPENS_BEFORE_RENEWAL = 2;
@@ -283,7 +283,7 @@ export class LiveClient {
         return;
       case SERVER_OP.ack:
       case SERVER_OP.error: {
-        if (typeof frame.ref !== 'string') return; // a refused refresh: the socket keeps its token until 4003
+        if (typeof frame.ref !== 'string') return; // a refused refresh: the socket keeps its token until CLOSE.tokenExpired
         const p = this.pending.get(frame.ref);
         if (!p) return;
         this.pending.delete(frame.ref);
@@ -320,7 +320,7 @@ export class LiveClient {
   private async renew(closedBy: { code: number; reason: string } | null): Promise<void> {
     if (!this.o.refreshToken) {
       if (closedBy) this.unauthorized(closedBy);
-      return; // an open socket without a callback lives until 4003
+      return; // an open socket without a callback lives until CLOSE.tokenExpired
     }
     const token = await this.newToken(this.o.refreshToken);
     if (this.state === 'stopped' || this.state === 'unauthorized') return;

@@ -2,6 +2,7 @@
 // error codes come from closed sets, control types from the schema's enum; no layoutId, token or
 // key label ever appears. The request path records through live-metrics.ts (plain numbers,
 // rendered by prom-client at scrape time); rare events use prom-client directly.
+import { CLOSE } from '../schemas/live-protocol.js';
 import { Counter, Gauge, Registry } from 'prom-client';
 import { collectProcessMetrics } from '../runtime/ops-server.js';
 import { CONTROL_TYPES } from '../schemas/types.js';
@@ -23,7 +24,7 @@ export class GatewayMetrics {
   readonly crowdEvictions = new Counter({ name: 'audience_gateway_crowd_evictions_total', help: 'Participants pushed out of a crowd window by CROWD_MAX_PARTICIPANTS (the one whose latest action is oldest leaves first).', registers: [this.registry] });
   private crowdParticipants: () => number = () => 0;
   readonly liveSkipped = new Counter({ name: 'audience_gateway_live_frames_skipped_total', help: 'Page and crowd frames skipped for a live socket over LIVE_BUFFER_BYTES (it gets the current state when it drains).', registers: [this.registry] });
-  readonly liveCloses = new Counter({ name: 'audience_gateway_live_closes_total', help: 'Live sockets the gateway closed, by close code (4001 token invalid, 4004 layout gone, 4008 too slow, 4029 flooding, 1001 stopping).', labelNames: ['code'], registers: [this.registry] });
+  readonly liveCloses = new Counter({ name: 'audience_gateway_live_closes_total', help: `Live sockets the gateway closed, by close code (${Object.entries(CLOSE).filter(([name]) => name !== 'goingAway').map(([name, code]) => `${code} ${name}`).join(', ')}).`, labelNames: ['code'], registers: [this.registry] });
   readonly liveLostAtUpgrade = new Counter({ name: 'audience_gateway_live_lost_at_upgrade_total', help: 'Live sockets uWS closed (1006) right after an asynchronously completed upgrade, before their first frame (uNetworking/uWebSockets#1928); their clients reconnect.', registers: [this.registry] });
   private liveSockets: () => number = () => 0;
 

@@ -4,14 +4,16 @@
 // planned moment (ack_ms), beside the time from the actual send (ack_service_ms): a stalled target
 // shows in the first and hides in the second, as coordinated omission would hide it.
 import WebSocket from 'ws';
+import { CLIENT_OP, CLOSE_ACTION, SERVER_OP, liveSubprotocols } from '../../schemas/live-protocol.js';
 import type { PlayAction, PlayControl } from './crowd-model.js';
 import type { DisplayWatch } from './display-watch.js';
 import type { Metrics } from './metrics.js';
 
-/** Close codes after which a phone does not reconnect with its token. */
-const FINAL_CLOSES = new Set([4001, 4004]);
-const ACK_START = '{"op":"ack","ref":"';
-const CROWD_START = '{"op":"crowd","lid":';
+/** Close codes after which a phone does not reconnect with its token (it renews none). */
+const FINAL_CLOSES = new Set<number>(Object.entries(CLOSE_ACTION).filter(([, what]) => what === 'stop' || what === 'renew').map(([code]) => Number(code)));
+const isFinal = (code: number): boolean => FINAL_CLOSES.has(code);
+const ACK_START = `{"op":"${SERVER_OP.ack}","ref":"`;
+const CROWD_START = `{"op":"${SERVER_OP.crowd}","lid":`;
 /** At most this many planned actions wait behind the one in flight; more are counted unsent. */
 const QUEUE_MAX = 100;
 
@@ -117,7 +119,7 @@ export class Phone {
     const url = new URL('/live', this.env.target);
     url.protocol = url.protocol === 'https:' ? 'wss:' : 'ws:';
     const addresses = this.env.sourceAddresses;
-    const ws = new WebSocket(url, ['audience-control.v1', `bearer.${this.token}`], {
+    const ws = new WebSocket(url, liveSubprotocols(this.token), {
       perMessageDeflate: false,
       ...(addresses.length > 0 && { localAddress: addresses[this.id % addresses.length] }),
     });
@@ -142,7 +144,7 @@ export class Phone {
       }
       if (this.closedByUs || this.ended || this.env.stopping()) return;
       if (code !== 1006 || this.page) this.env.metrics.error(`close_${code}`);
-      if (FINAL_CLOSES.has(code)) return void (this.ended = true);
+      if (isFinal(code)) return void (this.ended = true);
       // full jitter: a random wait below min(5 s, 250 ms x 2^attempt)
       const wait = Math.random() * Math.min(5000, 250 * 2 ** this.attempts++);
       this.connectAt = this.env.now(); // connect_ms counts from the drop: the backoff is part of it
@@ -163,7 +165,7 @@ export class Phone {
       return void this.env.metrics.error('bad_frame');
     }
     switch (frame.op) {
-      case 'page': {
+      case SERVER_OP.page: {
         this.env.metrics.count('page_frames');
         if (this.awaitingPage) this.env.metrics.record('connect_ms', now - this.connectAt);
         this.awaitingPage = false;
@@ -173,11 +175,11 @@ export class Phone {
         this.env.sawPage(this, this.page, now, Date.now());
         return this.flush();
       }
-      case 'crowd':
+      case SERVER_OP.crowd:
         return this.crowdFrame(frame.lid ?? 0, now);
-      case 'ack':
-      case 'error':
-        return this.answered(frame.ref ?? null, frame.op === 'ack' ? null : (frame.error?.code ?? 'unknown'), now);
+      case SERVER_OP.ack:
+      case SERVER_OP.error:
+        return this.answered(frame.ref ?? null, frame.op === SERVER_OP.ack ? null : (frame.error?.code ?? 'unknown'), now);
     }
   }
 
@@ -201,7 +203,7 @@ export class Phone {
     this.env.metrics.count('actions');
     if (this.transport === 'socket') {
       this.env.metrics.count('socket_actions');
-      this.ws!.send(JSON.stringify({ op: 'action', ref, ...action }));
+      this.ws!.send(JSON.stringify({ op: CLIENT_OP.action, ref, ...action }));
       return;
     }
     this.env.metrics.count('http_actions');

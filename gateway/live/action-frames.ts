@@ -1,7 +1,7 @@
 // The frames a client sends on its live socket: an action, taken by the same intake as POST
 // /action (one participant, one budget, whichever way it acts) and answered by an ack once stored
 // or an error with the HTTP API's code; or a refresh of the socket's token (token-lifecycle.ts).
-// A socket refused as rate_limited FLOOD_CLOSE_AFTER times in a row is closed (4029).
+// A socket refused as rate_limited FLOOD_CLOSE_AFTER times in a row is closed (CLOSE.flooding).
 import { CLIENT_OP, CLOSE, FRAME_LIMITS } from '../../schemas/live-protocol.js';
 import { WHOLE_DOCUMENT, describeFirstError, validateLiveClientFrame } from '../../schemas/validators.js';
 import { AppError } from '../errors.js';
@@ -11,7 +11,7 @@ import type { SocketRegistry } from './registry.js';
 import { FrameAnswer, type LiveOptions, type LiveServices, type LiveSocket, type SocketData } from './socket.js';
 import type { TokenLifecycle } from './token-lifecycle.js';
 
-/** A socket whose actions were refused as rate_limited this many times in a row is closed (4029). */
+/** A socket whose actions were refused as rate_limited this many times in a row is closed (CLOSE.flooding). */
 export const FLOOD_CLOSE_AFTER = 50;
 
 const decoder = new TextDecoder('utf-8', { fatal: true });
@@ -58,9 +58,9 @@ export class ActionFrames {
 
   /**
    * An answer sent at once. From inside a frame's handler (where uWS has the socket corked) it goes
-   * out before a close that follows it (4029); answers that come later, from the action log, go
+   * out before a close that follows it (CLOSE.flooding); answers that come later, from the action log, go
    * through the AnswerQueue. Sent whatever the state frames do, while the socket is open; one that
-   * uWS drops past the answers' limit closes the socket with 4008.
+   * uWS drops past the answers' limit closes the socket with CLOSE.tooSlow.
    */
   answer(ws: LiveSocket, data: SocketData, text: string): void {
     if (data.open && ws.send(text) === DROPPED) this.registry.end(ws, data, CLOSE.tooSlow, 'too slow to read');

@@ -13,7 +13,7 @@ export class AnswerQueue {
   private readonly flush = () => this.flushNow();
 
   constructor(
-    /** a socket whose answer uWS dropped past its limit: the channel closes it (4008) */
+    /** a socket whose answer uWS dropped past its limit: the channel closes it (CLOSE.tooSlow) */
     private readonly onDropped: (ws: LiveSocket, data: SocketData) => void,
   ) {}
 

@@ -1,6 +1,6 @@
 // Backpressure on live sockets. Page and crowd frames are latest-value state: a socket whose buffer
 // passes bufferBytes leaves its layout's topic (what is published meanwhile skips it, counted),
-// is sent the current state when it drains, and is closed with 4008 if it stays behind for
+// is sent the current state when it drains, and is closed with CLOSE.tooSlow if it stays behind for
 // slowCloseMs. Answers (ack, error) are not state: they go out whatever, up to uWS's limit.
 import { CLOSE } from '../../schemas/live-protocol.js';
 import type { SocketRegistry } from './registry.js';
@@ -67,7 +67,7 @@ export class Backpressure {
     this.behind.delete(ws);
   }
 
-  /** Closes the sockets that stayed behind for slowCloseMs with 4008. */
+  /** Closes the sockets that stayed behind for slowCloseMs with CLOSE.tooSlow. */
   private sweep(): void {
     const now = this.o.now();
     for (const [ws, data] of this.behind) {

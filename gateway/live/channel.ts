@@ -66,7 +66,7 @@ export class LiveChannel {
       idleTimeout: this.o.idleTimeoutSeconds,
       sendPingsAutomatically: true,
       // answers (ack, error) pass the state frames' limit, behind a large page on a slow network too:
-      // past this uWS drops a send, and the socket is closed (4008)
+      // past this uWS drops a send, and the socket is closed (CLOSE.tooSlow)
       maxBackpressure: ANSWER_BUFFER_FACTOR * this.o.bufferBytes,
       closeOnBackpressureLimit: false,
       drain: (ws) => {
@@ -123,18 +123,18 @@ export class LiveChannel {
     );
   }
 
-  /** An API key was revoked: the sockets of the tokens it minted close with 4001. */
+  /** An API key was revoked: the sockets of the tokens it minted close with CLOSE.tokenInvalid. */
   keyRevoked(keyId: string): void {
     this.registry.endWhere((d) => d.claims.keyId === keyId, CLOSE.tokenInvalid, ERRORS.token_revoked.message);
   }
 
-  /** The signing keys changed: the sockets of tokens signed with a key no longer active close with 4001. */
+  /** The signing keys changed: the sockets of tokens signed with a key no longer active close with CLOSE.tokenInvalid. */
   signingKeysChanged(active: (kid: string) => boolean): void {
     this.registry.endWhere((d) => !active(d.claims.kid), CLOSE.tokenInvalid, ERRORS.token_revoked.message);
   }
 
   /**
-   * The gateway stops (its listen socket is closed already): every socket closes with 1012 and
+   * The gateway stops (its listen socket is closed already): every socket closes with CLOSE.serviceRestart and
    * when to come back, spread over `drainMs` (LIVE_DRAIN_MS), so the gateways that stay get a ramp,
    * not a storm. Resolves once all are closed.
    */

@@ -1,7 +1,7 @@
 // The live sockets this process holds, by layout and by participant: a participant (a token's
 // `sub`) holds at most socketsPerParticipant of them, and a new one past that replaces its oldest
-// (4009); every close the gateway makes goes through `end`, so it is counted once; and a stopping
-// gateway's drain, which spreads the closes (1012) and the returns they ask for over drainMs.
+// (CLOSE.replaced); every close the gateway makes goes through `end`, so it is counted once; and a stopping
+// gateway's drain, which spreads the closes (CLOSE.serviceRestart) and the returns they ask for over drainMs.
 import { CLOSE, type RestartReason } from '../../schemas/live-protocol.js';
 import type { LiveSocket, SocketData } from './socket.js';
 
@@ -34,7 +34,7 @@ export class SocketRegistry {
     return this.held;
   }
 
-  /** A socket opened; a participant past its cap loses its oldest socket (4009). */
+  /** A socket opened; a participant past its cap loses its oldest socket (CLOSE.replaced). */
   add(ws: LiveSocket, data: SocketData): void {
     this.held++;
     let sockets = this.byLayout.get(data.layoutId);
@@ -97,7 +97,7 @@ export class SocketRegistry {
   }
 
   /**
-   * A stopping gateway's sockets, closed with 1012 in steps over `drainMs`, each with a reason
+   * A stopping gateway's sockets, closed with CLOSE.serviceRestart in steps over `drainMs`, each with a reason
    * `{"retryAfterMs":N}`, N uniform within its step, so that the returns are spread over the same
    * window as the closes, not bunched at each step. Resolves once all are closed.
    */

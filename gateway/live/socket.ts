@@ -83,17 +83,17 @@ export interface LiveOptions {
   newSocketsPerSecond: number;
   /** bytes waiting on a socket past which state frames are skipped (answers may fill 64 times this) */
   bufferBytes: number;
-  /** a socket behind this long is closed with 4008 */
+  /** a socket behind this long is closed with CLOSE.tooSlow */
   slowCloseMs: number;
   /** a socket from which nothing arrives this long (seconds) is closed: a half-open one too */
   idleTimeoutSeconds: number;
-  /** this long before a socket's token expires it gets `expiring`; at expiry it is closed (4003) */
+  /** this long before a socket's token expires it gets `expiring`; at expiry it is closed (CLOSE.tokenExpired) */
   expiryNoticeMs: number;
-  /** sockets one participant holds at most; a new one past it replaces the oldest (4009) */
+  /** sockets one participant holds at most; a new one past it replaces the oldest (CLOSE.replaced) */
   socketsPerParticipant: number;
   /** upgrades one participant may make a minute (as many at once); past it 429 */
   opensPerParticipantPerMinute: number;
-  /** a stopping gateway closes its sockets over this long (1012, with when to come back) */
+  /** a stopping gateway closes its sockets over this long (CLOSE.serviceRestart, with when to come back) */
   drainMs: number;
   now: () => number;
   /** an error that is not an AppError (a bug): logged by the gateway */

@@ -1,5 +1,5 @@
 // A live socket's token over the socket's life. `exp` holds on open sockets too: expiryNoticeMs
-// before it the socket gets `expiring`, and at `exp` it is closed with 4003 (renew, then
+// before it the socket gets `expiring`, and at `exp` it is closed with CLOSE.tokenExpired (renew, then
 // reconnect). A client swaps its socket's token without reconnecting by sending `refresh` with the
 // same participant's new token (POST /token with renew): answered `refreshed`, or an error frame
 // (token_mismatch for another participant's or layout's token; the token's own code when it is
@@ -29,7 +29,7 @@ export class TokenLifecycle {
     this.timer.unref();
   }
 
-  /** Every open socket: `expiring` once within the notice, 4003 at expiry. */
+  /** Every open socket: `expiring` once within the notice, CLOSE.tokenExpired at expiry. */
   check(): void {
     const now = this.o.now();
     for (const [ws, data] of [...this.registry.all()]) {

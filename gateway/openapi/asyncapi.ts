@@ -37,9 +37,9 @@ const CHANNEL_DESCRIPTION = [
   '',
   `Close codes: ${Object.entries(CLOSE_ACTION)
     .map(([code, what]) => `${code} ${CLOSE_NAMES[Number(code)]} (${CLOSE_WORDS[what]})`)
-    .join('; ')}. A 1012 carries the reason {"retryAfterMs":N}: a draining gateway spreads its crowd's returns. Any other close: reconnect with full-jitter exponential backoff.`,
+    .join('; ')}. A ${CLOSE.serviceRestart} carries the reason {"retryAfterMs":N}: a draining gateway spreads its crowd's returns. Any other close: reconnect with full-jitter exponential backoff.`,
   '',
-  'Token lifecycle: the token’s exp holds on an open socket. LIVE_EXPIRY_NOTICE_SECONDS before it the server sends expiring; the client renews the token (POST /token with renew: the same participant) and sends refresh, answered by refreshed; at exp the socket closes with 4003. Each participant holds at most LIVE_SOCKETS_PER_PARTICIPANT sockets a process (a new one closes the oldest with 4009) and opens at most LIVE_OPENS_PER_PARTICIPANT_PER_MINUTE (429 with Retry-After past it).',
+  `Token lifecycle: the token’s exp holds on an open socket. LIVE_EXPIRY_NOTICE_SECONDS before it the server sends expiring; the client renews the token (POST /token with renew: the same participant) and sends refresh, answered by refreshed; at exp the socket closes with ${CLOSE.tokenExpired}. Each participant holds at most LIVE_SOCKETS_PER_PARTICIPANT sockets a process (a new one closes the oldest with ${CLOSE.replaced}) and opens at most LIVE_OPENS_PER_PARTICIPANT_PER_MINUTE (429 with Retry-After past it).`,
   '',
   'Limits: actions share the participant’s budget with POST /action (error `rate_limited` with retryAfterMs); a frame over MAX_BODY_BYTES closes the socket. Page and crowd frames are latest-value state: a socket over LIVE_BUFFER_BYTES is skipped and gets the current state when it drains.',
 ].join('\n');
