@@ -12,14 +12,19 @@ export { CLOSE, CLOSE_ACTION, FRAME_LIMITS, LIVE_SUBPROTOCOL } from '../schemas/
 export type { CloseCode } from '../schemas/live-protocol.js';
 export type { ActionFrame, Control, ControlType, CrowdCue, CrowdFrame, PageFrame, XYPadValue } from '../schemas/live-types.js';
 
-/** What the client needs of a WebSocket: the browser's, React Native's and the `ws` package's all fit. */
+/**
+ * What the client needs of a WebSocket: the browser's, React Native's and the `ws` package's all
+ * fit as they are (no cast). The handlers' events are typed `never` here so that each
+ * implementation's own event types are accepted; the client reads only a message's `data` and a
+ * close's `code` and `reason`.
+ */
 export interface SocketLike {
   readonly readyState: number;
   send(data: string): void;
   close(code?: number, reason?: string): void;
   onopen: ((event: never) => void) | null;
-  onmessage: ((event: { data: unknown }) => void) | null;
-  onclose: ((event: { code: number; reason: string }) => void) | null;
+  onmessage: ((event: never) => void) | null;
+  onclose: ((event: never) => void) | null;
   onerror: ((event: never) => void) | null;
 }
 export type SocketConstructor = new (url: string, protocols: string[]) => SocketLike;
@@ -244,9 +249,9 @@ export class LiveClient {
       this.setState('open');
       for (const p of this.pending.values()) socket.send(p.frame); // resends keep their idempotency keys
     };
-    socket.onmessage = (event) => this.received(String(event.data));
+    socket.onmessage = (event: { data: unknown }) => this.received(String(event.data));
     socket.onerror = () => {}; // a close follows
-    socket.onclose = (event) => {
+    socket.onclose = (event: { code: number; reason: string }) => {
       if (this.socket !== socket) return; // closed by us (stop, halt): already handled
       this.socket = null;
       if (!opened) this.failedOpens++;

@@ -1,9 +1,10 @@
 // Build step: copies the files tsc does not emit (JSON Schemas, Lua scripts, the admin and audience pages' static files, demo data) into dist/.
-// With --clean (run before tsc) it empties dist/ instead, so no file of a deleted source lingers there.
+// With --clean (run before tsc) it empties dist/ and client/dist/ instead, so no file of a deleted source lingers there.
 import { cpSync, existsSync, mkdirSync, readdirSync, rmSync } from 'node:fs';
 
 if (process.argv.includes('--clean')) {
   rmSync('dist', { recursive: true, force: true });
+  rmSync('client/dist', { recursive: true, force: true });
   process.exit(0);
 }
 

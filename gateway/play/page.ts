@@ -1,8 +1,8 @@
 // The audience page at /play/: a phone-sized page on the live channel's client library, served with
-// the pages' strict Content-Security-Policy. The client library is the compiled
-// client/live-client.js (dist/client/ beside dist/gateway/) at /play/live-client.js, and the
-// protocol module it imports at /schemas/live-protocol.js (its relative import from there); both
-// with CORS for any origin, so another site's app can import the module.
+// the pages' strict Content-Security-Policy. The library is the client package's own build
+// (client/dist/, `npm run build`): its module at /play/live-client.js, and the protocol module it
+// imports at /schemas/live-protocol.js (where its relative import leads from there); both with CORS
+// for any origin, so another site's app can import the module.
 import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -12,7 +12,8 @@ import type { Route } from '../http/route.js';
 const HERE = dirname(fileURLToPath(import.meta.url));
 const STATIC_DIR = join(HERE, 'static');
 /** The compiled client: beside the compiled gateway, or (running the sources) in dist/ after `npm run build`. */
-const DIST = [join(HERE, '../..'), join(HERE, '../../dist')].find((d) => existsSync(join(d, 'client/live-client.js')));
+/** The client package's build: from dist/gateway/play, or from the sources' gateway/play. */
+const DIST = [join(HERE, '../../../client/dist'), join(HERE, '../../client/dist')].find((d) => existsSync(join(d, 'client/live-client.js')));
 const JS = 'text/javascript; charset=utf-8';
 
 export function playPageRoutes(): Route[] {

@@ -4,7 +4,7 @@
 // backoff curve (full jitter, capped).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
-import { LiveClient, LiveError, reconnectDelay, type SocketConstructor } from '../../client/live-client.js';
+import { LiveClient, LiveError, reconnectDelay } from '../../client/live-client.js';
 import { eventually, mintToken, postJson, startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { CROWD_LAYOUT } from '../helpers/crowd.js';
 import { liveUrl } from '../helpers/live.js';
@@ -20,7 +20,7 @@ beforeAll(async () => {
 afterAll(() => t.close());
 
 const client = (token: string, more: Partial<ConstructorParameters<typeof LiveClient>[0]> = {}) =>
-  new LiveClient({ url: liveUrl(t.url), token, WebSocket: WebSocket as unknown as SocketConstructor, baseDelayMs: 50, ...more });
+  new LiveClient({ url: liveUrl(t.url), token, WebSocket: WebSocket, baseDelayMs: 50, ...more });
 
 describe('LiveClient', () => {
   it('keeps the page as state, resolves send() on the ack, rejects a refused action with its code, and follows a page switch', async () => {
@@ -71,7 +71,7 @@ describe('LiveClient', () => {
     expect(told).toEqual([CLOSE.tokenInvalid]);
     // a gateway that stops (1012): the client keeps trying, and an action waits for its ack until the timeout
     const other = await startTestGateway({ redisUrl: redis.get().server.url, sameDataAs: t });
-    const d = new LiveClient({ url: liveUrl(other.url), token: await mintToken(t, t.layoutId, t.apiKey), WebSocket: WebSocket as unknown as SocketConstructor, baseDelayMs: 50, maxDelayMs: 200, ackTimeoutMs: 1000, maxFailedOpens: 1000 });
+    const d = new LiveClient({ url: liveUrl(other.url), token: await mintToken(t, t.layoutId, t.apiKey), WebSocket: WebSocket, baseDelayMs: 50, maxDelayMs: 200, ackTimeoutMs: 1000, maxFailedOpens: 1000 });
     await eventually(() => d.state === 'open', 3000);
     const states: string[] = [];
     d.on('state', (s) => states.push(s));

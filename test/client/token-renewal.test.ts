@@ -59,7 +59,7 @@ describe('the client renews its token', () => {
     const first = await mintToken(t, t.layoutId, t.apiKey);
     const tokens: string[] = [];
     const c = new LiveClient({
-      url: liveUrl(t.url), token: first, WebSocket: WebSocket as unknown as SocketConstructor, baseDelayMs: 50,
+      url: liveUrl(t.url), token: first, WebSocket: WebSocket, baseDelayMs: 50,
       refreshToken: async () => {
         if (tokens.length === 0) {
           tokens.push('failed');

@@ -5,7 +5,7 @@
 // planned rate (2,000 sockets over LIVE_DRAIN_MS), and every phone is back.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
-import { LiveClient, type SocketConstructor } from '../../client/live-client.js';
+import { LiveClient } from '../../client/live-client.js';
 import { Redis } from 'ioredis';
 import { createStores } from '../../gateway/store/stores.js';
 import { stopProcess } from '../helpers/bridge.js';
@@ -51,7 +51,7 @@ describe('a gateway that stops under 2,000 sockets', () => {
       }
       let onPage = 0;
       for (const token of tokens) {
-        const c = new LiveClient({ url: `ws://127.0.0.1:${balancer.port}/live`, token, WebSocket: WebSocket as unknown as SocketConstructor });
+        const c = new LiveClient({ url: `ws://127.0.0.1:${balancer.port}/live`, token, WebSocket: WebSocket });
         c.on('page', () => onPage++);
         clients.push(c);
       }

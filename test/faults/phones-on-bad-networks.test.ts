@@ -11,7 +11,7 @@ import { readFileSync } from 'node:fs';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
-import { LiveClient, type SocketConstructor } from '../../client/live-client.js';
+import { LiveClient } from '../../client/live-client.js';
 import { decodeActionEntry } from '../../schemas/action-entry.js';
 import { actionStreamKey } from '../../schemas/redis-keys.js';
 import { createStores } from '../../gateway/store/stores.js';
@@ -95,7 +95,7 @@ describe(`phones on bad networks (seed ${seed})`, () => {
         await proxy.start();
         const token = await mint({});
         const pages: number[] = [];
-        const client = new LiveClient({ url: `ws://127.0.0.1:${proxy.port}/live`, token, WebSocket: WebSocket as unknown as SocketConstructor, baseDelayMs: 250, maxDelayMs: 1000, refreshToken: () => mint({ renew: token }) });
+        const client = new LiveClient({ url: `ws://127.0.0.1:${proxy.port}/live`, token, WebSocket: WebSocket, baseDelayMs: 250, maxDelayMs: 1000, refreshToken: () => mint({ renew: token }) });
         client.on('page', () => pages.push(Date.now()));
         phones.push({ client, proxy, pages, sent: [] });
       }
