@@ -30,7 +30,7 @@ function counting(): { WS: SocketConstructor; opened: () => number } {
       n++;
     }
   }
-  return { WS: Counted as unknown as SocketConstructor, opened: () => n };
+  return { WS: Counted, opened: () => n };
 }
 
 const renewOf = (old: string) => async () => {
