@@ -7,27 +7,14 @@
 // one (the `ws` package).
 import { CLIENT_OP, CLOSE, CLOSE_ACTION, SERVER_OP, liveSubprotocols, retryAfterOf, type CloseCode } from '../schemas/live-protocol.js';
 import type { ActionFrame, Control, CrowdFrame, PageFrame } from '../schemas/live-types.js';
+import { whenRefused, type Refusal, type SocketConstructor, type SocketLike } from './socket-like.js';
+
+export type { SocketConstructor, SocketLike } from './socket-like.js';
 
 export { CLOSE, CLOSE_ACTION, FRAME_LIMITS, LIVE_SUBPROTOCOL } from '../schemas/live-protocol.js';
 export type { CloseCode } from '../schemas/live-protocol.js';
 export type { ActionFrame, Control, ControlType, CrowdCue, CrowdFrame, PageFrame, XYPadValue } from '../schemas/live-types.js';
 
-/**
- * What the client needs of a WebSocket: the browser's, React Native's and the `ws` package's all
- * fit as they are (no cast). The handlers' events are typed `never` here so that each
- * implementation's own event types are accepted; the client reads only a message's `data` and a
- * close's `code` and `reason`.
- */
-export interface SocketLike {
-  readonly readyState: number;
-  send(data: string): void;
-  close(code?: number, reason?: string): void;
-  onopen: ((event: never) => void) | null;
-  onmessage: ((event: never) => void) | null;
-  onclose: ((event: never) => void) | null;
-  onerror: ((event: never) => void) | null;
-}
-export type SocketConstructor = new (url: string, protocols: string[]) => SocketLike;
 
 /** The live page: the layout's active page and its controls, as GET /layout has them. */
 export type Page = Omit<PageFrame, 'op'>;
@@ -251,11 +238,13 @@ export class LiveClient {
     };
     socket.onmessage = (event: { data: unknown }) => this.received(String(event.data));
     socket.onerror = () => {}; // a close follows
+    let refused: Refusal | null = null;
+    whenRefused(socket, (r) => (refused = r));
     socket.onclose = (event: { code: number; reason: string }) => {
       if (this.socket !== socket) return; // closed by us (stop, halt): already handled
       this.socket = null;
       if (!opened) this.failedOpens++;
-      this.closed(event.code, event.reason);
+      this.closed(event.code, event.reason, refused);
     };
   }
 
@@ -340,14 +329,15 @@ export class LiveClient {
   }
 
   /** What the close code says to do: stop, renew the token, or reconnect after a jittered delay. */
-  private closed(code: number, reason: string): void {
+  private closed(code: number, reason: string, refused: Refusal | null = null): void {
     const closedBy = { code, reason };
     this.emit('closed', closedBy);
     if (this.state === 'stopped' || this.state === 'unauthorized') return;
     const action = CLOSE_ACTION[code as CloseCode] as (typeof CLOSE_ACTION)[CloseCode] | undefined;
-    if (action === 'stop') return this.halt('stopped'); // the layout is gone, or a newer socket of this participant took this one's place
+    if (action === 'stop' || refused?.status === 404) return this.halt('stopped'); // the layout is gone, or a newer socket of this participant took this one's place
     this.setState('waiting');
-    if (action === 'renew') return void this.renew(closedBy);
+    if (action === 'renew' || refused?.status === 401) return void this.renew(refused ? { code: refused.status, reason: 'the upgrade was refused' } : closedBy);
+    if (refused?.retryAfterMs !== undefined) return this.schedule(refused.retryAfterMs); // 429, 503: as the gateway says
     if (this.failedOpens > 0 && this.failedOpens % FAILED_OPENS_BEFORE_RENEWAL === 0 && this.o.refreshToken) return void this.renew(closedBy);
     if (!this.o.refreshToken && this.failedOpens >= this.o.maxFailedOpens) return this.unauthorized(closedBy); // a 401 or a long outage: it cannot tell, so it stops
     if (action === 'reconnect-later') return this.schedule(FLOOD_PAUSE_MS);

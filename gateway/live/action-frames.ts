@@ -6,15 +6,52 @@ import { CLIENT_OP, CLOSE, FRAME_LIMITS } from '../../schemas/live-protocol.js';
 import { WHOLE_DOCUMENT, describeFirstError, validateLiveClientFrame } from '../../schemas/validators.js';
 import { AppError } from '../errors.js';
 import { AnswerQueue, DROPPED } from './answers.js';
-import { errorFrame } from './frames.js';
+import { ackFrame, errorFrame } from './frames.js';
 import type { SocketRegistry } from './registry.js';
-import { FrameAnswer, type LiveOptions, type LiveServices, type LiveSocket, type SocketData } from './socket.js';
+import type { IntakeWaiter } from '../actions/intake.js';
+import type { LiveOptions, LiveServices, LiveSocket, SocketData } from './socket.js';
 import type { TokenLifecycle } from './token-lifecycle.js';
 
 /** A socket whose actions were refused as rate_limited this many times in a row is closed (CLOSE.flooding). */
 export const FLOOD_CLOSE_AFTER = 50;
 
 const decoder = new TextDecoder('utf-8', { fatal: true });
+
+/**
+ * One action frame's answer: an ack once stored, or an error frame with the HTTP API's code, queued
+ * to go out with the socket's other answers of this turn (answers.ts).
+ */
+export class FrameAnswer implements IntakeWaiter {
+  constructor(
+    private readonly ws: LiveSocket,
+    private readonly data: SocketData,
+    private readonly ref: string,
+    private readonly answers: AnswerQueue,
+    private readonly onError: (e: unknown) => void,
+  ) {}
+
+  stored(): void {
+    this.data.refusedInARow = 0;
+    this.answers.push(this.ws, this.data, ackFrame(this.ref));
+  }
+
+  failed(e: unknown): void {
+    if (!(e instanceof AppError)) this.onError(e);
+    this.answers.push(this.ws, this.data, errorFrame(this.ref, e));
+  }
+
+  aborted(): boolean {
+    return !this.data.open;
+  }
+
+  after(settled: Promise<void>): void {
+    settled.then(
+      () => this.stored(),
+      (e: unknown) => this.failed(e),
+    );
+  }
+}
+
 
 export class ActionFrames {
   /** answers to actions, written once per socket and turn */

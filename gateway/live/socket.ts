@@ -1,13 +1,10 @@
-// One live socket: what the gateway keeps with it, and how an answer to one of its frames goes out;
-// the live channel's options, and the narrow services it uses.
+// One live socket: what the gateway keeps with it; the live channel's options, and the narrow
+// services it uses.
 import type { WebSocket } from 'uWebSockets.js';
 import type { ActionRequest } from '../../schemas/types.js';
 import type { IntakeWaiter } from '../actions/intake.js';
 import type { AudienceClaims } from '../auth/audience-tokens.js';
 import type { LiveLayout } from '../layouts/layout-cache.js';
-import { AppError } from '../errors.js';
-import type { AnswerQueue } from './answers.js';
-import { ackFrame, errorFrame } from './frames.js';
 
 export interface SocketData {
   /** the token's claims; a `refresh` frame replaces them with those of the same participant's new token */
@@ -28,41 +25,6 @@ export interface SocketData {
   openedAt: number;
 }
 export type LiveSocket = WebSocket<SocketData>;
-
-/**
- * One action frame's answer: an ack once stored, or an error frame with the HTTP API's code, queued
- * to go out with the socket's other answers of this turn (answers.ts).
- */
-export class FrameAnswer implements IntakeWaiter {
-  constructor(
-    private readonly ws: LiveSocket,
-    private readonly data: SocketData,
-    private readonly ref: string,
-    private readonly answers: AnswerQueue,
-    private readonly onError: (e: unknown) => void,
-  ) {}
-
-  stored(): void {
-    this.data.refusedInARow = 0;
-    this.answers.push(this.ws, this.data, ackFrame(this.ref));
-  }
-
-  failed(e: unknown): void {
-    if (!(e instanceof AppError)) this.onError(e);
-    this.answers.push(this.ws, this.data, errorFrame(this.ref, e));
-  }
-
-  aborted(): boolean {
-    return !this.data.open;
-  }
-
-  after(settled: Promise<void>): void {
-    settled.then(
-      () => this.stored(),
-      (e: unknown) => this.failed(e),
-    );
-  }
-}
 
 /** What the live channel uses of the gateway: narrow, so live/ knows nothing of the routes. */
 export interface LiveServices {

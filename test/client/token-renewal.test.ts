@@ -7,7 +7,7 @@
 import { decodeJwt } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
-import { LiveClient, type SocketConstructor } from '../../client/live-client.js';
+import { LiveClient, type SocketConstructor, type SocketLike } from '../../client/live-client.js';
 import { CLOSE } from '../../schemas/live-protocol.js';
 import { eventually, mintToken, postJson, startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { liveUrl } from '../helpers/live.js';
@@ -21,8 +21,12 @@ beforeAll(async () => {
 });
 afterAll(() => t.close());
 
-/** A WebSocket that counts the sockets the client opens. */
-function counting(): { WS: SocketConstructor; opened: () => number } {
+/**
+ * A WebSocket that counts the sockets the client opens. `browser`: only what a browser's WebSocket
+ * shows (a refused upgrade is a close 1006, its status unseen); otherwise the `ws` package as it is,
+ * which tells the client a refusal's status.
+ */
+function counting(browser = false): { WS: SocketConstructor; opened: () => number } {
   let n = 0;
   class Counted extends WebSocket {
     constructor(url: string, protocols: string[]) {
@@ -30,7 +34,31 @@ function counting(): { WS: SocketConstructor; opened: () => number } {
       n++;
     }
   }
-  return { WS: Counted, opened: () => n };
+  class BrowserLike implements SocketLike {
+    private readonly ws: WebSocket;
+    onopen: ((event: never) => void) | null = null;
+    onmessage: ((event: never) => void) | null = null;
+    onclose: ((event: never) => void) | null = null;
+    onerror: ((event: never) => void) | null = null;
+    constructor(url: string, protocols: string[]) {
+      n++;
+      this.ws = new WebSocket(url, protocols);
+      this.ws.onopen = () => this.onopen?.(undefined as never);
+      this.ws.onmessage = (e) => this.onmessage?.({ data: e.data } as never);
+      this.ws.onclose = (e) => this.onclose?.({ code: e.code, reason: e.reason } as never);
+      this.ws.onerror = () => this.onerror?.(undefined as never);
+    }
+    get readyState(): number {
+      return this.ws.readyState;
+    }
+    send(data: string): void {
+      this.ws.send(data);
+    }
+    close(code?: number, reason?: string): void {
+      this.ws.close(code, reason);
+    }
+  }
+  return { WS: browser ? BrowserLike : Counted, opened: () => n };
 }
 
 const renewOf = (old: string) => async () => {
@@ -82,11 +110,11 @@ describe('the client renews its token', () => {
     c.stop();
   });
 
-  it('after two failed opens (a token that expired offline: 401 before the upgrade): renews, then opens', async () => {
+  it('in a browser, after two failed opens (a token that expired offline: 401 before the upgrade, seen as a close): renews, then opens', async () => {
     const first = await mintToken(t, t.layoutId, t.apiKey);
     ahead += 125_000; // expired while "offline"
     let renewals = 0;
-    const { WS, opened } = counting();
+    const { WS, opened } = counting(true);
     const c = new LiveClient({ url: liveUrl(t.url), token: first, WebSocket: WS, baseDelayMs: 20, refreshToken: () => (renewals++, renewOf(first)()) });
     await eventually(() => c.state === 'open', 5000);
     expect([renewals, opened()]).toEqual([1, 3]);
@@ -97,7 +125,7 @@ describe('the client renews its token', () => {
     const first = await mintToken(t, t.layoutId, t.apiKey);
     ahead += 125_000;
     let renewals = 0;
-    const { WS, opened } = counting();
+    const { WS, opened } = counting(true);
     const c = new LiveClient({ url: liveUrl(t.url), token: first, WebSocket: WS, baseDelayMs: 10, maxDelayMs: 40, maxRefreshFailures: 3, refreshToken: () => (renewals++, Promise.reject(new Error('no'))) });
     const told: unknown[] = [];
     c.on('unauthorized', (e) => told.push(e));
@@ -109,10 +137,21 @@ describe('the client renews its token', () => {
     await expect(c.send({ lid: 1, type: 'Button' })).rejects.toMatchObject({ code: 'unauthorized' });
   });
 
-  it('without a callback: unauthorized after maxFailedOpens failed opens', async () => {
+  it('in Node, where ws tells the 401: renews after the first refused open', async () => {
     const first = await mintToken(t, t.layoutId, t.apiKey);
     ahead += 125_000;
+    let renewals = 0;
     const { WS, opened } = counting();
+    const c = new LiveClient({ url: liveUrl(t.url), token: first, WebSocket: WS, baseDelayMs: 20, refreshToken: () => (renewals++, renewOf(first)()) });
+    await eventually(() => c.state === 'open', 5000);
+    expect([renewals, opened()]).toEqual([1, 2]);
+    c.stop();
+  });
+
+  it('in a browser without a callback: unauthorized after maxFailedOpens failed opens', async () => {
+    const first = await mintToken(t, t.layoutId, t.apiKey);
+    ahead += 125_000;
+    const { WS, opened } = counting(true);
     const c = new LiveClient({ url: liveUrl(t.url), token: first, WebSocket: WS, baseDelayMs: 10, maxDelayMs: 40, maxFailedOpens: 4 });
     await eventually(() => c.state === 'unauthorized', 5000);
     await new Promise((r) => setTimeout(r, 300));

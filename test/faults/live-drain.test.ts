@@ -6,12 +6,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { LiveClient } from '../../client/live-client.js';
-import { Redis } from 'ioredis';
-import { createStores } from '../../gateway/store/stores.js';
+import type { Redis } from 'ioredis';
 import { stopProcess } from '../helpers/bridge.js';
 import { FaultProxy } from '../helpers/fault-proxy.js';
 import { recordFigure } from '../helpers/figures.js';
-import { spawnGateway, type GatewayProcess } from '../helpers/gateway-process.js';
+import { seedLayout, spawnGateway, type GatewayProcess } from '../helpers/gateway-process.js';
 import { DEMO_LAYOUT, eventually, postJson } from '../helpers/gateway.js';
 import { killAfterEach } from '../helpers/processes.js';
 import { randomPrefix, useRedis } from '../helpers/redis.js';
@@ -24,11 +23,7 @@ const prefix = randomPrefix();
 let apiKey = '';
 let admin: Redis;
 beforeAll(async () => {
-  admin = new Redis(redis.get().server.url);
-  const stores = createStores(admin, prefix);
-  const team = await stores.teams.create('Drain');
-  await stores.layouts.import(team.teamId, DEMO_LAYOUT);
-  apiKey = (await stores.apiKeys.create(team.teamId, { name: 'backend' })).apiKey;
+  ({ apiKey, admin } = await seedLayout(redis.get().server.url, prefix, DEMO_LAYOUT));
 });
 afterAll(() => admin.disconnect());
 

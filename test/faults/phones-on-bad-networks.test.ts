@@ -8,17 +8,16 @@
 // twice; every phone whose link returns is on the current page within 2 s (p99); the gateways drop
 // the half-open sockets within their idle timeout; the gateways' memory stays bounded.
 import { readFileSync } from 'node:fs';
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { LiveClient } from '../../client/live-client.js';
 import { decodeActionEntry } from '../../schemas/action-entry.js';
 import { actionStreamKey } from '../../schemas/redis-keys.js';
-import { createStores } from '../../gateway/store/stores.js';
 import { stopProcess } from '../helpers/bridge.js';
 import { FaultProxy } from '../helpers/fault-proxy.js';
 import { recordFigure } from '../helpers/figures.js';
-import { spawnGateway, type GatewayProcess } from '../helpers/gateway-process.js';
+import { seedLayout, spawnGateway, type GatewayProcess } from '../helpers/gateway-process.js';
 import { DEMO_LAYOUT, eventually, postJson } from '../helpers/gateway.js';
 import { killAfterEach } from '../helpers/processes.js';
 import { randomPrefix, useRedis } from '../helpers/redis.js';
@@ -47,11 +46,7 @@ let apiKey = '';
 let admin: Redis;
 beforeAll(async () => {
   env = { REDIS_URL: redis.get().server.url, REDIS_PREFIX: prefix, LIVE_DRAIN_MS: '2000', LIVE_IDLE_TIMEOUT_SECONDS: String(IDLE_TIMEOUT_S) };
-  admin = new Redis(redis.get().server.url);
-  const stores = createStores(admin, prefix);
-  const team = await stores.teams.create('Bad networks');
-  await stores.layouts.import(team.teamId, DEMO_LAYOUT);
-  apiKey = (await stores.apiKeys.create(team.teamId, { name: 'backend' })).apiKey;
+  ({ apiKey, admin } = await seedLayout(redis.get().server.url, prefix, DEMO_LAYOUT));
 });
 afterAll(() => admin.disconnect());
 

@@ -3,7 +3,10 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { request } from 'node:http';
 import { fileURLToPath } from 'node:url';
 import { BENCH_LIMITS } from '../../bench/limits.js';
+import { Redis } from 'ioredis';
 import { freePort } from '../../gateway/dev/redis-server.js';
+import { createStores } from '../../gateway/store/stores.js';
+import type { LayoutDefinition } from '../../schemas/types.js';
 
 export const GATEWAY_BIN = fileURLToPath(new URL('../../dist/gateway/main.js', import.meta.url));
 
@@ -59,4 +62,16 @@ export async function spawnGateway(env: Record<string, string>, timeoutMs = 15_0
     });
   });
   return { child, url: `http://127.0.0.1:${port}`, port, opsPort, output: () => out };
+}
+
+/**
+ * A team with `layout` imported and an API key, on `redisUrl` under `prefix`, for gateway processes
+ * spawned on that data; `admin` stays open for the test's own reads (disconnect it after).
+ */
+export async function seedLayout(redisUrl: string, prefix: string, layout: LayoutDefinition): Promise<{ apiKey: string; admin: Redis }> {
+  const admin = new Redis(redisUrl);
+  const stores = createStores(admin, prefix);
+  const team = await stores.teams.create('Spawned gateways');
+  await stores.layouts.import(team.teamId, layout);
+  return { apiKey: (await stores.apiKeys.create(team.teamId, { name: 'backend' })).apiKey, admin };
 }
