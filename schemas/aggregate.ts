@@ -18,11 +18,25 @@ export const MODES_BY_TYPE: Readonly<Record<ControlType, readonly AggregateMode[
 
 export const WINDOW_MS_MIN = 100;
 export const WINDOW_MS_MAX = 600_000;
-export const WINDOW_MS_DEFAULT = 1000;
-
+/**
+ * How long a participant's latest value counts when a control names no `windowMs`, by mode: as
+ * long as a show expects the gesture to mean something. A press is a moment (rate: presses a
+ * second); a slider or pad position is held while the hand rests (5 s); a switch stays where it was
+ * put (10 s); a vote stands for a voting round (60 s), so it does not vanish a second after it was
+ * cast.
+ */
+export const WINDOW_MS_DEFAULTS: Readonly<Record<AggregateMode, number>> = {
+  rate: 1000,
+  mean: 5000,
+  median: 5000,
+  'trimmed-mean': 5000,
+  centroid: 5000,
+  fraction: 10_000,
+  votes: 60_000,
+};
 
 export function windowMsOf(a: Aggregate): number {
-  return a.windowMs ?? WINDOW_MS_DEFAULT;
+  return a.windowMs ?? WINDOW_MS_DEFAULTS[a.mode];
 }
 
 /**

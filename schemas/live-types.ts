@@ -93,7 +93,7 @@ label: string
 aggregate?: {
 mode: ("mean" | "median" | "trimmed-mean" | "fraction" | "votes" | "centroid" | "rate")
 /**
- * How long a participant's latest value counts, in ms (default 1000).
+ * How long a participant's latest value counts, in ms. Default by mode: rate 1000, mean, median, trimmed-mean and centroid 5000, fraction 10000, votes 60000.
  */
 windowMs?: number
 cue?: CrowdCue

@@ -39,9 +39,18 @@ export function pageFrame(layout: LiveLayout, destinationCount: number): string 
  * standard deviation; `zones` the same value and n for each zone that counts someone.
  */
 export function crowdFrame(v: CrowdValue): string {
-  const shape = (x: readonly number[]) => (v.mode === 'votes' || v.mode === 'centroid' ? x : x[0]);
+  const shape = (x: readonly number[]) => (v.mode === 'votes' || v.mode === 'centroid' ? x.map(asSent) : asSent(x[0] ?? 0));
   const zones = v.zones && Object.fromEntries(Object.entries(v.zones).map(([z, x]) => [z, { value: shape(x.value), n: x.n }]));
-  return JSON.stringify({ op: SERVER_OP.crowd, lid: v.lid, mode: v.mode, value: shape(v.value), n: v.n, ...(v.sd !== undefined && { sd: v.sd }), ...(zones && { zones }) });
+  return JSON.stringify({ op: SERVER_OP.crowd, lid: v.lid, mode: v.mode, value: shape(v.value), n: v.n, ...(v.sd !== undefined && { sd: asSent(v.sd) }), ...(zones && { zones }) });
+}
+
+/**
+ * A crowd figure at the precision the displays get it (an OSC float32: at most 7 significant
+ * digits), without the float noise of the arithmetic that made it: 0.30000000000000004 is 0.3, and a
+ * standard deviation of 3.7e-9 among values from 0 to 1 is 0 (7 decimals, the float32 step near 1).
+ */
+export function asSent(x: number): number {
+  return Number(Number(x.toFixed(7)).toPrecision(7));
 }
 
 /** The lids of the aggregated controls on a layout's active page. */

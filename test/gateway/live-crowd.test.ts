@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { LayoutDefinition } from '../../schemas/types.js';
 import { CROWD_LAYOUT, CROWD_MODES, CROWD_WINDOW_MS, crowdFrameMismatches, offlineCrowd, participantRounds, type CrowdAction, type CrowdFrame } from '../helpers/crowd.js';
-import { eventually, mintToken, postAction, startTestGateway, type TestGateway } from '../helpers/gateway.js';
+import { eventually, mintToken, postAction, postJson, startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { connectLive } from '../helpers/live.js';
 import { useRedis } from '../helpers/redis.js';
 import { fuzzSeed, seededRandom } from '../helpers/seeded-random.js';
@@ -57,6 +57,47 @@ describe(`crowd frames (seed ${seed})`, () => {
     watcher.ws.close();
     late.ws.close();
   }, 60_000);
+
+  it('carries numbers as the displays get them (float32: at most 7 significant digits), without float noise', async () => {
+    const layoutId = 'precision-show';
+    await t.admin.layouts.import(t.teamId, { ...CROWD_LAYOUT, layoutId });
+    const token = async () => (await postJson(`${t.url}/token`, { layoutId }, { 'x-api-key': t.apiKey })).body.token as string;
+    const watcher = await connectLive(t.url, await token());
+    try {
+      // three sliders at 0.1, 0.2 and 0.3: their mean is 0.2 in decimals, 0.20000000000000004 in
+      // doubles; two at 1/3: a standard deviation that is 0, not a few e-17
+      for (const value of [0.1, 0.2, 0.3]) expect((await postAction(t, await token(), { layoutId, lid: 13, type: 'Slider', value })).status).toBe(200);
+      for (const value of [1 / 3, 1 / 3]) expect((await postAction(t, await token(), { layoutId, lid: 2, type: 'Slider', value })).status).toBe(200);
+      await eventually(() => watcher.frames.some((f) => f.op === 'crowd' && f.lid === 13 && f.n === 3) && watcher.frames.some((f) => f.op === 'crowd' && f.lid === 2 && f.n === 2), 3000);
+      const last = (lid: number) => watcher.frames.filter((f) => f.op === 'crowd' && f.lid === lid).at(-1)!;
+      expect([last(13).value, last(13).sd]).toEqual([0.2, 0.0816497]);
+      expect([last(2).value, last(2).sd]).toEqual([0.3333333, 0]);
+      const numbers = (x: unknown): number[] => (typeof x === 'number' ? [x] : Array.isArray(x) ? x.flatMap(numbers) : typeof x === 'object' && x !== null ? Object.values(x).flatMap(numbers) : []);
+      const digits = (n: number) => String(Math.abs(n)).replace(/e.*$/, '').replace('.', '').replace(/^0+/, '').replace(/0+$/, '').length;
+      const crowd = watcher.frames.filter((f) => f.op === 'crowd');
+      expect(crowd.flatMap((f) => numbers({ value: f.value, sd: f.sd, zones: f.zones })).filter((n) => digits(n) > 7)).toEqual([]);
+    } finally {
+      watcher.ws.close();
+    }
+  });
+
+  it('keeps a vote of a control without windowMs for its mode\'s default (60 s), not a second', async () => {
+    const layoutId = 'default-windows';
+    const layout = structuredClone(CROWD_LAYOUT);
+    layout.layoutId = layoutId;
+    for (const c of layout.pages[0]!.controls) if (c.aggregate) c.aggregate = { mode: c.aggregate.mode };
+    await t.admin.layouts.import(t.teamId, layout);
+    const token = async () => (await postJson(`${t.url}/token`, { layoutId }, { 'x-api-key': t.apiKey })).body.token as string;
+    const watcher = await connectLive(t.url, await token());
+    try {
+      expect((await postAction(t, await token(), { layoutId, lid: 4, type: 'Index', value: 1 })).status).toBe(200);
+      await eventually(() => watcher.frames.some((f) => f.op === 'crowd' && f.lid === 4 && f.n === 1), 3000);
+      await new Promise((r) => setTimeout(r, 2000));
+      expect(watcher.frames.filter((f) => f.op === 'crowd' && f.lid === 4).at(-1)).toMatchObject({ n: 1, value: [0, 1, 0] });
+    } finally {
+      watcher.ws.close();
+    }
+  });
 
   it('sends at most 4 crowd frames a second per control, however fast the crowd moves', async () => {
     const watcher = await connectLive(t.url, await mintToken(t, t.layoutId, t.apiKey));
