@@ -1,9 +1,9 @@
 // The audience page at /play/: a phone-sized page on the live channel's client library, served with
 // the pages' strict Content-Security-Policy. The library is the client package's own build
-// (client/dist/, `npm run build`): its module at /play/live-client.js, and the protocol module it
+// (client/dist/, `npm run build`): its modules at /play/live-client.js (and beside it), and the protocol module it
 // imports at /schemas/live-protocol.js (where its relative import leads from there); both with CORS
 // for any origin, so another site's app can import the module.
-import { existsSync } from 'node:fs';
+import { existsSync, readdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { staticFile, staticPageRoutes } from '../http/static-page.js';
@@ -21,7 +21,8 @@ export function playPageRoutes(): Route[] {
     '': ['text/html; charset=utf-8', join(STATIC_DIR, 'index.html')],
     'play.js': [JS, join(STATIC_DIR, 'play.js')],
     'play.css': ['text/css; charset=utf-8', join(STATIC_DIR, 'play.css')],
-    ...(DIST && { 'live-client.js': [JS, join(DIST, 'client/live-client.js'), true] as const }),
+    // the package's modules (live-client.js and those it imports beside it)
+    ...Object.fromEntries((DIST ? readdirSync(join(DIST, 'client')).filter((f) => f.endsWith('.js')) : []).map((f) => [f, [JS, join(DIST!, 'client', f), true] as const])),
   });
   if (!DIST) return page;
   const protocol = staticFile(JS, join(DIST, 'schemas/live-protocol.js'), true);

@@ -82,7 +82,7 @@ describe('the audience page (/play/)', () => {
   });
 
   it('serves its client library and the protocol module it imports to any origin (CORS)', async () => {
-    for (const path of ['/play/live-client.js', '/schemas/live-protocol.js']) {
+    for (const path of ['/play/live-client.js', '/play/socket-like.js', '/schemas/live-protocol.js']) {
       const r = await fetch(`${t.url}${path}`, { headers: { origin: 'https://app.example' } });
       expect([path, r.status, r.headers.get('access-control-allow-origin'), r.headers.get('content-type')]).toEqual([path, 200, '*', 'text/javascript; charset=utf-8']);
     }
