@@ -21,9 +21,9 @@ function loadSchemas(ajv: Ajv): void {
  * A fresh ajv with this project's schemas. `defaults` fills in schema defaults; `coerce` also
  * turns strings into numbers (for environment variables) and implies `defaults`.
  */
-export function createAjv(opts: { coerce?: boolean; defaults?: boolean } = {}): Ajv {
+export function createAjv(opts: { coerce?: boolean; defaults?: boolean; allErrors?: boolean } = {}): Ajv {
   const ajv = new Ajv({
-    allErrors: false,
+    allErrors: opts.allErrors === true,
     strict: true,
     strictRequired: false,
     allowUnionTypes: true,
@@ -70,6 +70,8 @@ export interface LiveRefreshFrame {
 export const validateLiveClientFrame = compile<LiveActionFrame | LiveRefreshFrame>(ajv, 'live-frames.schema.json');
 export const validateTokenRequest = compile<TokenRequest>(ajv, 'token-request.schema.json');
 export const validateLayoutDefinition = compile<LayoutDefinition>(ajv, 'layout-definition.schema.json');
+/** The same check reporting every error, not the first: for a person fixing a layout, not a hot path. */
+export const validateLayoutDefinitionAll = compile<LayoutDefinition>(createAjv({ allErrors: true }), 'layout-definition.schema.json');
 export const validateActionEntry = compile<ActionEntry>(ajv, 'action-entry.schema.json');
 export const validateCrowdSummary = compile<CrowdSummary>(ajv, 'crowd-summary.schema.json');
 
@@ -100,7 +102,21 @@ export function jsonPointerToPath(pointer: string): string {
 export function describeFirstError(errors: ErrorObject[] | null | undefined, what = 'body'): string {
   const e = errors?.[0];
   if (!e) return `${what} is invalid`;
-  const at = e.instancePath ? `${what}${e.instancePath.replaceAll('/', '.')}` : what;
+  return describeError(e, what);
+}
+
+/**
+ * Every schema error as a sentence naming its field, once each; the bookkeeping errors of a
+ * combinator (`if`, `anyOf`, `oneOf`) are left out when the errors beneath them say what is wrong.
+ */
+export function describeErrors(errors: ErrorObject[] | null | undefined, what = 'body'): string[] {
+  const all = errors ?? [];
+  const leaves = all.filter((e) => !['if', 'anyOf', 'oneOf', 'not'].includes(e.keyword) || !all.some((x) => x !== e && x.instancePath.startsWith(e.instancePath) && x.schemaPath.startsWith(e.schemaPath.slice(0, e.schemaPath.lastIndexOf('/')))));
+  return [...new Set((leaves.length > 0 ? leaves : all).map((e) => describeError(e, what)))];
+}
+
+function describeError(e: ErrorObject, what: string): string {
+  const at = what + e.instancePath.replace(/\/(\d+)(?=\/|$)/g, '[$1]').replaceAll('/', '.');
   switch (e.keyword) {
     case 'required':
       return `${at} is missing the field "${String(e.params.missingProperty)}"`;

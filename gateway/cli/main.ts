@@ -8,6 +8,7 @@ import { loadConfig, redisTarget } from '../config.js';
 import { generatePassword } from '../admin/passwords.js';
 import { AppError } from '../errors.js';
 import { describeAggregate } from '../../schemas/aggregate.js';
+import { checkLayoutDefinition } from '../layouts/check-definition.js';
 import { connectToolRedis } from '../store/redis.js';
 import { migrateLegacyKeys } from '../store/migrate.js';
 import { createStores, type Stores } from '../store/stores.js';
@@ -89,6 +90,18 @@ leaf(layout, 'import', 'create or replace a layout from a definition file')
       out.result({ layoutId: r.layoutId, replaced: r.replaced }, `layout ${r.layoutId} ${r.replaced ? 'replaced' : 'created'}`);
     }),
   );
+leaf(layout, 'check', 'validate a definition file without importing it (every problem at once; needs no Redis)')
+  .argument('<file>', 'layout definition (JSON, see schemas/layout-definition.schema.json)')
+  .action((file: string, _opts: unknown, cmd: Command) => {
+    const out = new CliOutput(cmd.opts<{ json?: boolean }>().json === true);
+    try {
+      const def = checkLayoutDefinition(readJsonFile(file));
+      const controls = def.pages.reduce((n, p) => n + p.controls.length, 0);
+      out.result({ valid: true, layoutId: def.layoutId, pages: def.pages.length, controls }, `${file}: a valid layout (${def.layoutId}: ${def.pages.length} pages, ${controls} controls)`);
+    } catch (e) {
+      process.exitCode = out.failure(e);
+    }
+  });
 leaf(layout, 'list', "list a team's layouts")
   .requiredOption('--team <teamId>', 'team')
   .action(

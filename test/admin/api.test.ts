@@ -266,6 +266,13 @@ describe('keys and layouts of the team', () => {
     expect(refused.body.error.message).toBe('layout.pages[0].controls[2] (page "main" lid 3, Toggle): aggregate mode "mean" does not fit a Toggle control; allowed: fraction');
     crowd.pages[0]!.controls[2]!.aggregate = { mode: 'fraction', windowMs: 5000 };
     expect((await a.req('PUT', '/admin/api/layouts/new-show', crowd)).body).toEqual({ layoutId: 'new-show', replaced: true });
+    // several problems: every one in one answer, a line each
+    const broken = { layoutId: 'new-show', pages: [{ controls: [{ lid: 1, address: '/001', type: 'Knob', props: {} }] }] };
+    const all = await a.req('PUT', '/admin/api/layouts/new-show', broken);
+    expect([all.status, all.body.error.code]).toEqual([400, 'invalid_layout']);
+    const lines = (all.body.error.message as string).split('\n');
+    expect(lines[0]).toMatch(/^\d+ problems in the layout definition:$/);
+    for (const m of [/missing the field "name"/, /missing the field "activePageId"/, /pages\[0\] is missing the field "pageId"/, /controls\[0\]\.type must be one of/, /controls\[0\]\.props is missing the field "label"/]) expect(lines.some((l) => m.test(l)), String(m)).toBe(true);
   });
 
   it.each([

@@ -192,10 +192,10 @@ describe('team management page', () => {
     expect(crowdRows).toEqual([
       'presses per second over 1 s',
       "trimmed mean (10 % off each end) of each participant's latest value over 500 ms",
-      "share switched on of each participant's latest value over 1 s",
+      "share switched on of each participant's latest value over 10 s", // the default window of a fraction
       "votes per option of each participant's latest value over 10 s",
       '',
-      "centroid of each participant's latest value over 1 s",
+      "centroid of each participant's latest value over 5 s", // the default window of a centroid
     ]);
     expect(await encore.locator('tbody tr').count()).toBe(3);
     expect(await encore.getByText('Mirror ball').isVisible()).toBe(true);

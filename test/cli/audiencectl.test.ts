@@ -244,3 +244,45 @@ describe('signing-key commands', () => {
     expect(unknown.json.error.code).toBe('signing_key_not_found');
   });
 });
+
+describe('a layout with many problems', () => {
+  /** Four missing fields, a duplicate lid, an aggregate that does not fit, options that skip an index. */
+  const broken = {
+    layoutId: 'many-problems',
+    pages: [
+      {
+        controls: [
+          { lid: 1, address: '/001', type: 'Button', props: { label: 'Go' } },
+          { lid: 1, address: '/002', type: 'Slider', props: { label: 'Dup' }, aggregate: { mode: 'votes' } },
+          { lid: 3, address: '/003', type: 'Index', props: { label: 'Pick' }, options: [{ index: 0, label: 'a' }, { index: 2, label: 'b' }] },
+        ],
+      },
+    ],
+  };
+  const expected = [/is missing the field "name"/, /is missing the field "activePageId"/, /pages\[0\] is missing the field "pageId"/, /lid 1 is used twice/, /controls\[1\] .*aggregate mode "votes" does not fit a Slider/, /controls\[2\] .*option indices must be exactly 0\.\.1/];
+
+  it('import reports every problem in one answer, each naming its path', async () => {
+    const r = await ctl('layout', 'import', '--team', team, file('many.json', broken), '--json');
+    expect(r.code).toBe(1);
+    expect(r.json.error.code).toBe('invalid_layout');
+    expect(r.json.error.message).toMatch(/^7 problems in the layout definition:/);
+    for (const m of expected) expect(r.json.error.message).toMatch(m);
+  });
+
+  it('layout check validates a file without importing it, and needs no Redis', async () => {
+    const noRedis = { REDIS_URL: 'redis://127.0.0.1:1', REDIS_PREFIX: 'none:' };
+    const bad = await audiencectl(noRedis, 'layout', 'check', file('many-check.json', broken));
+    expect(bad.code).toBe(1);
+    for (const m of expected) expect(bad.stderr).toMatch(m);
+    const good = await audiencectl(noRedis, 'layout', 'check', file('good.json', DEMO_LAYOUT), '--json');
+    expect([good.code, good.json]).toEqual([0, { valid: true, layoutId: 'demo-show', pages: 2, controls: DEMO_LAYOUT.pages.reduce((n, p) => n + p.controls.length, 0) }]);
+    expect((await ctl('layout', 'list', '--team', team, '--json')).json.layouts.map((l: { layoutId: string }) => l.layoutId)).not.toContain('many-problems');
+  });
+
+  it('stops at 50 problems and says how many more there are', async () => {
+    const many = { ...broken, pages: [{ pageId: 'p', name: 'P', controls: Array.from({ length: 60 }, (_, i) => ({ lid: i, address: `/${String(i).padStart(3, '0')}`, type: 'Knob', props: { label: 'x' } })) }] };
+    const r = await audiencectl(env, 'layout', 'check', file('sixty.json', many), '--json');
+    expect(r.json.error.message.split('\n').filter((l: string) => l.startsWith('- '))).toHaveLength(50);
+    expect(r.json.error.message).toMatch(/\(and \d+ more\)$/);
+  });
+});
