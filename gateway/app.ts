@@ -8,8 +8,9 @@ import { adminApiRoutes } from './admin/api.js';
 import { AdminGuard } from './admin/guard.js';
 import { LoginLimiter } from './admin/login-limiter.js';
 import { adminPageRoutes } from './admin/page.js';
-import { playPageRoutes } from './play/page.js';
+import { clientProtocolModule, playPageRoutes } from './play/page.js';
 import { asyncApiRoute, openApiRoute } from './routes/openapi.js';
+import { schemaRoutes } from './routes/schemas.js';
 import { hashPassword } from './admin/passwords.js';
 import { SessionStore } from './admin/sessions.js';
 import { ApiKeyAuth } from './auth/api-keys.js';
@@ -195,7 +196,7 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
     destinations: deps.destinations,
     dummyPasswordHash: await hashPassword(`unknown-${Math.random()}`),
   };
-  server.mount(layoutRoute(deps)).mount(tokenRoute(deps)).mount(openApiRoute()).mount(asyncApiRoute());
+  server.mount(layoutRoute(deps)).mount(tokenRoute(deps)).mount(openApiRoute()).mount(asyncApiRoute()).mount(schemaRoutes(clientProtocolModule()));
   for (const r of [...actionRoutes(deps), ...adminApiRoutes(admin), ...adminPageRoutes(), ...playPageRoutes()]) server.mount(r);
   const liveServices = { layouts: deps.layouts, destinations: deps.destinations, tokens: deps.tokens, cors: deps.cors, intake: new ActionIntake(deps) };
   const live = new LiveChannel(liveServices, liveCrowd, {

@@ -101,7 +101,10 @@ export function layoutProblems(input: unknown): string[] {
  */
 export function checkLayoutDefinition(input: unknown): LayoutDefinition {
   const problems = layoutProblems(input);
-  if (problems.length === 0) return input as LayoutDefinition;
+  if (problems.length === 0) {
+    const { $schema: _, ...def } = input as LayoutDefinition & { $schema?: string }; // an editor's hint, not the layout's
+    return def;
+  }
   if (problems.length === 1) throw new AppError('invalid_layout', problems[0]);
   const shown = problems.slice(0, MAX_PROBLEMS);
   const more = problems.length - shown.length;

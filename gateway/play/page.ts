@@ -7,11 +7,11 @@ import { existsSync, readdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { staticFile, staticPageRoutes } from '../http/static-page.js';
+import type { Reply } from '../http/reply.js';
 import type { Route } from '../http/route.js';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const STATIC_DIR = join(HERE, 'static');
-/** The compiled client: beside the compiled gateway, or (running the sources) in dist/ after `npm run build`. */
 /** The client package's build: from dist/gateway/play, or from the sources' gateway/play. */
 const DIST = [join(HERE, '../../../client/dist'), join(HERE, '../../client/dist')].find((d) => existsSync(join(d, 'client/live-client.js')));
 const JS = 'text/javascript; charset=utf-8';
@@ -24,7 +24,10 @@ export function playPageRoutes(): Route[] {
     // the package's modules (live-client.js and those it imports beside it)
     ...Object.fromEntries((DIST ? readdirSync(join(DIST, 'client')).filter((f) => f.endsWith('.js')) : []).map((f) => [f, [JS, join(DIST!, 'client', f), true] as const])),
   });
-  if (!DIST) return page;
-  const protocol = staticFile(JS, join(DIST, 'schemas/live-protocol.js'), true);
-  return [...page, { method: 'get', pattern: '/schemas/live-protocol.js', handle: () => protocol }];
+  return page;
+}
+
+/** The protocol module the client imports (at /schemas/live-protocol.js, where its relative import leads), or null before a build. */
+export function clientProtocolModule(): Reply | null {
+  return DIST ? staticFile(JS, join(DIST, 'schemas/live-protocol.js'), true) : null;
 }
