@@ -29,7 +29,7 @@ describe('docs/layouts.md', () => {
   });
 
   it('imports as it stands, its $schema line included (and not stored)', async () => {
-    await t.admin.layouts.import(t.teamId, LAYOUT as never);
+    await t.admin.layouts.import(t.teamId, LAYOUT);
     const r = await getLayout(t, LAYOUT.layoutId, t.apiKey);
     expect(r.status).toBe(200);
     expect(r.body.controls).toHaveLength(LAYOUT.pages[0]!.controls.length);
