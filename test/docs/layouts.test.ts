@@ -2,7 +2,7 @@
 // mode, both kinds of cue, zones), and the layout schema a gateway serves at /schemas/layout.json
 // checks it as an editor would: fetched over HTTP with the schemas it refers to beside it.
 import { readFileSync } from 'node:fs';
-import Ajv from 'ajv';
+import { Ajv } from 'ajv';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MODES_BY_TYPE } from '../../schemas/aggregate.js';
 import { getLayout, startTestGateway, type TestGateway } from '../helpers/gateway.js';
@@ -38,7 +38,7 @@ describe('docs/layouts.md', () => {
 
   it('is checked by the schema served at /schemas/layout.json, fetched with its references as an editor does', async () => {
     const fetched: string[] = [];
-    const ajv = new Ajv({ allErrors: true, strict: false, loadSchema: async (uri) => {
+    const ajv = new Ajv({ allErrors: true, strict: false, loadSchema: async (uri: string) => {
       fetched.push(uri);
       const r = await fetch(new URL(uri, `${t.url}/schemas/`));
       expect(r.headers.get('access-control-allow-origin')).toBe('*');
