@@ -20,6 +20,10 @@ import { DEMO_ADMIN_EMAIL, seedDemo } from './seed.js';
 import { walkthrough } from './walkthrough.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../../..');
+/** Where the demo keeps its data: the embedded Redis's files, and demo.json (its key and password). */
+const varDir = () => resolve(process.env.AUDIENCE_VAR_DIR ?? join(ROOT, 'var'));
+/** What the demo started, as Ctrl-C reports it stopped. */
+const startedParts: string[] = [];
 
 let embedded: RedisServer | undefined;
 /** Once a stop began (Ctrl-C reaches the whole group: Redis and the bridge stop too), their warnings are expected, not news. */
@@ -95,37 +99,42 @@ async function main(): Promise<void> {
   else if (!redisUrl) {
     // Installs Debian's redis-server when missing (as root), else says what to install.
     execFileSync('bash', [join(ROOT, 'scripts/ensure-system-packages.sh'), 'start'], { stdio: 'inherit' });
-    const dir = resolve(process.env.AUDIENCE_VAR_DIR ?? join(ROOT, 'var'), 'redis');
+    const dir = resolve(varDir(), 'redis');
     const port = embeddedPort!;
     embedded = await startRedisServer({ dir, port }).catch((e: Error) => {
       throw new Error(`${e.message}; EMBEDDED_REDIS_PORT picks another port for this demo's own Redis`);
     });
     redisUrl = embedded.url;
     redisNote = `embedded, AOF in ${dir}`;
+    startedParts.push(`the embedded Redis (${embedded.url}; its data stays in ${dir})`);
   }
   const config = loadConfig({ ...process.env, REDIS_URL: redisUrl });
   const log = createLogger('audience-gateway', config.logLevel);
 
   const target = redisTarget(config);
   const admin = await connectToolRedis(target);
-  const seed = await seedDemo(createStores(admin, config.redisPrefix));
+  const redisShown = clusterNodes ? clusterNodes.map(redactUrl).join(',') : redactUrl(config.redisUrl);
+  const seed = await seedDemo(createStores(admin, config.redisPrefix), join(varDir(), 'demo.json'), `${redisShown} ${config.redisPrefix}`);
   admin.disconnect();
 
   gateway = await startGateway(config, { log });
   const api = `http://${config.host === '0.0.0.0' ? '127.0.0.1' : config.host}:${gateway.port}`;
+  startedParts.unshift(`the gateway (${api})`);
   const started = await startDemoMonitor(Number(process.env.DEMO_OSC_PORT ?? 9000));
   monitor = started.child;
   const osc = `127.0.0.1:${started.port}`;
+  startedParts.push(`the OSC monitor (${osc})`);
   bridge = await startDemoBridge(config.redisUrl, config.redisPrefix, seed.layoutId, osc);
+  startedParts.push('the demo bridge');
   const seedNode = clusterNodes ? new URL(clusterNodes[0]!.includes('://') ? clusterNodes[0]! : `redis://${clusterNodes[0]!}`) : null;
   const redis = clusterNodes
     ? { redisShown: clusterNodes.map(redactUrl).join(','), redisEnv: `REDIS_CLUSTER_NODES=${clusterNodes.map(redactUrl).join(',')}`, redisCli: `-c -h ${seedNode!.hostname} -p ${seedNode!.port || 6379}` }
-    : { redisShown: redactUrl(config.redisUrl), redisEnv: `REDIS_URL=${redactUrl(config.redisUrl)}`, redisCli: `-u ${redactUrl(config.redisUrl)}` };
+    : { redisShown, redisEnv: `REDIS_URL=${redactUrl(config.redisUrl)}`, redisCli: `-u ${redactUrl(config.redisUrl)}` };
   // an audience token for the page a newcomer opens in a browser, minted as a backend would
   const minted = await fetch(`${api}/token`, { method: 'POST', headers: { 'x-api-key': seed.apiKey, 'content-type': 'application/json' }, body: JSON.stringify({ layoutId: seed.layoutId }) });
   const { token } = (await minted.json()) as { token: string };
   if (stopping) return; // Ctrl-C came during the start
-  process.stdout.write(walkthrough({ api, ...redis, redisNote, apiKey: seed.apiKey, layoutId: seed.layoutId, teamId: seed.teamId, osc, adminEmail: DEMO_ADMIN_EMAIL, adminPassword: seed.adminPassword, cli: fileURLToPath(new URL('../cli/main.js', import.meta.url)), play: `${api}/play/#token=${token}`, tokenHours: config.tokenTtlSeconds / 3600 }));
+  process.stdout.write(walkthrough({ api, ...redis, redisNote, apiKey: seed.apiKey, layoutId: seed.layoutId, teamId: seed.teamId, osc, adminEmail: DEMO_ADMIN_EMAIL, adminPassword: seed.adminPassword, cli: fileURLToPath(new URL('../cli/main.js', import.meta.url)), play: `${api}/play/#token=${token}`, tokenHours: config.tokenTtlSeconds / 3600, reused: seed.reused, loadtest: join(ROOT, 'dist/bench/loadtest/main.js'), crowdScenario: join(ROOT, 'bench/scenarios/demo-crowd.json') }));
 
 }
 
@@ -157,5 +166,6 @@ void stop.then(async () => {
   stopping = true;
   await settledWithin(startup, 3000);
   await teardown();
+  process.stdout.write(startedParts.length > 0 ? `\nStopped ${startedParts.join(', ')}.\n` : '\nStopped before anything started.\n');
   process.exit(0);
 });

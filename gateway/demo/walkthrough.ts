@@ -1,4 +1,5 @@
-// The copy-paste walk-through `npm start` prints: discover -> token -> action, then the CLI.
+// The copy-paste walk-through `npm start` prints: discover -> token -> action, the crowd deciding a
+// vote by zone, a page switch and the CLI, then a small crowd to watch for 30 s.
 export interface WalkthroughInput {
   api: string;
   /** what to show for Redis: a URL without its password, or the cluster's seed nodes */
@@ -20,6 +21,11 @@ export interface WalkthroughInput {
   /** the audience page with a demo token in its fragment, and how long that token lasts */
   play: string;
   tokenHours: number;
+  /** the key and password are the previous start's (its tokens keep working) */
+  reused: boolean;
+  /** the built audience-loadtest and the demo's crowd scenario, absolute paths */
+  loadtest: string;
+  crowdScenario: string;
 }
 
 export function walkthrough(w: WalkthroughInput): string {
@@ -31,9 +37,9 @@ audience-control is running
   Team     ${w.teamId}
   Layout   ${w.layoutId}
   API key  ${w.apiKey}
-           (a fresh demo key each start: the secret is shown once and never stored)
+           (${w.reused ? "reused: the previous start's key, so the tokens it minted keep working" : 'created: kept in var/demo.json for the next start, never in Redis'})
   Admin    ${w.api}/admin/  sign in as ${w.adminEmail} with ${w.adminPassword}
-           (a fresh password each start; create your own with: audiencectl admin create)
+           (${w.reused ? 'reused' : 'created'}; create your own with: audiencectl admin create)
   Bridge   demo-bridge, sending ${w.layoutId} to the OSC monitor at ${w.osc}
            (a stand-in display: every OSC message it receives is printed here as "[osc ...]")
   Phone    ${w.play}
@@ -54,14 +60,26 @@ Try it in another terminal (copy-paste):
   curl -s $API/action -H "authorization: Bearer $TOKEN" -H 'content-type: application/json' -d '{"layoutId":"${w.layoutId}","lid":2,"type":"Slider","value":0.75}'; echo
   curl -s $API/action -H "authorization: Bearer $TOKEN" -H 'content-type: application/json' -d '{"layoutId":"${w.layoutId}","lid":6,"type":"XYPad","value":[0.2,0.9]}'; echo
 
-  # 4. switch the active page, discover again
+  # 4. the crowd decides: a token per seat's zone, three votes for Blue; the vote's cue fires
+  #    once (quorum 3, 60 % of the votes, held 1 s): watch for "/011/cue ,i 2"
+  for zone in left right left; do
+    T=$(curl -s $API/token -H "x-api-key: $KEY" -H 'content-type: application/json' -d '{"layoutId":"${w.layoutId}","zone":"'$zone'"}' | node -pe 'JSON.parse(require("fs").readFileSync(0)).token')
+    curl -s $API/action -H "authorization: Bearer $T" -H 'content-type: application/json' -d '{"layoutId":"${w.layoutId}","lid":11,"type":"Index","value":2}'; echo
+  done
+
+  # 5. switch the active page, discover again
   ${ctl} layout activate ${w.layoutId} encore
   curl -s $API/layout/${w.layoutId} -H "x-api-key: $KEY"; echo
 
-  # 5. the layout as stored (its pages, and which one is active)
+  # 6. the layout as stored (its pages, and which one is active)
   ${ctl} layout show ${w.layoutId}
-  # 6. the last actions that reached the layout's stream
+  # 7. the last actions that reached the layout's stream
   redis-cli ${w.redisCli} XREVRANGE 'ac:layout:{${w.layoutId}}:actions' + - COUNT 5
+
+  # 8. a small crowd for 30 s (50 phones; switch back to main first): the crowd values move on
+  #    the phone page and on the team page's crowd view, and the strobe's cue fires on the monitor
+  ${ctl} layout activate ${w.layoutId} main
+  AUDIENCE_API_KEY=$KEY node '${w.loadtest.replaceAll("'", "'\\''")}' run --target $API '${w.crowdScenario.replaceAll("'", "'\\''")}'
 
 Stop with Ctrl-C.
 `;

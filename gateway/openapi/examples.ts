@@ -47,9 +47,9 @@ const withToken = { authorization: `Bearer ${EXAMPLE_TOKEN}` };
 const fail = (code: ErrorCode) => ({ success: false, error: { code, message: ERRORS[code].message } });
 
 function demoLayout(): Json {
-  const demo = JSON.parse(readFileSync(DEMO_LAYOUT_FILE, 'utf8')) as { activePageId: string; pages: { pageId: string; controls: unknown[] }[] };
+  const demo = JSON.parse(readFileSync(DEMO_LAYOUT_FILE, 'utf8')) as { activePageId: string; zones?: string[]; pages: { pageId: string; controls: unknown[] }[] };
   const page = demo.pages.find((p) => p.pageId === demo.activePageId)!;
-  return { layoutId: 'demo-show', activePageId: demo.activePageId, controls: page.controls, destinationCount: 0 };
+  return { layoutId: 'demo-show', activePageId: demo.activePageId, controls: page.controls, destinationCount: 0, ...(demo.zones && demo.zones.length > 0 && { zones: demo.zones }) };
 }
 
 function action(body: unknown, extra: Record<string, string> = {}): ExampleRequest {

@@ -84,22 +84,26 @@ describe('npm start', () => {
     const text = first.out();
     expect(text).toContain(`API      http://127.0.0.1:${env.PORT}`);
     expect(text).toMatch(/embedded, AOF in .*redis/);
-    const walk = text.slice(text.indexOf('  export API='), text.indexOf('  # 5.'));
+    expect(text).toMatch(/API key +\S+\n +\(created: kept in var\/demo.json/);
+    const walk = text.slice(text.indexOf('  export API='), text.indexOf('  # 6.'));
     const r = await bash(walk);
     expect(r.stderr).toBe('');
     const lines = r.stdout.trim().split('\n');
-    const discovery = JSON.parse(lines[0]!) as { controls: { type: string }[]; activePageId: string; destinationCount: number };
+    const discovery = JSON.parse(lines[0]!) as { controls: { type: string; aggregate?: { mode: string; cue?: object } }[]; activePageId: string; destinationCount: number; zones: string[] };
     expect(discovery.activePageId).toBe('main');
     expect(discovery.destinationCount).toBe(1); // the demo bridge's OSC monitor
-    expect(discovery.controls.map((c) => c.type)).toEqual(['Button', 'Slider', 'Toggle', 'Index', 'String', 'XYPad']);
-    expect(lines[1]).toBe('{"success":true}');
-    expect(lines[2]).toBe('{"success":true}');
-    expect(lines[3]).toMatch(/page encore is active/);
-    expect(JSON.parse(lines[4]!).activePageId).toBe('encore');
-    // each curl visibly became an OSC packet at the monitor
+    expect(discovery.controls.map((c) => c.type)).toEqual(['Button', 'Slider', 'Toggle', 'Index', 'String', 'XYPad', 'Slider', 'Index', 'Toggle']);
+    // the demo shows the crowd: an aggregated Slider, a vote with a cue, a Toggle with a threshold cue, zones
+    expect(discovery.controls.filter((c) => c.aggregate).map((c) => [c.aggregate!.mode, c.aggregate!.cue !== undefined])).toEqual([['mean', false], ['votes', true], ['fraction', true]]);
+    expect(discovery.zones).toEqual(['left', 'right']);
+    expect(lines.slice(1, 6)).toEqual(Array(5).fill('{"success":true}')); // two actions, three votes
+    expect(lines[6]).toMatch(/page encore is active/);
+    expect(JSON.parse(lines[7]!).activePageId).toBe('encore');
+    // each curl visibly became an OSC packet at the monitor, and the vote reached its cue on the real bridge
     await eventually(() => first.out().includes('/006 ,ff 0.200 0.900'), 3000);
     expect(first.out()).toContain(`[osc 127.0.0.1:`);
     expect(first.out()).toContain('/002 ,f 0.750');
+    await eventually(() => first.out().includes('/011/cue ,i 2'), 5000);
     // the printed administrator can sign in to the management page
     const admin = /Admin +(\S+)\/admin\/ +sign in as (\S+) with (\S+)/.exec(text)!;
     expect(admin[1]).toBe(`http://127.0.0.1:${env.PORT}`);
@@ -115,17 +119,21 @@ describe('npm start', () => {
     const firstKey = /export API=\S+ KEY=(\S+)/.exec(text)![1]!;
     expect(await stop(first.child)).toBe(0);
 
+    // a second start on the same Redis keeps the team, the layout and the key: tokens handed out keep working
     const second = await start(env);
     const secondKey = /export API=\S+ KEY=(\S+)/.exec(second.out())![1]!;
-    expect(secondKey).not.toBe(firstKey);
+    expect(secondKey).toBe(firstKey);
+    expect(second.out()).toMatch(/API key +\S+\n +\(reused: the previous start's key/);
     const api = `http://127.0.0.1:${env.PORT}`;
-    const old = await fetch(`${api}/layout/demo-show`, { headers: { 'x-api-key': firstKey } });
-    expect(old.status).toBe(401);
     const now = await fetch(`${api}/layout/demo-show`, { headers: { 'x-api-key': secondKey } });
     expect(((await now.json()) as { activePageId: string }).activePageId).toBe('encore'); // kept by AOF
+    const again = await connectLive(play[1]!, play[2]!); // the first start's phone link
+    expect(again.frames[0]).toMatchObject({ op: 'page', layoutId: 'demo-show', activePageId: 'encore' });
+    again.ws.close();
     const stream = await bash(`redis-cli -p ${env.EMBEDDED_REDIS_PORT} XLEN 'ac:layout:{demo-show}:actions'`);
-    expect(Number(stream.stdout.trim())).toBe(2);
+    expect(Number(stream.stdout.trim())).toBeGreaterThanOrEqual(3); // two actions and the votes' summaries
     expect(await stop(second.child)).toBe(0);
+    expect(second.out()).toMatch(/Stopped the gateway \(http:\/\/127\.0\.0\.1:\d+\), the embedded Redis \(.*\), the OSC monitor \(.*\), the demo bridge\./);
   });
 
   it('leaves no process behind when a test fails half-way: killing its group ends the embedded Redis and the bridge', async () => {

@@ -11,7 +11,8 @@ import { createStores, type Stores } from '../../gateway/store/stores.js';
 import type { LayoutDefinition } from '../../schemas/types.js';
 import { randomPrefix } from './redis.js';
 
-export const DEMO_LAYOUT = JSON.parse(readFileSync(new URL('../../gateway/demo/demo-layout.json', import.meta.url), 'utf8')) as LayoutDefinition;
+/** A layout with every control type on two pages and no crowd (the demo layout adds crowd controls and zones to it): most tests' layout. */
+export const DEMO_LAYOUT = JSON.parse(readFileSync(new URL('../fixtures/all-controls-layout.json', import.meta.url), 'utf8')) as LayoutDefinition;
 
 export interface TestGateway {
   gw: Gateway;

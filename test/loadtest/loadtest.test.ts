@@ -111,13 +111,13 @@ describe('audience-loadtest run', () => {
   it('exits 104 for a bad scenario, naming the field; for an unknown metric; and for a key the target refuses', async () => {
     const missing = await tool(['run', scenarioFile('missing', { layoutId: t.layoutId, phases: [{ name: 'doors', arrivalsPerS: 5 }] }), '--target', gw.url]);
     expect(missing.code).toBe(104);
-    expect(missing.stderr).toContain('scenario.phases.0 is missing the field "durationS"');
+    expect(missing.stderr).toContain('scenario.phases[0] is missing the field "durationS"');
     const unknown = await tool(['run', scenarioFile('unknown', { ...small(1), thresholds: { latency: 'p(99) < 5' } }), '--target', gw.url]);
     expect(unknown.code).toBe(104);
     expect(unknown.stderr).toContain('unknown metric "latency"');
     const typo = await tool(['run', scenarioFile('typo', { ...small(1), phases: [{ name: 'doors', durationS: 1, arivalsPerS: 5 }] }), '--target', gw.url]);
     expect(typo.code).toBe(104);
-    expect(typo.stderr).toContain('scenario.phases.0 has an unknown field "arivalsPerS"');
+    expect(typo.stderr).toContain('scenario.phases[0] has an unknown field "arivalsPerS"');
     const key = await tool(['run', scenarioFile('key', small(1)), '--target', gw.url], { apiKey: 'ak_nothing.nothing' });
     expect(key.code).toBe(104);
     expect(key.stderr).toContain('401');
