@@ -95,6 +95,8 @@ export interface LiveEvents {
   closed: { code: number; reason: string };
   /** the token could not be renewed: the client is `unauthorized` (or `stopped`) */
   unauthorized: { code: number; reason: string };
+  /** the client will try again at `nextAttemptAt` (ms since the epoch), after `lastClose` */
+  waiting: { nextAttemptAt: number; lastClose: { code: number; reason: string } | null };
 }
 
 export class LiveClient {
@@ -103,6 +105,10 @@ export class LiveClient {
   /** the crowd's values on the live page, by lid */
   readonly crowd = new Map<number, CrowdValue>();
   state: State = 'connecting';
+  /** While `waiting`: when the next attempt to connect is due (ms since the epoch), else null. */
+  nextAttemptAt: number | null = null;
+  /** The last close, with its code (what a page tells its audience: the show ended, access ended, no network...). */
+  lastClose: { code: number; reason: string } | null = null;
   private socket: SocketLike | null = null;
   private token: string;
   private attempt = 0;
@@ -226,6 +232,7 @@ export class LiveClient {
   };
 
   private open(): void {
+    this.nextAttemptAt = null;
     this.setState('connecting');
     let opened = false;
     const socket = new this.o.WebSocket(this.o.url, liveSubprotocols(this.token));
@@ -331,6 +338,7 @@ export class LiveClient {
   /** What the close code says to do: stop, renew the token, or reconnect after a jittered delay. */
   private closed(code: number, reason: string, refused: Refusal | null = null): void {
     const closedBy = { code, reason };
+    this.lastClose = closedBy;
     this.emit('closed', closedBy);
     if (this.state === 'stopped' || this.state === 'unauthorized') return;
     const action = CLOSE_ACTION[code as CloseCode] as (typeof CLOSE_ACTION)[CloseCode] | undefined;
@@ -347,9 +355,11 @@ export class LiveClient {
   /** Reconnects after `afterMs` plus a full-jitter backoff delay. */
   private schedule(afterMs: number): void {
     if (this.state === 'stopped' || this.state === 'unauthorized') return;
-    this.setState('waiting');
     const delay = afterMs + reconnectDelay(this.attempt++, this.o.baseDelayMs, this.o.maxDelayMs, this.o.random);
+    this.nextAttemptAt = Date.now() + delay;
     this.retry = setTimeout(() => this.open(), delay);
+    this.setState('waiting');
+    this.emit('waiting', { nextAttemptAt: this.nextAttemptAt, lastClose: this.lastClose });
   }
 }
 

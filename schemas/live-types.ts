@@ -41,6 +41,10 @@ op: "page"
 layoutId: Id
 activePageId: Id
 /**
+ * The active page's name, for people ("Main set").
+ */
+pageName: string
+/**
  * As GET /layout returns them.
  */
 controls: Control[]

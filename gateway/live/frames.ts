@@ -28,9 +28,10 @@ export function ackFrame(ref: string): string {
   return `{"op":"${SERVER_OP.ack}","ref":${JSON.stringify(ref)}}`;
 }
 
-/** The layout's active page, its controls as GET /layout returns them, and when it was switched to (or imported). */
+/** The layout's active page (its id and name), its controls as GET /layout returns them, and when it was switched to (or imported). */
 export function pageFrame(layout: LiveLayout, destinationCount: number): string {
-  return JSON.stringify({ op: SERVER_OP.page, layoutId: layout.layoutId, activePageId: layout.activePageId, controls: layout.activeControls, destinationCount, version: layout.version, changedAt: layout.updatedAt });
+  const pageName = layout.pages.find((p) => p.pageId === layout.activePageId)?.name ?? layout.activePageId;
+  return JSON.stringify({ op: SERVER_OP.page, layoutId: layout.layoutId, activePageId: layout.activePageId, pageName, controls: layout.activeControls, destinationCount, version: layout.version, changedAt: layout.updatedAt });
 }
 
 /**

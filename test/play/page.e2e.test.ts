@@ -7,9 +7,10 @@ import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { LayoutDefinition } from '../../schemas/types.js';
 import { useBridgeWithSink } from '../helpers/bridge.js';
-import { DEMO_LAYOUT, eventually, mintToken, startTestGateway, type TestGateway } from '../helpers/gateway.js';
+import { DEMO_LAYOUT, eventually, postJson, startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { useRedis } from '../helpers/redis.js';
 import { axeViolations } from '../helpers/axe.js';
+import { FaultProxy } from '../helpers/fault-proxy.js';
 
 const ARTIFACTS = 'test-artifacts/play';
 const PHONE = { width: 390, height: 844 };
@@ -21,6 +22,10 @@ for (const c of LAYOUT.pages[0]!.controls) {
   if (c.lid === 2) c.aggregate = { mode: 'mean', windowMs: 60_000 };
   if (c.lid === 4) c.aggregate = { mode: 'votes', windowMs: 60_000 };
 }
+LAYOUT.zones = ['left', 'right'];
+LAYOUT.limits = { stringsPerSecond: 0.01, stringBurst: 1 }; // a second shout-out is refused: the page says why
+/** A token for a phone in the left zone, as a backend that knows the seat mints it. */
+const seatToken = async () => (await postJson(`${t.url}/token`, { layoutId: t.layoutId, zone: 'left' }, { 'x-api-key': t.apiKey })).body.token as string;
 
 const redis = useRedis();
 let t: TestGateway;
@@ -54,10 +59,9 @@ describe('the audience page (/play/)', () => {
   });
 
   it('renders every control type of the live page at 390 px, from a token in the URL fragment', async () => {
-    const token = await mintToken(t, t.layoutId, t.apiKey);
-    await page.goto(`${t.url}/play/#token=${token}`);
+    await page.goto(`${t.url}/play/#token=${await seatToken()}`);
     await expect.poll(() => page.locator('#state').textContent()).toBe('Live');
-    await expect.poll(() => page.locator('#title').textContent()).toBe('main');
+    await expect.poll(() => page.locator('#title').textContent()).toBe('Main set'); // the page's name, not its id
     const labelOf = (lid: number) => LAYOUT.pages[0]!.controls.find((c) => c.lid === lid)!.props.label;
     expect(await page.getByRole('button', { name: labelOf(1), exact: true }).count()).toBe(1); // Button
     expect(await page.locator('input[type=range]#c2').count()).toBe(1); // Slider
@@ -72,7 +76,7 @@ describe('the audience page (/play/)', () => {
   });
 
   it('takes the token out of the address bar once read (history.replaceState), and keeps it for a reload of the tab', async () => {
-    const token = await mintToken(t, t.layoutId, t.apiKey);
+    const token = await seatToken();
     await page.goto(`${t.url}/play/#token=${token}`);
     await expect.poll(() => page.locator('#state').textContent()).toBe('Live');
     expect(page.url()).toBe(`${t.url}/play/`);
@@ -88,38 +92,92 @@ describe('the audience page (/play/)', () => {
     }
   });
 
-  it('sends what the phone does: a slider move reaches the displays as OSC, and its crowd value shows', async () => {
+  it('confirms each accepted action in words (announced), says why one is refused, and shows the crowd as people read it', async () => {
     await page.locator('#c2').fill('0.8');
     await eventually(() => display.sink.messages.some((m) => m.address === '/002' && Math.abs(Number(m.args[0]!.value) - 0.8) < 1e-6), 5000);
-    await expect.poll(() => page.locator('#c2-crowd').textContent(), { timeout: 5000 }).toBe('Crowd: 0.8 (1 people)');
-    await page.locator('input[type=radio][name=c4]').nth(1).check();
-    await expect.poll(() => page.locator('#c4-crowd').textContent(), { timeout: 5000 }).toMatch(/Votes: .* 1/);
+    await expect.poll(() => page.locator('#feedback').textContent()).toBe('✓ Brightness: 80 %');
+    expect(await page.locator('#feedback').getAttribute('aria-live')).toBe('polite');
+    await expect.poll(() => page.locator('#c2-crowd').textContent(), { timeout: 5000 }).toBe('Crowd: 80 % · 1 personleft: 80 % (1 person)');
+    await page.getByRole('button', { name: 'Fireworks', exact: true }).click();
+    await expect.poll(() => page.locator('#feedback').textContent()).toBe('✓ Sent: Fireworks');
+    await page.screenshot({ path: `${ARTIFACTS}/pressed.png`, fullPage: true });
     await page.locator('#c5').fill('hello from a phone');
     await page.locator('#c5').press('Enter');
     await eventually(() => display.sink.messages.some((m) => m.address === '/005' && m.args[0]!.value === 'hello from a phone'), 5000);
+    await expect.poll(() => page.locator('#feedback').textContent()).toBe('✓ Sent: “hello from a phone”');
+    expect(await page.locator('#c5').inputValue()).toBe('');
+    await page.locator('#c5').fill('and again at once');
+    await page.locator('#c5').press('Enter');
+    await expect.poll(() => page.locator('#problem').textContent()).toMatch(/^Too fast: wait \d+ s and try again\.$/);
+    expect(await page.locator('#c5').inputValue()).toBe('and again at once'); // kept, to send again
     const pad = (await page.locator('.pad').boundingBox())!;
     await page.locator('.pad').click({ position: { x: pad.width * 0.25, y: pad.height * 0.75 } }); // scrolled into view first
     await eventually(() => display.sink.messages.some((m) => m.address === '/006' && Math.abs(Number(m.args[0]!.value) - 0.25) < 0.02 && Math.abs(Number(m.args[1]!.value) - 0.75) < 0.02), 5000);
     await page.screenshot({ path: `${ARTIFACTS}/acted.png`, fullPage: true });
   });
 
-  it('follows a page switch: the new page’s controls replace the old ones', async () => {
+  it('shows a vote as bars with counts, and keeps the phone\'s own vote visible', async () => {
+    await page.locator('input[type=radio][name=c4]').nth(1).check();
+    await expect.poll(() => page.locator('#feedback').textContent()).toBe('✓ Voted: Green');
+    await expect.poll(() => page.locator('#c4-mine').textContent()).toBe('Your vote: Green');
+    await expect.poll(() => page.locator('#c4-crowd').textContent(), { timeout: 5000 }).toMatch(/Red 0, Green 1, Blue 0 · 1 person/);
+    expect(await page.locator('#c4-crowd meter').count()).toBe(3);
+    expect(await page.locator('#c4-bar1').getAttribute('value')).toBe('1');
+    await page.screenshot({ path: `${ARTIFACTS}/voted.png`, fullPage: true });
+  });
+
+  it('follows a page switch: the new page\'s name and controls; back again, the own vote is still shown', async () => {
     await t.admin.layouts.activate(t.layoutId, 'encore');
-    await expect.poll(() => page.locator('#title').textContent()).toBe('encore');
+    await expect.poll(() => page.locator('#title').textContent()).toBe('Encore');
     expect(await page.locator('#c2').count()).toBe(0);
     expect(await page.locator('#c8').count()).toBe(1);
+    await page.screenshot({ path: `${ARTIFACTS}/switched.png`, fullPage: true });
     await t.admin.layouts.activate(t.layoutId, 'main');
-    await expect.poll(() => page.locator('#title').textContent()).toBe('main');
+    await expect.poll(() => page.locator('#title').textContent()).toBe('Main set');
+    expect(await page.locator('#c4-mine').textContent()).toBe('Your vote: Green');
+    expect(await page.locator('input[type=radio][name=c4]').nth(1).isChecked()).toBe(true);
   });
+
+  it('says what is wrong when it is not live: a gateway restarting (with the next attempt), then live again; access ended', async () => {
+    // behind a balancer (the tests' TCP proxy), as in production: the restarted gateway is reached at the same address
+    await page.goto('about:blank'); // the other phone leaves first: it would only log its reconnects to a gateway that is gone
+    let target = t.gw.port;
+    const balancer = new FaultProxy({ targets: () => [target] });
+    await balancer.start();
+    const phone = await browser.newPage({ viewport: PHONE, hasTouch: true, isMobile: true });
+    try {
+      await phone.goto(`http://127.0.0.1:${balancer.port}/play/#token=${await seatToken()}`);
+      await expect.poll(() => phone.locator('#state').textContent()).toBe('Live');
+      const previous = t;
+      await previous.close();
+      await expect.poll(() => phone.locator('#state').textContent(), { timeout: 5000 }).toBe("The show's server is restarting: reconnecting.");
+      await expect.poll(() => phone.locator('#next').textContent(), { timeout: 5000 }).toMatch(/^(Next try in \d+ s|Trying now)$/);
+      await phone.screenshot({ path: `${ARTIFACTS}/restarting.png`, fullPage: true });
+      t = await startTestGateway({ redisUrl: redis.get().server.url, sameDataAs: previous });
+      target = t.gw.port;
+      await expect.poll(() => phone.locator('#state').textContent(), { timeout: 40_000 }).toBe('Live');
+      expect(await phone.locator('#next').textContent()).toBe('');
+      await phone.screenshot({ path: `${ARTIFACTS}/back.png`, fullPage: true });
+      await t.admin.layouts.revokeTokens(t.layoutId, { before: Date.now() + 1 }); // the end of the show for every phone: 4001, and this page has no renewal
+      await expect.poll(() => phone.locator('#state').textContent(), { timeout: 5000 }).toBe('Your access has ended. Ask for a new link.');
+      await phone.screenshot({ path: `${ARTIFACTS}/ended.png`, fullPage: true });
+    } finally {
+      await phone.close();
+      await balancer.stop();
+    }
+  }, 60_000);
 
   it('has nothing for axe-core to report, and nothing in the console', async () => {
     // axe is injected as a script, which the page's Content-Security-Policy rightly refuses: a
     // second context that bypasses it, on the same page and state
     const context = await browser.newContext({ viewport: PHONE, bypassCSP: true, hasTouch: true, isMobile: true });
     const audit = await context.newPage();
-    await audit.goto(`${t.url}/play/#token=${await mintToken(t, t.layoutId, t.apiKey)}`);
-    await expect.poll(() => audit.locator('#title').textContent()).toBe('main');
+    await audit.goto(`${t.url}/play/#token=${await seatToken()}`);
+    await expect.poll(() => audit.locator('#title').textContent()).toBe('Main set');
+    await audit.locator('#c2').fill('0.6');
+    await audit.locator('input[type=radio][name=c4]').nth(2).check();
     await expect.poll(() => audit.locator('#c2-crowd').textContent()).toContain('Crowd'); // crowd values shown too
+    await expect.poll(() => audit.locator('#c4-mine').textContent()).toBe('Your vote: Blue'); // and the vote bars and the own vote
     const violations = await axeViolations(audit);
     expect(violations).toEqual([]);
     await context.close();

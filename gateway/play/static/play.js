@@ -35,6 +35,30 @@ function throttled(ms, send) {
 }
 
 const round = (x) => Math.round(x * 1000) / 1000;
+const percent = (x) => `${Math.round(x * 100)} %`;
+const people = (n) => (n === 1 ? '1 person' : `${n} people`);
+
+/** A crowd value as people read it: a share as a percentage, a slider's figure on its own scale (0 to 100 %), votes with counts. */
+function crowdText(control, c) {
+  switch (c.mode) {
+    case 'fraction':
+      return `${percent(c.value)} switched on`;
+    case 'rate':
+      return `${Math.round(c.value * 10) / 10} presses a second`;
+    case 'centroid':
+      return `across ${percent(c.value[0])}, down ${percent(c.value[1])}`;
+    case 'votes':
+      return (control.options ?? []).map((o) => `${o.label} ${c.value[o.index] ?? 0}`).join(', ');
+    default:
+      return percent(c.value); // mean, median, trimmed mean of a slider
+  }
+}
+
+/** "Crowd: 62 % switched on · 12 people", and each zone's figure where the layout has zones. */
+function crowdLine(control, c) {
+  const zones = Object.entries(c.zones ?? {}).map(([z, v]) => `${z}: ${crowdText(control, { ...c, ...v })} (${people(v.n)})`);
+  return [`Crowd: ${crowdText(control, c)} · ${people(c.n)}`, ...zones];
+}
 /** An element with these properties (and attributes, for `role`) and children. */
 function el(tag, props = {}, ...children) {
   const { role, ...rest } = props;
@@ -44,41 +68,80 @@ function el(tag, props = {}, ...children) {
   return node;
 }
 
+/** This phone's own last vote on each Index control, by lid. */
+const myVotes = new Map();
+
+/** The votes of an Index as bars with counts: one <meter> per option. */
+function voteBars(control, c) {
+  const total = c.value.reduce((a, b) => a + b, 0) || 1;
+  return el(
+    'div',
+    { className: 'bars' },
+    ...(control.options ?? []).map((o) => {
+      const n = c.value[o.index] ?? 0;
+      const id = `c${control.lid}-bar${o.index}`;
+      return el('div', { className: 'bar' }, el('label', { htmlFor: id, textContent: `${o.label}: ${n}` }), el('meter', { id, min: 0, max: total, value: n }));
+    }),
+  );
+}
+
 /** One control as a form element, wired to `send`; returns [element, showCrowd]. */
 function render(control, send) {
   const label = control.props?.label ?? `${control.type} ${control.lid}`;
   const id = `c${control.lid}`;
   const crowd = el('output', { className: 'crowd', id: `${id}-crowd`, hidden: true });
-  const show = (text) => {
-    crowd.textContent = text;
+  /** The crowd's value under the control: its lines, and vote bars for an Index. */
+  const show = (c) => {
+    const [first, ...zones] = crowdLine(control, c);
+    const bars = c.mode === 'votes' ? voteBars(control, c) : null;
+    crowd.replaceChildren(el('span', { textContent: first }), ...(bars ? [bars] : []), ...zones.map((z) => el('span', { className: 'zone', textContent: z })));
     crowd.hidden = false;
   };
   switch (control.type) {
     case 'Button': {
       const b = el('button', { type: 'button', textContent: label });
-      b.addEventListener('click', () => send({}));
-      return [el('div', { className: 'control' }, b, crowd), (c) => show(`Crowd: ${round(c.value)} presses/s from ${c.n}`)];
+      b.addEventListener('click', () =>
+        send({}, `Sent: ${label}`).then((ok) => {
+          if (!ok) return;
+          b.classList.add('sent');
+          setTimeout(() => b.classList.remove('sent'), 600);
+        }),
+      );
+      return [el('div', { className: 'control' }, b, crowd), show];
     }
     case 'Slider': {
       const input = el('input', { type: 'range', id, min: '0', max: '1', step: '0.01', value: '0.5' });
-      const go = throttled(50, (value) => send({ value }));
+      const go = throttled(50, (value) => send({ value }, `${label}: ${percent(value)}`));
       input.addEventListener('input', () => go(Number(input.value)));
-      return [el('div', { className: 'control' }, el('label', { htmlFor: id, className: 'name', textContent: label }), input, crowd), (c) => show(`Crowd: ${round(c.value)} (${c.n} people)`)];
+      return [el('div', { className: 'control' }, el('label', { htmlFor: id, className: 'name', textContent: label }), input, crowd), show];
     }
     case 'Toggle': {
       const input = el('input', { type: 'checkbox', id, role: 'switch' });
-      input.addEventListener('change', () => send({ value: input.checked }));
-      return [el('div', { className: 'control' }, el('label', { className: 'switch' }, input, el('span', { className: 'name', textContent: label })), crowd), (c) => show(`Crowd: ${Math.round(c.value * 100)} % on (${c.n} people)`)];
+      input.addEventListener('change', () => send({ value: input.checked }, `${label}: ${input.checked ? 'on' : 'off'}`));
+      return [el('div', { className: 'control' }, el('label', { className: 'switch' }, input, el('span', { className: 'name', textContent: label })), crowd), show];
     }
     case 'Index': {
       const set = el('fieldset', { className: 'control' }, el('legend', { textContent: label }));
+      const mine = el('p', { className: 'mine', id: `${id}-mine`, hidden: !myVotes.has(control.lid) });
+      const showMine = () => {
+        const o = (control.options ?? []).find((x) => x.index === myVotes.get(control.lid));
+        mine.textContent = o ? `Your vote: ${o.label}` : '';
+        mine.hidden = !o;
+      };
+      showMine();
       for (const o of control.options ?? []) {
-        const input = el('input', { type: 'radio', name: id, value: String(o.index) });
-        input.addEventListener('change', () => send({ value: o.index }));
+        const input = el('input', { type: 'radio', name: id, value: String(o.index), checked: myVotes.get(control.lid) === o.index });
+        input.addEventListener('change', () =>
+          send({ value: o.index }, `Voted: ${o.label}`).then((ok) => {
+            if (!ok) return;
+            myVotes.set(control.lid, o.index); // kept across page switches and reconnects
+            showMine();
+          }),
+        );
         set.append(el('label', { className: 'choice' }, input, el('span', { textContent: o.label })));
       }
-      set.append(crowd);
-      return [set, (c) => show(`Votes: ${(control.options ?? []).map((o) => `${o.label} ${c.value[o.index] ?? 0}`).join(', ')}`)];
+      set.append(mine, crowd);
+      return [set, show];
     }
     case 'XYPad': {
       const pad = el('div', { className: 'pad', role: 'presentation' });
@@ -92,7 +155,7 @@ function render(control, send) {
         d.style.top = `${py * 100}%`;
         d.hidden = false;
       };
-      const go = throttled(50, (value) => send({ value }));
+      const go = throttled(50, (value) => send({ value }, `${label}: across ${percent(value[0])}, down ${percent(value[1])}`));
       const move = (px, py) => {
         x.value = String(px);
         y.value = String(py);
@@ -110,12 +173,15 @@ function render(control, send) {
       pad.addEventListener('pointermove', (e) => e.buttons && fromPointer(e));
       for (const r of [x, y]) r.addEventListener('input', () => move(Number(x.value), Number(y.value)));
       const set = el('fieldset', { className: 'control' }, el('legend', { textContent: label }), pad, el('label', { htmlFor: x.id, textContent: 'Across' }), x, el('label', { htmlFor: y.id, textContent: 'Down' }), y, crowd);
-      return [set, (c) => (place(crowdDot, c.value[0], c.value[1]), show(`Crowd: ${round(c.value[0])}, ${round(c.value[1])} (${c.n} people)`))];
+      return [set, (c) => (place(crowdDot, c.value[0], c.value[1]), show(c))];
     }
     case 'String': {
       const input = el('input', { type: 'text', id, maxLength: 200, autocomplete: 'off' });
       const b = el('button', { type: 'button', textContent: 'Send' });
-      const go = () => input.value.trim() && send({ value: input.value.trim() }).then(() => (input.value = ''));
+      const go = () => {
+        const text = input.value.trim();
+        if (text) void send({ value: text }, `Sent: “${text}”`).then((ok) => ok && (input.value = ''));
+      };
       b.addEventListener('click', go);
       input.addEventListener('keydown', (e) => e.key === 'Enter' && (e.preventDefault(), go()));
       return [el('div', { className: 'control' }, el('label', { htmlFor: id, className: 'name', textContent: label }), input, b), () => {}];
@@ -128,22 +194,79 @@ function render(control, send) {
 // a new link opened in this tab (another token): start again with it
 addEventListener('hashchange', () => location.reload());
 
+/** Why an action was refused, in words (the API's codes: docs/api.md). */
+function refusal(e) {
+  switch (e.code) {
+    case 'rate_limited':
+      return `Too fast: wait ${Math.max(1, Math.ceil((e.retryAfterMs ?? 1000) / 1000))} s and try again.`;
+    case 'control_not_found':
+      return 'That control is no longer on the screen.';
+    case 'type_mismatch':
+    case 'invalid_value':
+      return 'That value was not taken. Try again.';
+    case 'timeout':
+      return 'No answer in time: your network may be slow. Try again.';
+    case 'unauthorized':
+      return 'Your access has ended. Ask for a new link.';
+    case 'stopped':
+      return 'The show has ended.';
+    default:
+      return `Not sent (${e.code}).`;
+  }
+}
+
+/** What the state line says while the page is not live, from the close that took it off (`code`). */
+function notLive(live, code) {
+  if (live.state === 'stopped') return code === CLOSE.replaced ? 'Open in another tab or app: this one has stopped.' : 'The show has ended.';
+  if (live.state === 'unauthorized') return 'Your access has ended. Ask for a new link.';
+  if (live.state === 'connecting') return 'Connecting…';
+  if (code === CLOSE.tooSlow) return 'Too slow to keep up: reconnecting.';
+  if (code === CLOSE.serviceRestart || code === CLOSE.goingAway) return "The show's server is restarting: reconnecting.";
+  return 'No network: retrying.';
+}
+
+/** When the next attempt is, counted down (outside the announced state line: it changes every second). */
+function nextAttempt(live) {
+  if (live.state !== 'waiting' || live.nextAttemptAt === null) return '';
+  const seconds = Math.ceil((live.nextAttemptAt - Date.now()) / 1000);
+  return seconds > 0 ? `Next try in ${seconds} s` : 'Trying now';
+}
+
 if (!token) {
   say('No token');
   problem('Open this page with its link: …/play/#token=<audience token>.');
 } else {
   const live = new LiveClient({ url: `${location.protocol === 'https:' ? 'wss' : 'ws'}://${location.host}/live`, token });
   const crowdShown = new Map();
-  const send = (control) => (extra) =>
+  /** Sends; says what was sent (announced), or why it was refused; resolves with whether it was taken. */
+  const send = (control) => (extra, what) =>
     live.send({ lid: control.lid, type: control.type, ...extra }).then(
-      () => problem(''),
-      (e) => problem(e.code === 'rate_limited' ? 'Slow down a little.' : e.message),
+      () => {
+        problem('');
+        $('feedback').textContent = `✓ ${what}`;
+        return true;
+      },
+      (e) => {
+        $('feedback').textContent = '';
+        problem(refusal(e));
+        return false;
+      },
     );
-  live.on('state', (s) => say({ connecting: 'Connecting…', open: 'Live', waiting: 'Reconnecting…', unauthorized: 'Ended', stopped: 'Ended' }[s] ?? s));
-  live.on('unauthorized', () => problem('This link has ended. Ask for a new one.'));
-  live.on('closed', (c) => c.code === CLOSE.layoutGone && problem('The show has ended.'));
+  /** The state line: "Live", or what is wrong; beside it when the next attempt is. */
+  /** The close that took the page off live: a failed reconnect after it (1006, no socket) does not replace it. */
+  let offBy = null;
+  live.on('closed', (c) => (offBy === null || c.code !== 1006 ? (offBy = c.code) : undefined));
+  const showState = () => {
+    if (live.state === 'open') offBy = null;
+    say(live.state === 'open' ? 'Live' : notLive(live, offBy));
+    $('next').textContent = nextAttempt(live);
+    document.body.classList.toggle('offline', live.state !== 'open');
+  };
+  live.on('state', showState);
+  live.on('waiting', showState);
+  setInterval(() => ($('next').textContent = nextAttempt(live)), 1000);
   live.on('page', (page) => {
-    $('title').textContent = page.activePageId;
+    $('title').textContent = page.pageName ?? page.activePageId;
     const form = $('controls');
     crowdShown.clear();
     form.replaceChildren();
