@@ -1,12 +1,23 @@
-import { defineConfig } from 'vitest/config';
+import { configDefaults, defineConfig } from 'vitest/config';
+
+/**
+ * Tests that load the machine on purpose (hundreds of phones and fault-injecting links, thousands of
+ * sockets) or that count UDP datagrams (a loaded machine drops some before the sink reads them):
+ * they run after the others, one file at a time, so neither they nor their neighbours measure a
+ * machine that another test is busy with.
+ */
+const ALONE = ['test/faults/phones-on-bad-networks.test.ts', 'test/faults/live-drain.test.ts', 'test/bridge/fuzz.test.ts'];
 
 export default defineConfig({
   test: {
-    include: ['test/**/*.test.ts'],
     globalSetup: ['test/global-setup.ts'],
     // uWebSockets.js is a native addon: run each file in its own process.
     pool: 'forks',
     testTimeout: 30_000,
     hookTimeout: 30_000,
+    projects: [
+      { extends: true, test: { name: 'tests', include: ['test/**/*.test.ts'], exclude: [...configDefaults.exclude, ...ALONE], sequence: { groupOrder: 0 } } },
+      { extends: true, test: { name: 'alone', include: ALONE, fileParallelism: false, sequence: { groupOrder: 1 } } },
+    ],
   },
 });

@@ -70,7 +70,7 @@ function plan(random: () => number): Planned[] {
     const address = `/${n}`;
     const [type, mode] = pick(SUMMARY_SHAPES);
     const count = int(10_000);
-    const base = { v: 2 as const, kind: 'summary' as const, id: `fs-${seed}-${n}`, layoutId: LAYOUT, lid: n, address, type, mode, windowMs: 600_000, source: `gw-${int(4)}`, seq: int(1000), ts: Date.now(), n: count };
+    const base = { v: 2 as const, kind: 'summary' as const, id: `fs-${seed}-${n}`, layoutId: LAYOUT, lid: n, address, type, mode, windowMs: 600_000, source: `gw-${int(4)}`, seq: int(1000), ts: Date.now() + SUMMARY_AHEAD_MS, n: count };
     const bins = (f: () => number) => Array.from({ length: 101 }, f);
     const figures: Record<string, object> = {
       mean: { sum: random() * count, sumSq: random() * count },
@@ -161,6 +161,14 @@ function plan(random: () => number): Planned[] {
     return { fields: pick(broken)(), address: null };
   });
 }
+
+/**
+ * Valid summaries are stamped this far ahead (within the layout's maxAgeMs): a summary counts for
+ * CROWD_LEASE_MS (3 s) from its ts, and writing 10,000 entries and reading them back can take longer
+ * than that on a loaded machine, when a summary stamped at planning time would expire before the
+ * bridge sends it and the test would count a message short.
+ */
+const SUMMARY_AHEAD_MS = 20_000;
 
 describe(`bridge fuzz (seed ${seed})`, () => {
   it(`survives ${ENTRIES.toLocaleString('en')} random entries: each valid one arrives once, each invalid one is dead-lettered`, async () => {
