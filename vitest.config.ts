@@ -17,7 +17,7 @@ export default defineConfig({
     hookTimeout: 30_000,
     projects: [
       { extends: true, test: { name: 'tests', include: ['test/**/*.test.ts'], exclude: [...configDefaults.exclude, ...ALONE], sequence: { groupOrder: 0 } } },
-      { extends: true, test: { name: 'alone', include: ALONE, fileParallelism: false, sequence: { groupOrder: 1 } } },
+      { extends: true, test: { name: 'alone', include: ALONE, poolOptions: { forks: { singleFork: true } }, sequence: { groupOrder: 1 } } },
     ],
   },
 });
