@@ -95,6 +95,8 @@ export interface LiveEvents {
   closed: { code: number; reason: string };
   /** the token could not be renewed: the client is `unauthorized` (or `stopped`) */
   unauthorized: { code: number; reason: string };
+  /** the socket took the renewed token (`refresh` answered): it now expires at `expiresAt` (ms since the epoch) */
+  refreshed: { expiresAt: number };
   /** the client will try again at `nextAttemptAt` (ms since the epoch), after `lastClose` */
   waiting: { nextAttemptAt: number; lastClose: { code: number; reason: string } | null };
 }
@@ -281,7 +283,7 @@ export class LiveClient {
       case SERVER_OP.expiring:
         return void this.renew(null);
       case SERVER_OP.refreshed:
-        return;
+        return this.emit('refreshed', { expiresAt: Number(frame.expiresAt) });
       case SERVER_OP.ack:
       case SERVER_OP.error: {
         if (typeof frame.ref !== 'string') return; // a refused refresh: the socket keeps its token until CLOSE.tokenExpired

@@ -74,8 +74,11 @@ describe('the client renews its token', () => {
     const { WS, opened } = counting();
     const c = new LiveClient({ url: liveUrl(t.url), token: first, WebSocket: WS, baseDelayMs: 50, refreshToken: () => (renewals++, renewOf(first)()) });
     await eventually(() => c.state === 'open' && c.page !== null, 3000);
+    const refreshed: number[] = [];
+    c.on('refreshed', (e) => refreshed.push(e.expiresAt));
     ahead += 95_000; // within the 30 s notice
-    await eventually(() => renewals === 1, 3000);
+    await eventually(() => renewals === 1 && refreshed.length === 1, 5000); // the socket holds the new token
+    expect(refreshed[0]).toBeGreaterThan(Date.now() + ahead);
     ahead += 40_000; // the first token has expired
     await new Promise((r) => setTimeout(r, 1500));
     await c.send({ lid: 2, type: 'Slider', value: 0.4 });
