@@ -15,9 +15,10 @@ import { checkAction } from './check-action.js';
 import type { AggregatedControl } from './crowd-fold.js';
 import { entryId } from './entry-id.js';
 import { newEntryText } from './entry-text.js';
+import { FRAME_LIMITS } from '../../schemas/live-protocol.js';
 
 /** Idempotency-Key: 1 to 64 of A-Z a-z 0-9 . _ : - */
-export const IDEMPOTENCY_KEY = /^[A-Za-z0-9._:-]{1,64}$/;
+export const IDEMPOTENCY_KEY = FRAME_LIMITS.idempotencyKey; // the header's and the live frame's rule: one, in the protocol module
 
 /** Who is told an action's fate: as the action log tells, or once a promise settles (crowd, Idempotency-Key). */
 export interface IntakeWaiter extends AppendWaiter {

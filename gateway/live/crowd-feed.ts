@@ -13,9 +13,10 @@ import { decodeCrowdSummary } from '../../schemas/action-entry.js';
 import { CrowdTable, type CrowdValue } from '../../schemas/crowd-merge.js';
 import type { RedisClient } from '../../runtime/redis.js';
 import type { RedisKeys } from '../store/keys.js';
+import { FRAME_LIMITS } from '../../schemas/live-protocol.js';
 
 /** How often the merged values are looked at and the changed ones sent: 4 times a second. */
-export const CROWD_TICK_MS = 250;
+export const CROWD_TICK_MS = 1000 / FRAME_LIMITS.crowdFramesPerSecond;
 /** How often a watched channel's subscription is checked, and how long its probe may take to come back. */
 export const PROBE_EVERY_MS = 5000;
 export const PROBE_TIMEOUT_MS = 1000;

@@ -32,14 +32,17 @@ export class TokenLifecycle {
   /** Every open socket: `expiring` once within the notice, CLOSE.tokenExpired at expiry. */
   check(): void {
     const now = this.o.now();
-    for (const [ws, data] of [...this.registry.all()]) {
+    const expired: [LiveSocket, SocketData][] = [];
+    // every socket is looked at without copying the registry; only the few to close are collected
+    for (const [ws, data] of this.registry.all()) {
       const left = data.claims.exp * 1000 - now;
-      if (left <= 0) this.registry.end(ws, data, CLOSE.tokenExpired, 'token_expired');
+      if (left <= 0) expired.push([ws, data]);
       else if (left <= this.o.expiryNoticeMs && !data.noticeSent) {
         data.noticeSent = true;
         this.answer(ws, data, expiringFrame(data.claims.exp * 1000));
       }
     }
+    for (const [ws, data] of expired) this.registry.end(ws, data, CLOSE.tokenExpired, 'token_expired');
   }
 
   /** A `refresh` frame: the socket takes the new token if it is valid and the same participant's. */
