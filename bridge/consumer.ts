@@ -15,7 +15,7 @@ import { actionStreamKey, deadLetterKey } from '../schemas/redis-keys.js';
 import type { BridgeCounters, LayoutCounters } from './counters.js';
 import type { Logger } from '../runtime/log.js';
 import type { LayoutScheduler } from './scheduler.js';
-import { createGroup, groupName, isMissingGroup, settleTrimmed } from './stream-group.js';
+import { createGroup, groupName, isMissingGroup, settleTrimmed, streamIdAfter } from './stream-group.js';
 import { sendStreamCommand } from './stream-command.js';
 
 export interface ConsumerSettings {
@@ -57,6 +57,8 @@ export class LayoutConsumer {
   private loop: Promise<void> | null = null;
   private lastReclaim = 0;
   private lastSettle = 0;
+  /** the group's last-delivered-id when this run took it (null: a new group; undefined: not known) */
+  private deliveredBeforeRun: string | null | undefined = undefined;
   private lastSettleErrorLog = 0;
   /** where the XAUTOCLAIM scan of the group's pending list goes on ('0-0': from the start) */
   private claimCursor = '0-0';
@@ -95,7 +97,7 @@ export class LayoutConsumer {
    */
   async ensureGroup(): Promise<void> {
     await this.createGroup(`${Math.max(0, this.now() - this.scheduler.settings.maxAgeMs)}-0`);
-    await this.settleTrimmed();
+    await this.settleTrimmed(true);
   }
 
   private createGroup(from: string): Promise<boolean> {
@@ -175,7 +177,7 @@ export class LayoutConsumer {
     try {
       const created = await this.createGroup('0');
       this.claimCursor = '0-0';
-      await this.settleTrimmed();
+      await this.settleTrimmed(true);
       if (created) {
         this.c.groupsRecreated++;
         this.log.warn({ layoutId: this.layoutId, group: this.group, cause: (cause as Error).message }, 'consumer group was missing (Redis lost its data?); created it again from the oldest entry in the stream');
@@ -206,19 +208,22 @@ export class LayoutConsumer {
     this.claimCursor = reply[0];
     // Redis 7 drops claimed entries whose data is gone from the pending list and names them here.
     const deleted = this.newlyLost(reply[2] ?? []);
-    if (deleted.length > 0) {
-      this.c.read += deleted.length;
-      this.lost(deleted);
-    }
+    if (deleted.length > 0) this.lost(deleted);
     await this.handle(reply[1]);
   }
 
-  /** Counts the entries trimmed before this bridge read them (and sets its group's lag right). */
-  private async settleTrimmed(): Promise<void> {
+  /**
+   * Counts the entries trimmed before this bridge read them (and sets its group's lag right).
+   * `atStart`: the group is this run's from now on, and what it delivered so far went to an
+   * earlier run (or to nobody, when it is new).
+   */
+  private async settleTrimmed(atStart = false): Promise<void> {
     this.lastSettle = this.now();
     let missed: number;
     try {
-      missed = await settleTrimmed(this.ops, this.stream, this.group);
+      const settled = await settleTrimmed(this.ops, this.stream, this.group);
+      missed = settled.missed;
+      if (atStart) this.deliveredBeforeRun = settled.lastDelivered;
     } catch (e) {
       // only the count and the lag gauge depend on it, never the output: noted, and tried again in a second
       this.c.settleErrors++;
@@ -239,9 +244,20 @@ export class LayoutConsumer {
     return fresh;
   }
 
+  /**
+   * Pending entries whose data is gone. Those delivered to an earlier run of this bridge (at or
+   * before its group's position when this run began) were read, then trimmed before they were
+   * sent; those delivered since reached a read whose reply the link lost (this run holds every
+   * entry it read until it is acked), so this bridge never had them: trimmed unread.
+   */
   private lost(ids: string[]): void {
-    this.c.lostTrimmed += ids.length;
-    this.log.warn({ layoutId: this.layoutId, count: ids.length, ids: ids.slice(0, LOST_IDS_LOGGED) }, 'pending entries lost: their data was trimmed or deleted before they were sent');
+    const before = this.deliveredBeforeRun;
+    const unread = before === undefined ? [] : ids.filter((id) => before === null || streamIdAfter(id, before));
+    const read = ids.length - unread.length;
+    this.c.read += read; // an entry never read is not in `read`'s sum (see counters.ts)
+    this.c.lostTrimmed += read;
+    this.c.lostUnread += unread.length;
+    this.log.warn({ layoutId: this.layoutId, count: ids.length, read, unread: unread.length, ids: ids.slice(0, LOST_IDS_LOGGED) }, 'pending entries lost: their data was trimmed or deleted before they were sent');
   }
 
   /**
@@ -284,10 +300,7 @@ export class LayoutConsumer {
     }
     if (newest > 0) this.counters.newestRead.set(this.layoutId, newest);
     const lost = this.newlyLost(trimmed);
-    if (lost.length > 0) {
-      this.c.read += lost.length;
-      this.lost(lost);
-    }
+    if (lost.length > 0) this.lost(lost);
     for (const id of trimmed) this.scheduler.ackLater(id);
     if (dead.length > 0) await this.deadLetter(dead);
   }

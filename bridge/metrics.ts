@@ -91,7 +91,7 @@ export class BridgeMetrics {
     }
     new Counter({
       name: 'audience_bridge_entries_lost_total',
-      help: 'Entries lost, by layout and reason: trimmed (read, then its data trimmed or deleted before it was sent), trimmed_unread (trimmed or deleted before this bridge read it).',
+      help: 'Entries lost, by layout and reason: trimmed (read by an earlier run of the bridge, then its data trimmed or deleted before it was sent), trimmed_unread (trimmed or deleted before this bridge had its data).',
       labelNames: ['layout', 'reason'],
       registers: [this.registry],
       collect() {

@@ -61,9 +61,17 @@ const SETTLE_SCAN_MAX = 10_000;
 /**
  * The entries trimmed (or deleted) from a layout's stream before this bridge's group read them,
  * since the last call; the group's read counter is set right at the same time, so its lag (XINFO
- * GROUPS) is the entries waiting again. 0 when there is no group yet or it is too far behind to count.
+ * GROUPS) is the entries waiting again. `missed` is 0 when there is no group yet or it is too far
+ * behind to count; `lastDelivered` is the group's last-delivered-id (null: no group).
  */
-export async function settleTrimmed(ops: RedisClient, stream: string, group: string): Promise<number> {
-  const [missed] = (await ops.eval(SETTLE_TRIMMED, 1, stream, group, SETTLE_SCAN_MAX)) as [number, number];
-  return missed;
+export async function settleTrimmed(ops: RedisClient, stream: string, group: string): Promise<{ missed: number; lastDelivered: string | null }> {
+  const [missed, , last] = (await ops.eval(SETTLE_TRIMMED, 1, stream, group, SETTLE_SCAN_MAX)) as [number, number, string?];
+  return { missed, lastDelivered: last ?? null };
+}
+
+/** Whether stream id `a` comes after `b` (ids are `ms-seq`, compared as numbers). */
+export function streamIdAfter(a: string, b: string): boolean {
+  const [am = 0, as = 0] = a.split('-').map(Number);
+  const [bm = 0, bs = 0] = b.split('-').map(Number);
+  return am > bm || (am === bm && as > bs);
 }

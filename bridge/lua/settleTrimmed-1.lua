@@ -4,8 +4,9 @@
 -- the group would otherwise stay in its lag for ever, and be lost without a trace.)
 -- KEYS[1]  the layout's action stream
 -- ARGV[1]  this bridge's group   ARGV[2] the most entries after the group's position counted one by one
--- returns  {missed, waiting}: entries lost unread since the last call, entries in the stream not yet
---          delivered; {0, -1} no such group; {0, -2} the group is too far behind to count now
+-- returns  {missed, waiting, last}: entries lost unread since the last call, entries in the stream not
+--          yet delivered, the group's last-delivered-id; {0, -1} no such group; {0, -2, last} the group
+--          is too far behind to count now
 local function field(t, name)
   for i = 1, #t, 2 do if t[i] == name then return t[i + 1] end end
   return nil
@@ -37,7 +38,7 @@ elseif after(first[1], last) then
   waiting = field(stream, 'length')
 else
   local ahead = redis.call('XRANGE', KEYS[1], '(' .. last, '+', 'COUNT', ARGV[2])
-  if #ahead >= tonumber(ARGV[2]) then return {0, -2} end
+  if #ahead >= tonumber(ARGV[2]) then return {0, -2, last} end
   waiting = #ahead
 end
 local delivered = added - waiting
@@ -47,4 +48,4 @@ if (not read) or missed ~= 0 then
   redis.call('XGROUP', 'SETID', KEYS[1], ARGV[1], last, 'ENTRIESREAD', delivered)
 end
 if missed < 0 then missed = 0 end
-return {missed, waiting}
+return {missed, waiting, last}

@@ -15,6 +15,7 @@ import { configFile, spawnBridge, stopProcess } from '../helpers/bridge.js';
 import { audiencectlJson } from '../helpers/cli.js';
 import { recordFigure } from '../helpers/figures.js';
 import { spawnGateway } from '../helpers/gateway-process.js';
+import { FaultProxy } from '../helpers/fault-proxy.js';
 import { DEMO_LAYOUT, eventually, postAction, postJson } from '../helpers/gateway.js';
 import { startFakeNotifySocket } from '../helpers/notify-socket.js';
 import { randomPrefix, useRedis } from '../helpers/redis.js';
@@ -72,6 +73,37 @@ describe('bridge chaos', () => {
     const after = await metricsOf();
     expect(after).toContain('audience_bridge_entries_lost_total{layout="show",reason="trimmed_unread"} 300');
     expect(after).toContain('audience_bridge_consumer_lag_entries{layout="show"} 0');
+    await stopProcess(child, 'SIGTERM');
+  });
+
+  it('(e) 40 entries trimmed before the bridge had them, one of them delivered to a read whose reply the link lost: 40 counted as trimmed_unread', async () => {
+    const s = await sink();
+    const proxy = new FaultProxy({ targets: () => [redis.get().server.port] });
+    await proxy.start();
+    cleanups.push(() => proxy.stop());
+    const prefix = randomPrefix();
+    const key = actionStreamKey(prefix, 'show');
+    const c = redis.get().client;
+    const file = configFile({ redisUrl: `redis://127.0.0.1:${proxy.port}`, prefix, bridgeId: 'chaos-e', layouts: [{ layoutId: 'show', targets: [{ host: '127.0.0.1', port: s.port }] }] });
+    const { child, output } = await spawnBridge(['--config', file]);
+    children.push(child);
+    await c.xadd(key, '*', ACTION_FIELD, encodeActionEntry(entry('warm')));
+    await eventually(() => s.messages.length === 1, 3000);
+    // The link vanishes under the bridge's blocking read: Redis hands the first of the 40 to that
+    // read, and its reply never arrives. All 40 are trimmed away before the link comes back.
+    proxy.vanish();
+    for (let i = 0; i < 40; i++) await c.xadd(key, '*', ACTION_FIELD, encodeActionEntry(entry(`unread-${i}`)));
+    expect(((await c.xpending(key, 'bridge:chaos-e')) as [number])[0]).toBe(1);
+    await c.xtrim(key, 'MAXLEN', 0);
+    for (let i = 0; i < 5; i++) await c.xadd(key, '*', ACTION_FIELD, encodeActionEntry(entry(`kept-${i}`)));
+    proxy.cut();
+    proxy.restore();
+    await eventually(() => s.messages.filter((m) => String(m.args[0]!.value).startsWith('kept-')).length === 5, 10_000);
+    const metricsOf = async () => (await fetch(`http://127.0.0.1:${opsPortOf(output())}/metrics`)).text();
+    await eventually(async () => (await metricsOf()).includes('audience_bridge_entries_lost_total{layout="show",reason="trimmed_unread"} 40'), 5000);
+    expect(await metricsOf()).toContain('audience_bridge_entries_lost_total{layout="show",reason="trimmed"} 0');
+    expect(s.messages.some((m) => String(m.args[0]!.value).startsWith('unread-'))).toBe(false);
+    await eventually(async () => ((await c.xpending(key, 'bridge:chaos-e')) as [number])[0] === 0);
     await stopProcess(child, 'SIGTERM');
   });
 
