@@ -80,14 +80,14 @@ export async function startBridge(config: BridgeConfig, opts: BridgeOptions): Pr
   let stopping = false;
 
   const ops = connectBridgeRedis(bridgeRedisTarget(config), `audience-bridge:${config.bridgeId}`, 2000);
-  await connectWithRetry(ops, log, () => stopping);
+  await connectWithRetry(ops, log, () => stopping, bridgeRedisTarget(config));
   const readers: RedisClient[] = [];
   const schedulers: LayoutScheduler[] = [];
   const consumers: LayoutConsumer[] = [];
   const cues: LayoutCues[] = [];
   for (const layout of config.layouts) {
     const reader = connectBridgeRedis(bridgeRedisTarget(config), `audience-bridge:${config.bridgeId}:read`, blockMs + 2000);
-    await connectWithRetry(reader, log, () => stopping);
+    await connectWithRetry(reader, log, () => stopping, bridgeRedisTarget(config));
     readers.push(reader);
     const scheduler = new LayoutScheduler(layout, streamAcker(ops, config.redisPrefix, config.bridgeId, layout.layoutId), counters, log, now);
     const consumer = new LayoutConsumer(

@@ -2,7 +2,8 @@
 // against schemas/bridge-config.schema.json with its defaults filled in, then frozen.
 import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
-import { parseClusterNodes, type RedisTarget } from '../runtime/redis.js';
+import { checkTlsSettings, parseClusterNodes, type RedisTarget } from '../runtime/redis.js';
+import { redisTlsFromEnv, RedisTlsError, type RedisTlsFiles } from '../runtime/redis-tls.js';
 import type { ErrorObject } from 'ajv';
 import { createAjv, jsonPointerToPath } from '../schemas/validators.js';
 import type { BooleanMode } from './osc.js';
@@ -27,6 +28,8 @@ export interface BridgeConfig {
   readonly redisUrl: string;
   /** seed nodes of a Redis Cluster; absent: one server at redisUrl */
   readonly redisClusterNodes?: readonly string[];
+  /** TLS to Redis (rediss://): the config file's redisTls, else REDIS_TLS_* */
+  readonly redisTls?: RedisTlsFiles;
   readonly redisPrefix: string;
   readonly presenceTtlMs: number;
   readonly logLevel: string;
@@ -122,6 +125,8 @@ export function loadBridgeConfig(flags: BridgeFlags, env: NodeJS.ProcessEnv = pr
   raw.bridgeId ??= hostname().replace(/[^A-Za-z0-9_.-]/g, '-').slice(0, 64) || 'bridge';
   if (env.REDIS_PREFIX !== undefined && raw.redisPrefix === undefined) raw.redisPrefix = env.REDIS_PREFIX;
   if (env.LOG_LEVEL) raw.logLevel = env.LOG_LEVEL;
+  const tlsFromEnv = redisTlsFromEnv(env);
+  if (raw.redisTls === undefined && tlsFromEnv) raw.redisTls = tlsFromEnv;
 
   const validate = createAjv({ defaults: true }).getSchema('bridge-config.schema.json');
   if (!validate) throw new Error('bridge-config.schema.json missing');
@@ -129,7 +134,14 @@ export function loadBridgeConfig(flags: BridgeFlags, env: NodeJS.ProcessEnv = pr
   const ids = (raw.layouts as { layoutId: string }[]).map((l) => l.layoutId);
   const dup = ids.find((id, i) => ids.indexOf(id) !== i);
   if (dup) throw new BridgeConfigError(`layout "${dup}" appears twice`);
-  return deepFreeze(raw) as unknown as BridgeConfig;
+  const config = deepFreeze(raw) as unknown as BridgeConfig;
+  try {
+    checkTlsSettings(bridgeRedisTarget(config));
+  } catch (e) {
+    if (e instanceof RedisTlsError) throw new BridgeConfigError(e.message);
+    throw e;
+  }
+  return config;
 }
 
 /** "line L, column C" of a JSON.parse error: from the position it names, else the end of the text. */
@@ -188,6 +200,6 @@ function deepFreeze<T>(o: T): T {
 }
 
 /** Where the bridge's Redis is: the cluster's seed nodes when given, else the URL. */
-export function bridgeRedisTarget(c: Pick<BridgeConfig, 'redisUrl' | 'redisClusterNodes'>): RedisTarget {
-  return { url: c.redisUrl, clusterNodes: c.redisClusterNodes };
+export function bridgeRedisTarget(c: Pick<BridgeConfig, 'redisUrl' | 'redisClusterNodes' | 'redisTls'>): RedisTarget {
+  return { url: c.redisUrl, clusterNodes: c.redisClusterNodes, ...(c.redisTls && { tls: c.redisTls }) };
 }

@@ -3,8 +3,9 @@
 // Wiring only: flags -> config -> bridge -> signals. See the README's "Bridge" section.
 import { Command, CommanderError } from 'commander';
 import { startBridge } from './app.js';
-import { BridgeConfigError, loadBridgeConfig, type BridgeFlags } from './config.js';
+import { BridgeConfigError, bridgeRedisTarget, loadBridgeConfig, type BridgeFlags } from './config.js';
 import { createLogger } from '../runtime/log.js';
+import { tlsHandshakeProblem } from '../runtime/redis.js';
 import { settledWithin, stopSignal } from '../runtime/signals.js';
 
 /** How long a start that a stop signal interrupted may still take before the process exits anyway. */
@@ -46,6 +47,12 @@ async function main(): Promise<number> {
     throw e;
   }
   if (flags.checkConfig) {
+    // TLS to Redis: one handshake shows whether the certificates are the right ones
+    const tls = await tlsHandshakeProblem(bridgeRedisTarget(config));
+    if (tls) {
+      process.stderr.write(`audience-bridge: invalid configuration: ${tls}\n`);
+      return 2;
+    }
     process.stdout.write(`audience-bridge: configuration OK (${config.layouts.length} layout(s), bridge id ${config.bridgeId})\n`);
     return 0;
   }

@@ -2,7 +2,8 @@
 // Each key is declared once in that schema with its default, its environment variable and its trade-off.
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { parseClusterNodes, type RedisTarget } from '../runtime/redis.js';
+import { checkTlsSettings, parseClusterNodes, type RedisTarget } from '../runtime/redis.js';
+import { hasTlsSettings, RedisTlsError } from '../runtime/redis-tls.js';
 import { createAjv, SCHEMA_DIR } from '../schemas/validators.js';
 
 export interface GatewayConfig {
@@ -12,6 +13,11 @@ export interface GatewayConfig {
   /** comma-separated seed nodes; empty: one server at redisUrl */
   readonly redisClusterNodes: string;
   readonly redisPrefix: string;
+  /** TLS to Redis (rediss://): empty strings are unset */
+  readonly redisTlsCaFile: string;
+  readonly redisTlsCertFile: string;
+  readonly redisTlsKeyFile: string;
+  readonly redisTlsServername: string;
   /** "1".."99" or "auto" */
   readonly gatewayWorkers: string;
   readonly redisCommandTimeoutMs: number;
@@ -98,10 +104,18 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     const where = envName ? `${key} (${envName})` : key;
     throw new ConfigError(`invalid configuration: ${where} ${e?.keyword === 'additionalProperties' ? 'is not a setting' : (e?.message ?? 'is invalid')}`);
   }
-  return Object.freeze(raw) as unknown as GatewayConfig;
+  const config = Object.freeze(raw) as unknown as GatewayConfig;
+  try {
+    checkTlsSettings(redisTarget(config));
+  } catch (e) {
+    if (e instanceof RedisTlsError) throw new ConfigError(`invalid configuration: ${e.message}`);
+    throw e;
+  }
+  return config;
 }
 
 /** Where the configured Redis is: the cluster's seed nodes when REDIS_CLUSTER_NODES is set, else REDIS_URL. */
-export function redisTarget(c: Pick<GatewayConfig, 'redisUrl' | 'redisClusterNodes'>): RedisTarget {
-  return { url: c.redisUrl, clusterNodes: parseClusterNodes(c.redisClusterNodes) };
+export function redisTarget(c: Pick<GatewayConfig, 'redisUrl' | 'redisClusterNodes' | 'redisTlsCaFile' | 'redisTlsCertFile' | 'redisTlsKeyFile' | 'redisTlsServername'>): RedisTarget {
+  const tls = { caFile: c.redisTlsCaFile || undefined, certFile: c.redisTlsCertFile || undefined, keyFile: c.redisTlsKeyFile || undefined, servername: c.redisTlsServername || undefined };
+  return { url: c.redisUrl, clusterNodes: parseClusterNodes(c.redisClusterNodes), ...(hasTlsSettings(tls) && { tls }) };
 }

@@ -10,7 +10,7 @@ import { nativeUws } from './http/uws.js';
 import { superviseWorkers } from './workers/supervisor.js';
 import { isWorker, serveSupervisor, workerCount } from './workers/worker.js';
 import { createLogger } from '../runtime/log.js';
-import { describeTarget } from '../runtime/redis.js';
+import { describeTarget, tlsHandshakeProblem } from '../runtime/redis.js';
 import { stopSignal } from '../runtime/signals.js';
 import { fileURLToPath } from 'node:url';
 
@@ -26,6 +26,12 @@ async function main(argv: string[]): Promise<number> {
     throw e;
   }
   if (argv.includes('--check-config')) {
+    // TLS to Redis: one handshake shows whether the certificates are the right ones
+    const tls = await tlsHandshakeProblem(redisTarget(config));
+    if (tls) {
+      process.stderr.write(`audience-gateway: invalid configuration: ${tls}\n`);
+      return 2;
+    }
     process.stdout.write(`audience-gateway: configuration OK\n`);
     return 0;
   }

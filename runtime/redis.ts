@@ -6,6 +6,7 @@
 // longer than its BLOCK.
 import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis';
 import type { Logger } from './log.js';
+import { checkTlsHandshake, hasTlsSettings, RedisTlsError, tlsOptions, tlsProblem, type RedisTlsFiles } from './redis-tls.js';
 
 /** A connection to one server or to a cluster: the commands the code uses work on both. */
 export type RedisClient = Redis | Cluster;
@@ -14,6 +15,51 @@ export type RedisClient = Redis | Cluster;
 export interface RedisTarget {
   url: string;
   clusterNodes?: readonly string[] | undefined;
+  /** CA, client certificate and server name for rediss:// (see redis-tls.ts) */
+  tls?: RedisTlsFiles | undefined;
+}
+
+/** Whether the target speaks TLS: a rediss:// URL, or a rediss:// seed node. */
+function usesTls(target: RedisTarget): boolean {
+  return target.clusterNodes?.length ? target.clusterNodes.some((n) => n.startsWith('rediss://')) : target.url.startsWith('rediss://');
+}
+
+/**
+ * Checks the target's TLS settings without connecting: the files are readable PEM, and they go
+ * with a rediss:// URL (a CA file beside a plain redis:// URL would otherwise be silently unused).
+ * Throws a RedisTlsError that names the setting.
+ */
+export function checkTlsSettings(target: RedisTarget): void {
+  if (!hasTlsSettings(target.tls)) return;
+  if (!usesTls(target)) throw new RedisTlsError(`REDIS_TLS_* settings are given but Redis is not reached over TLS: use a rediss:// URL${target.clusterNodes?.length ? ' for the seed nodes' : ''}`);
+  tlsOptions(target.tls);
+}
+
+/**
+ * Whether the target's certificate (and ours) are accepted, tried with one TLS handshake to its
+ * (first) host: the problem in words naming the file, or null (also when Redis cannot be reached
+ * now: that is not a settings problem, and is retried like any outage).
+ */
+export async function tlsHandshakeProblem(target: RedisTarget): Promise<string | null> {
+  if (!usesTls(target)) return null;
+  const first = target.clusterNodes?.length ? target.clusterNodes.find((n) => n.startsWith('rediss://'))! : target.url;
+  const url = new URL(first);
+  return checkTlsHandshake(url.hostname.replace(/^\[|\]$/g, ''), Number(url.port || 6379), target.tls);
+}
+
+/**
+ * Whether a failed connection was a certificate problem (never retried), in words naming the file;
+ * else null. The error alone may not tell: a server that wants a client certificate (TLS 1.3)
+ * resets the connection once the client writes, so one handshake that only reads asks it.
+ */
+export async function tlsFailure(target: RedisTarget, ...errors: unknown[]): Promise<string | null> {
+  if (!usesTls(target)) return null;
+  for (const e of errors) {
+    const err = e as Error & { lastNodeError?: Error };
+    const problem = e ? tlsProblem(err.lastNodeError ?? e, target.tls) : null;
+    if (problem) return problem;
+  }
+  return tlsHandshakeProblem(target);
 }
 
 export interface FailFastSettings {
@@ -69,9 +115,11 @@ function seed(node: string): { host: string; port: number; auth: RedisOptions } 
  */
 export function createRedisClient(target: RedisTarget, s: FailFastSettings): RedisClient {
   const options = failFastRedisOptions(s);
-  if (!target.clusterNodes?.length) return new Redis(target.url, options);
+  const tls = hasTlsSettings(target.tls) && usesTls(target) ? tlsOptions(target.tls) : undefined;
+  if (!target.clusterNodes?.length) return new Redis(target.url, tls ? { ...options, tls } : options);
   const seeds = target.clusterNodes.map(seed);
-  const auth = seeds.find((n) => n.auth.password || n.auth.tls)?.auth ?? {};
+  const found = seeds.find((n) => n.auth.password || n.auth.tls)?.auth ?? {};
+  const auth = tls ? { ...found, tls } : found;
   const { enableAutoPipelining, enableOfflineQueue, lazyConnect, retryStrategy: _, ...perNode } = options;
   const cluster: ClusterOptions = {
     lazyConnect,
@@ -119,19 +167,32 @@ export function connectBridgeRedis(target: RedisTarget, name: string, commandTim
   return redis;
 }
 
-/** Connects, retrying with backoff until it works or `stopped()` says to give up. */
-export async function connectWithRetry(redis: RedisClient, log: Logger, stopped: () => boolean): Promise<void> {
+/**
+ * Connects, retrying with backoff until it works or `stopped()` says to give up. A certificate
+ * that does not verify is a settings problem, not an outage: it throws at once, naming the file.
+ */
+export async function connectWithRetry(redis: RedisClient, log: Logger, stopped: () => boolean, target?: RedisTarget): Promise<void> {
   let delay = 100;
+  let lastError: unknown = null;
+  const noted = (e: unknown) => (lastError = e);
   for (;;) {
+    redis.on('error', noted);
     try {
       await redis.connect();
       return;
     } catch (e) {
+      const tls = target && (await tlsFailure(target, e, lastError));
+      if (tls) {
+        redis.disconnect();
+        throw new Error(`cannot connect to Redis at ${describeTarget(target)}: ${tls}`);
+      }
       if (stopped()) throw e;
       log.warn({ err: (e as Error).message, retryInMs: delay }, 'cannot reach Redis yet; retrying');
       redis.disconnect();
       await new Promise((r) => setTimeout(r, delay));
       delay = Math.min(delay * 2, 2000);
+    } finally {
+      redis.off('error', noted);
     }
   }
 }

@@ -29,7 +29,11 @@ function run(body: Action) {
     let redis: RedisClient | undefined;
     try {
       // only what audiencectl uses: a bad PORT or TOKEN_TTL_SECONDS is the gateway's business
-      const config = loadConfig({ REDIS_URL: process.env.REDIS_URL, REDIS_CLUSTER_NODES: process.env.REDIS_CLUSTER_NODES, REDIS_PREFIX: process.env.REDIS_PREFIX });
+      const env = process.env;
+      const config = loadConfig({
+        REDIS_URL: env.REDIS_URL, REDIS_CLUSTER_NODES: env.REDIS_CLUSTER_NODES, REDIS_PREFIX: env.REDIS_PREFIX,
+        REDIS_TLS_CA_FILE: env.REDIS_TLS_CA_FILE, REDIS_TLS_CERT_FILE: env.REDIS_TLS_CERT_FILE, REDIS_TLS_KEY_FILE: env.REDIS_TLS_KEY_FILE, REDIS_TLS_SERVERNAME: env.REDIS_TLS_SERVERNAME,
+      });
       redis = await connectToolRedis(redisTarget(config));
       await body({ stores: createStores(redis, config.redisPrefix), out }, ...(args.slice(0, -1) as never[]));
     } catch (e) {

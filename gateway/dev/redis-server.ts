@@ -11,6 +11,8 @@ export interface RedisServerOptions {
   /** fixed port; a free one when omitted */
   port?: number;
   appendOnly?: boolean;
+  /** more redis-server arguments (a TLS port and its certificates, say) */
+  extraArgs?: readonly string[];
 }
 
 export interface RedisServer {
@@ -96,6 +98,7 @@ export async function startRedisServer(opts: RedisServerOptions): Promise<RedisS
     '--daemonize', 'no',
     '--logfile', '',
     '--loglevel', 'warning',
+    ...(opts.extraArgs ?? []),
   ];
   let child: ChildProcess;
   const launch = async (): Promise<void> => {

@@ -1,7 +1,7 @@
 // The gateway's Redis connections: the fail-fast options of runtime/redis.ts (a failed command
 // becomes 503 unavailable), with quick reconnects; and one-shot tool clients.
 // Both work on one server and on Redis Cluster.
-import { connectionFailure, createRedisClient, describeTarget, type RedisClient, type RedisTarget } from '../../runtime/redis.js';
+import { connectionFailure, createRedisClient, describeTarget, tlsFailure, type RedisClient, type RedisTarget } from '../../runtime/redis.js';
 
 /** Wraps a Redis call on the request path (metrics time it); `untimed` does nothing. */
 export type RedisTimer = <T>(command: string, p: Promise<T>) => Promise<T>;
@@ -19,11 +19,14 @@ export async function connectServiceRedis(s: RedisSettings): Promise<RedisClient
   const redis = createRedisClient(s, { name: s.name, commandTimeoutMs: s.commandTimeoutMs, reconnectStepMs: 50, maxReconnectDelayMs: 250, ...(s.shardedSubscribers && { shardedSubscribers: true }) });
   let lastError = '';
   // Later errors surface as command failures and 'close'/'ready' events; without a listener ioredis logs them to stderr.
-  redis.on('error', (e: Error) => (lastError = connectionFailure(e)));
+  let failure: unknown = null;
+  redis.on('error', (e: Error) => ((lastError = connectionFailure(e)), (failure ??= e)));
   try {
     await redis.connect();
   } catch (e) {
     redis.disconnect();
+    const tls = await tlsFailure(s, e, failure);
+    if (tls) throw new Error(`cannot connect to Redis at ${describeTarget(s)}: ${tls}`);
     throw new Error(`cannot reach Redis at ${describeTarget(s)}: ${lastError || connectionFailure(e)}; set ${s.clusterNodes?.length ? 'REDIS_CLUSTER_NODES' : 'REDIS_URL'}`);
   }
   return redis;
@@ -33,11 +36,14 @@ export async function connectServiceRedis(s: RedisSettings): Promise<RedisClient
 export async function connectToolRedis(target: RedisTarget): Promise<RedisClient> {
   const redis = createRedisClient(target, { name: 'audiencectl', commandTimeoutMs: 5000, reconnectStepMs: 100, maxReconnectDelayMs: 100 });
   let lastError = '';
-  redis.on('error', (e: Error) => (lastError = connectionFailure(e)));
+  let failure: unknown = null;
+  redis.on('error', (e: Error) => ((lastError = connectionFailure(e)), (failure ??= e)));
   try {
     await redis.connect();
   } catch (e) {
     redis.disconnect();
+    const tls = await tlsFailure(target, e, failure);
+    if (tls) throw new Error(`cannot connect to Redis at ${describeTarget(target)}: ${tls}`);
     throw new Error(`cannot reach Redis at ${describeTarget(target)} (${lastError || connectionFailure(e)}); set ${target.clusterNodes?.length ? 'REDIS_CLUSTER_NODES' : 'REDIS_URL'}`);
   }
   return redis;

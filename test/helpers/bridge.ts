@@ -22,12 +22,14 @@ export interface TestBridgeOptions {
   reclaimIdleMs?: number;
   /** the config file's sendCpu (thread-priority.ts) */
   sendCpu?: number;
+  /** the config file's redisTls */
+  redisTls?: Record<string, string>;
 }
 
 /** Writes a config file, as a venue technician would. */
 export function configFile(o: TestBridgeOptions): string {
   const file = join(mkdtempSync(join(tmpdir(), 'ac-bridge-')), 'bridge.json');
-  const body = { bridgeId: o.bridgeId ?? 'test-bridge', redisUrl: o.redisUrl, redisPrefix: o.prefix, logLevel: 'silent', opsPort: 0, ...(o.presenceTtlMs && { presenceTtlMs: o.presenceTtlMs }), ...(o.sendCpu !== undefined && { sendCpu: o.sendCpu }), layouts: o.layouts };
+  const body = { bridgeId: o.bridgeId ?? 'test-bridge', redisUrl: o.redisUrl, redisPrefix: o.prefix, logLevel: 'silent', opsPort: 0, ...(o.presenceTtlMs && { presenceTtlMs: o.presenceTtlMs }), ...(o.sendCpu !== undefined && { sendCpu: o.sendCpu }), ...(o.redisTls && { redisTls: o.redisTls }), layouts: o.layouts };
   writeFileSync(file, JSON.stringify(body));
   return file;
 }
