@@ -3,13 +3,14 @@
 // every gateway learns of each change through the invalidation channel.
 import { readFileSync } from 'node:fs';
 import { Command, CommanderError } from 'commander';
-import type { RedisClient } from '../../runtime/redis.js';
+import type { RedisClient, RedisTarget } from '../../runtime/redis.js';
 import { loadConfig, redisTarget } from '../config.js';
 import { generatePassword } from '../admin/passwords.js';
 import { AppError } from '../errors.js';
 import { describeAggregate } from '../../schemas/aggregate.js';
 import { checkLayoutDefinition } from '../layouts/check-definition.js';
 import { connectToolRedis } from '../store/redis.js';
+import { bridgeRedisUrl, grantBridge, revokeBridge } from '../store/bridge-acl.js';
 import { migrateLegacyKeys } from '../store/migrate.js';
 import { createStores, type Stores } from '../store/stores.js';
 import { CliOutput, isoOrDash, table } from './output.js';
@@ -17,6 +18,8 @@ import { CliOutput, isoOrDash, table } from './output.js';
 interface Ctx {
   stores: Stores;
   out: CliOutput;
+  /** where Redis is (the admin's URL or seed nodes) */
+  target: RedisTarget;
 }
 
 type Action = (ctx: Ctx, ...args: never[]) => Promise<void>;
@@ -34,8 +37,9 @@ function run(body: Action) {
         REDIS_URL: env.REDIS_URL, REDIS_CLUSTER_NODES: env.REDIS_CLUSTER_NODES, REDIS_PREFIX: env.REDIS_PREFIX,
         REDIS_TLS_CA_FILE: env.REDIS_TLS_CA_FILE, REDIS_TLS_CERT_FILE: env.REDIS_TLS_CERT_FILE, REDIS_TLS_KEY_FILE: env.REDIS_TLS_KEY_FILE, REDIS_TLS_SERVERNAME: env.REDIS_TLS_SERVERNAME,
       });
-      redis = await connectToolRedis(redisTarget(config));
-      await body({ stores: createStores(redis, config.redisPrefix), out }, ...(args.slice(0, -1) as never[]));
+      const target = redisTarget(config);
+      redis = await connectToolRedis(target);
+      await body({ stores: createStores(redis, config.redisPrefix), out, target }, ...(args.slice(0, -1) as never[]));
     } catch (e) {
       process.exitCode = out.failure(e);
     } finally {
@@ -302,6 +306,28 @@ leaf(signing, 'retire', 'stop accepting tokens signed with a key')
     run(async ({ stores, out }, kid: string) => {
       const k = await stores.signingKeys.retire(kid);
       out.result({ kid: k.kid, retiredAt: new Date(k.retiredAt ?? Date.now()).toISOString() }, `signing key ${kid} retired`);
+    }),
+  );
+
+const bridge = program.command('bridge').description("a venue bridge's own Redis user: its layouts' streams, presence and cue state, nothing else");
+leaf(bridge, 'grant', "create or update the bridge's Redis user (bridge-<ID>) for these layouts, with a new password; prints the redisUrl for its config")
+  .requiredOption('--bridge-id <id>', "the bridge's bridgeId")
+  .requiredOption('--layout <layoutId>', 'a layout it serves (repeat for more)', (v: string, all: string[]) => [...all, v], [] as string[])
+  .action(
+    run(async ({ stores, out, target }, opts: { bridgeId: string; layout: string[] }) => {
+      const g = await grantBridge(stores.redis, stores.keys.prefix, opts.bridgeId, opts.layout);
+      const redisUrl = bridgeRedisUrl(target.clusterNodes?.[0] ?? target.url, g.user, g.password);
+      const where = target.clusterNodes?.length ? `on ${g.nodes} cluster nodes; give the bridge redisClusterNodes with these credentials in the first` : 'set';
+      const kept = g.saved ? 'saved to the aclfile' : 'not saved: this Redis has no aclfile, so it lasts until Redis restarts (see docs/venue.md)';
+      out.result({ user: g.user, password: g.password, redisUrl }, `Redis user ${g.user} ${where} (${kept}) for ${opts.layout.join(', ')}; the password is shown this once.\nredisUrl: ${redisUrl}`);
+    }),
+  );
+leaf(bridge, 'revoke', "delete the bridge's Redis user: it can no longer connect")
+  .requiredOption('--bridge-id <id>', "the bridge's bridgeId")
+  .action(
+    run(async ({ stores, out }, opts: { bridgeId: string }) => {
+      const deleted = await revokeBridge(stores.redis, opts.bridgeId);
+      out.result({ user: `bridge-${opts.bridgeId}`, deleted }, deleted ? `Redis user bridge-${opts.bridgeId} deleted` : `no Redis user bridge-${opts.bridgeId}`);
     }),
   );
 

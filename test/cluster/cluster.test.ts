@@ -6,6 +6,7 @@ import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Cluster, Redis } from 'ioredis';
 import { decodeProtectedHeader } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { configFile, spawnBridge, stopProcess } from '../helpers/bridge.js';
@@ -23,6 +24,15 @@ const children: ChildProcess[] = [];
 const sink = new UdpSink();
 let env: { REDIS_URL: string; REDIS_PREFIX: string; REDIS_CLUSTER_NODES: string };
 const ctl = (...args: string[]) => audiencectlJson(env, ...args);
+/** One command on one node (not through the cluster), its answer as JSON. */
+async function onNode(port: number, ...command: string[]): Promise<string> {
+  const node = new Redis(port, '127.0.0.1');
+  try {
+    return JSON.stringify(await node.call(command[0]!, ...command.slice(1)));
+  } finally {
+    node.disconnect();
+  }
+}
 
 let layouts: string[] = [];
 let teamA = '';
@@ -135,6 +145,47 @@ describe('on a 3-master Redis Cluster', () => {
     const out = await call(`${gateways[1]!.url}/admin/api/logout`, { method: 'POST', headers: { cookie, 'x-csrf-token': admin.csrf } });
     expect(out.status).toBe(200);
     expect((await call(`${gateways[0]!.url}/admin/api/session`, { headers: { cookie } })).status).toBe(401);
+  });
+
+  it("a bridge under its own Redis user (audiencectl bridge grant), set on every master and replica: actions, the crowd, a cue and presence; NOPERM elsewhere", async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'ac-acl-'));
+    const crowdLayout = {
+      layoutId: 'crowd-acl', name: 'Crowd', activePageId: 'main',
+      pages: [{ pageId: 'main', name: 'Main', controls: [{ lid: 4, address: '/004', type: 'Index', props: { label: 'Colour' }, options: [{ index: 0, label: 'Red' }, { index: 1, label: 'Green' }], aggregate: { mode: 'votes', windowMs: 60_000, cue: { quorum: 3, share: 0.6, holdMs: 200 } } }] }],
+    };
+    writeFileSync(join(dir, 'crowd.json'), JSON.stringify(crowdLayout));
+    await ctl('layout', 'import', '--team', teamB, join(dir, 'crowd.json'));
+    const plain = layouts[layouts.length - 1]!;
+    const grant = await ctl('bridge', 'grant', '--bridge-id', 'venue-c', '--layout', plain, '--layout', 'crowd-acl');
+    for (const node of cluster.get().nodes) {
+      const rules = await onNode(node.port, 'ACL', 'GETUSER', 'bridge-venue-c');
+      expect(rules, `node ${node.port}`).toContain(`~${prefix}layout:{crowd-acl}:actions`);
+    }
+    const seeds = [grant.redisUrl as string, ...cluster.get().seeds.split(',').slice(1)].join(',');
+    const own = new UdpSink();
+    await own.start();
+    const file = configFile({ redisUrl: 'redis://127.0.0.1:1', prefix, bridgeId: 'venue-c', layouts: [plain, 'crowd-acl'].map((layoutId) => ({ layoutId, tickHz: 100, targets: [{ host: '127.0.0.1', port: own.port }] })) });
+    const bridge = await spawnBridge(['--config', file], { REDIS_CLUSTER_NODES: seeds });
+    children.push(bridge.child);
+    const token = async (layoutId: string) => (await postJson(`${gateways[0]!.url}/token`, { layoutId }, { 'x-api-key': keyB })).body.token as string;
+    expect((await postAction(gateways[0]!, await token(plain), { layoutId: plain, lid: 5, type: 'String', value: 'own user' })).status).toBe(200);
+    for (let i = 0; i < 3; i++) expect((await postAction(gateways[i % 2]!, await token('crowd-acl'), { layoutId: 'crowd-acl', lid: 4, type: 'Index', value: 1 })).status).toBe(200);
+    await eventually(() => own.messages.some((m) => m.args[0]?.value === 'own user'), 5000);
+    await eventually(() => own.messages.some((m) => m.address === '/004/n' && m.args[0]?.value === 3), 5000);
+    await eventually(() => own.messages.some((m) => m.address === '/004/cue' && m.args[0]?.value === 1), 5000);
+    await eventually(async () => (await call(`${gateways[1]!.url}/layout/crowd-acl`, { headers: { 'x-api-key': keyB } })).body.destinationCount === 1, 3000);
+    // the bridge's credentials on the cluster: its keys only
+    const as = new Cluster([{ host: '127.0.0.1', port: cluster.get().nodes[0]!.port }], { redisOptions: { username: grant.user, password: grant.password } });
+    const refusal = (p: Promise<unknown>) => p.then(() => 'allowed', (e: Error) => e.message);
+    expect(await refusal(as.hgetall(`${prefix}{signing-keys}`))).toMatch(/^NOPERM/);
+    expect(await refusal(as.hgetall(`${prefix}{teams}`))).toMatch(/^NOPERM/);
+    expect(await refusal(as.xadd(`${prefix}layout:{${layouts[0]}}:actions`, '*', 'a', '1'))).toMatch(/^NOPERM/);
+    expect(await refusal(as.hgetall(`${prefix}layout:{crowd-acl}`))).toMatch(/^NOPERM/);
+    as.disconnect();
+    await stopProcess(bridge.child);
+    await own.stop();
+    expect((await ctl('bridge', 'revoke', '--bridge-id', 'venue-c')).deleted).toBe(true);
+    for (const node of cluster.get().nodes) expect(await onNode(node.port, 'ACL', 'GETUSER', 'bridge-venue-c')).toBe('null');
   });
 
   it('key revoke: both gateways refuse the key and its tokens', async () => {
