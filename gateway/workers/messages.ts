@@ -6,6 +6,12 @@
 export const HEARTBEAT_MS = 250;
 /** A worker silent this long is taken for wedged: it is killed (so the kernel stops giving it connections) and replaced. */
 export const HEARTBEAT_TIMEOUT_MS = 2000;
+/**
+ * A worker sends nothing until it listens (loading, connecting to Redis, reading the layouts): one
+ * that has not said so this long after it was started is taken for wedged. Far above a start's
+ * usual second, so a host short of CPU slows its workers' start instead of killing them in a loop.
+ */
+export const START_TIMEOUT_MS = 60_000;
 /** How often a worker pushes its metrics and readiness. */
 export const STATE_PUSH_MS = 1000;
 

@@ -2,8 +2,9 @@
 // whole gateway (its own Redis connections, caches and invalidation subscriber, so revocations and
 // page switches reach every worker as they reach every gateway); uSockets listens with
 // SO_REUSEPORT on Linux, so the kernel spreads new connections over the workers. The supervisor
-// restarts a worker that exits, kills and replaces one silent for HEARTBEAT_TIMEOUT_MS (a wedged
-// worker keeps its listening socket, so the kernel would keep handing it connections), forwards
+// restarts a worker that exits, kills and replaces one silent for HEARTBEAT_TIMEOUT_MS once it
+// listens, or not listening START_TIMEOUT_MS after its start (a wedged worker keeps its listening
+// socket, so the kernel would keep handing it connections), forwards
 // SIGTERM/SIGINT, speaks to systemd for all (READY once every worker listens, WATCHDOG while at
 // least one serves and its own loop turns, STOPPING), and serves on OPS_PORT one /metrics summed
 // over the workers (prom-client's AggregatorRegistry), /healthz and /readyz. Workers push their
@@ -17,7 +18,7 @@ import { startOpsServer } from '../../runtime/ops-server.js';
 import { SystemdNotifier } from '../../runtime/systemd.js';
 import { DRAIN_MS } from '../app.js';
 import type { GatewayConfig } from '../config.js';
-import { COLLECT_WAIT_MS, HEARTBEAT_MS, HEARTBEAT_TIMEOUT_MS, asFromWorker, type ToWorker } from './messages.js';
+import { COLLECT_WAIT_MS, HEARTBEAT_MS, HEARTBEAT_TIMEOUT_MS, START_TIMEOUT_MS, asFromWorker, type ToWorker } from './messages.js';
 
 type Metrics = MetricObjectWithValues<MetricValue<string>>[];
 
@@ -159,7 +160,8 @@ export async function superviseWorkers(config: GatewayConfig, count: number, scr
     const listening = all.filter((w) => w.listening).length;
     if (listening < count) problems.push(`${listening} of ${count} workers listening`);
     for (const w of all) {
-      if (now - w.lastHeartbeat > HEARTBEAT_MS * 4) problems.push(`worker ${w.id} silent for ${now - w.lastHeartbeat} ms`);
+      if (!w.listening) problems.push(`worker ${w.id} starting`);
+      else if (now - w.lastHeartbeat > HEARTBEAT_MS * 4) problems.push(`worker ${w.id} silent for ${now - w.lastHeartbeat} ms`);
       else if (w.listening && w.problem !== null) problems.push(w.problem);
     }
     return problems.length > 0 ? problems.join('; ') : null;
@@ -172,8 +174,9 @@ export async function superviseWorkers(config: GatewayConfig, count: number, scr
   const check = setInterval(() => {
     const now = Date.now();
     for (const w of workers.values()) {
-      if (now - w.lastHeartbeat > HEARTBEAT_TIMEOUT_MS && w.child.exitCode === null && w.child.signalCode === null) {
-        log.error({ worker: w.id, pid: w.child.pid, silentMs: now - w.lastHeartbeat }, 'gateway worker stopped sending heartbeats; killing it');
+      const timeout = w.listening ? HEARTBEAT_TIMEOUT_MS : START_TIMEOUT_MS; // a starting worker is silent until it listens
+      if (now - w.lastHeartbeat > timeout && w.child.exitCode === null && w.child.signalCode === null) {
+        log.error({ worker: w.id, pid: w.child.pid, silentMs: now - w.lastHeartbeat }, w.listening ? 'gateway worker stopped sending heartbeats; killing it' : 'gateway worker did not start listening in time; killing it');
         w.lastHeartbeat = now;
         w.child.kill('SIGKILL');
       }

@@ -2,6 +2,9 @@
 // worker killed with kill -9, loses nothing it accepted, and sums both workers' requests in one
 // /metrics. The supervisor alone speaks to systemd (READY once, WATCHDOG, STOPPING). SIGTERM stops all.
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { freePort } from '../../gateway/dev/redis-server.js';
 import { stopGraceMs } from '../../gateway/workers/supervisor.js';
@@ -13,7 +16,7 @@ import { eventually, mintToken, startTestGateway, type TestGateway } from '../he
 import { sample, scrape } from '../helpers/metrics.js';
 import { startFakeNotifySocket } from '../helpers/notify-socket.js';
 import { recordFigure } from '../helpers/figures.js';
-import { useRedis } from '../helpers/redis.js';
+import { randomPrefix, useRedis } from '../helpers/redis.js';
 
 const redis = useRedis();
 const SUPERVISOR = fileURLToPath(new URL('../fixtures/run-supervisor.mjs', import.meta.url));
@@ -88,6 +91,22 @@ describe('GATEWAY_WORKERS=2', () => {
     await eventually(() => systemd.text().includes('STOPPING=1'), 3000); // the fake socket's output may arrive a little later
     for (const pid of pids) expect(() => process.kill(pid, 0)).toThrow(); // the workers are gone too
   });
+
+  it('a worker whose start takes longer than the heartbeat timeout (a loaded host) is waited for, not killed over and over', async () => {
+    // every Node process of this gateway spends 3 s before its first line: longer than
+    // HEARTBEAT_TIMEOUT_MS, as a start on a host short of CPU can be
+    const dir = mkdtempSync(join(tmpdir(), 'ac-slow-'));
+    const slow = join(dir, 'slow-start.cjs');
+    writeFileSync(slow, 'const until = Date.now() + 3000; while (Date.now() < until) {}\n');
+    const started = await spawnGateway({ REDIS_URL: redis.get().server.url, REDIS_PREFIX: randomPrefix(), GATEWAY_WORKERS: '2', NODE_OPTIONS: `--require ${slow}` }, 30_000);
+    try {
+      expect(listeners(started.port)).toHaveLength(2);
+      expect(sample(await scrape(started.opsPort), 'audience_gateway_worker_restarts_total')).toBe(0);
+      expect(started.output()).not.toMatch(/stopped sending heartbeats/);
+    } finally {
+      await stopProcess(started.child, 'SIGTERM');
+    }
+  }, 40_000);
 
   it('a wedged worker (SIGSTOP): /readyz and /metrics answer within 100 ms, counters do not go back, and it is killed and replaced within about 2 s', async () => {
     const wedged = await spawnGateway({ REDIS_URL: redis.get().server.url, REDIS_PREFIX: seeded.config.redisPrefix, GATEWAY_WORKERS: '2' });
