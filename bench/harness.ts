@@ -10,6 +10,7 @@ import { freePort, startRedisServer, type RedisServer } from '../gateway/dev/red
 import { BENCH_LIMITS } from './limits.js';
 import { GATEWAY_NODE_FLAGS } from '../gateway/node-flags.js';
 import { createRedisClient, type RedisTarget } from '../runtime/redis.js';
+import { ensureKekFile } from '../gateway/store/signing-kek.js';
 
 /** The servers spawnPinned started that are still running: a bench that fails before stopping them kills them as it exits. */
 const running = new Set<ChildProcess>();
@@ -21,6 +22,12 @@ process.on('exit', () => {
  * Spawns `node [nodeArgs] file args` on the given CPU core (taskset), resolving once it prints
  * `marker`. `core` is one core, or a list taskset takes ('0-1'); `stdin`: give it a pipe to write to.
  */
+/**
+ * The bench's gateways (every gateway it starts inherits this process's environment) seal their
+ * signing keys under a key-encryption key of the bench's own, made once per machine user.
+ */
+process.env.SIGNING_KEK_FILE ||= ensureKekFile(join(tmpdir(), `audience-bench-${process.getuid?.() ?? 0}`, 'signing-kek'));
+
 export async function spawnPinned(core: number | string, file: string, args: string[], env: Record<string, string>, marker: RegExp, nodeArgs: string[] = [], node = process.execPath, stdin = false): Promise<{ child: ChildProcess; match: RegExpMatchArray }> {
   const child = spawn('taskset', ['-c', String(core), node, ...nodeArgs, file, ...args], { env: { ...process.env, ...env }, stdio: [stdin ? 'pipe' : 'ignore', 'pipe', 'inherit'] });
   running.add(child);

@@ -37,6 +37,7 @@ import { layoutRoute } from './routes/layout.js';
 import { tokenRoute } from './routes/token.js';
 import { connectServiceRedis } from './store/redis.js';
 import { hasLegacyKeys, migrateLegacyKeys } from './store/migrate.js';
+import { loadKek } from './store/signing-kek.js';
 import { createStores, type Stores } from './store/stores.js';
 import type { Invalidation } from './store/invalidation.js';
 import { InvalidationListener } from './sync/invalidation.js';
@@ -72,6 +73,7 @@ export interface GatewayOptions {
 export async function startGateway(config: GatewayConfig, opts: GatewayOptions): Promise<Gateway> {
   const { log } = opts;
   const now = opts.now ?? Date.now;
+  const kek = loadKek(config.signingKekFile); // before any connection: a missing or unreadable one stops the start here
   const settings = { ...redisTarget(config), commandTimeoutMs: config.redisCommandTimeoutMs };
   const redis = await connectServiceRedis({ ...settings, name: 'audience-gateway' });
   const subscriber = await connectServiceRedis({ ...settings, name: 'audience-gateway-sub' });
@@ -80,17 +82,26 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
 
   const metrics = new GatewayMetrics();
   const timed = <T>(command: string, p: Promise<T>) => metrics.redis(command, p);
-  const stores = createStores(redis, config.redisPrefix);
+  const stores = createStores(redis, config.redisPrefix, kek);
   // Data of version 0.1 moves to the tagged key names before anything reads it (idempotent: several
   // gateways starting at once all finish the same job).
   if (await hasLegacyKeys(redis, config.redisPrefix)) {
     const { moved } = await migrateLegacyKeys(redis, config.redisPrefix);
     log.info({ moved }, 'moved 0.1 keys to their tagged names');
   }
+  // signing secrets written in plain before the KEK are sealed before anything else reads them
+  const sealed = await stores.signingKeys.sealPlain();
+  if (sealed > 0) log.info({ sealed, kek: kek.id }, 'sealed signing keys stored in plain under the key-encryption key');
   const keyring = new SigningKeyring(stores.signingKeys); // its reload makes a signing key when Redis has none
   const apiKeys = new ApiKeyAuth(stores.apiKeys, now, (e) => log.warn({ err: e }, 'could not record lastUsedAt'), timed);
   const layouts = new LayoutCache(stores.layouts, timed);
-  await Promise.all([keyring.reload(), apiKeys.reload()]);
+  try {
+    await Promise.all([keyring.reload(), apiKeys.reload()]);
+  } catch (e) {
+    // a KEK that does not open the stored keys (or Redis failing now): no half-started gateway
+    for (const client of [redis, subscriber, liveSubscriber]) client.disconnect();
+    throw e;
+  }
 
   /** the live channel, once made (invalidation messages can come before it is) */
   const sockets: { live?: LiveChannel } = {};

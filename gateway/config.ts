@@ -13,6 +13,8 @@ export interface GatewayConfig {
   /** comma-separated seed nodes; empty: one server at redisUrl */
   readonly redisClusterNodes: string;
   readonly redisPrefix: string;
+  /** the key-encryption key of the signing secrets (required by the gateway; see store/signing-kek.ts) */
+  readonly signingKekFile: string;
   /** TLS to Redis (rediss://): empty strings are unset */
   readonly redisTlsCaFile: string;
   readonly redisTlsCertFile: string;

@@ -11,6 +11,7 @@ import { superviseWorkers } from './workers/supervisor.js';
 import { isWorker, serveSupervisor, workerCount } from './workers/worker.js';
 import { createLogger } from '../runtime/log.js';
 import { describeTarget, tlsHandshakeProblem } from '../runtime/redis.js';
+import { KekError, loadKek } from './store/signing-kek.js';
 import { stopSignal } from '../runtime/signals.js';
 import { fileURLToPath } from 'node:url';
 
@@ -24,6 +25,13 @@ async function main(argv: string[]): Promise<number> {
       return 2;
     }
     throw e;
+  }
+  try {
+    loadKek(config.signingKekFile); // missing, unreadable or malformed: a configuration error (exit 2); one that does not open the keys fails the start (exit 1)
+  } catch (e) {
+    if (!(e instanceof KekError)) throw e;
+    process.stderr.write(`audience-gateway: invalid configuration: ${e.message}\n`);
+    return 2;
   }
   if (argv.includes('--check-config')) {
     // TLS to Redis: one handshake shows whether the certificates are the right ones

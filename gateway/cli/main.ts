@@ -12,6 +12,7 @@ import { checkLayoutDefinition } from '../layouts/check-definition.js';
 import { connectToolRedis } from '../store/redis.js';
 import { bridgeRedisUrl, grantBridge, revokeBridge } from '../store/bridge-acl.js';
 import { migrateLegacyKeys } from '../store/migrate.js';
+import { loadKek } from '../store/signing-kek.js';
 import { createStores, type Stores } from '../store/stores.js';
 import { CliOutput, isoOrDash, table } from './output.js';
 
@@ -36,10 +37,13 @@ function run(body: Action) {
       const config = loadConfig({
         REDIS_URL: env.REDIS_URL, REDIS_CLUSTER_NODES: env.REDIS_CLUSTER_NODES, REDIS_PREFIX: env.REDIS_PREFIX,
         REDIS_TLS_CA_FILE: env.REDIS_TLS_CA_FILE, REDIS_TLS_CERT_FILE: env.REDIS_TLS_CERT_FILE, REDIS_TLS_KEY_FILE: env.REDIS_TLS_KEY_FILE, REDIS_TLS_SERVERNAME: env.REDIS_TLS_SERVERNAME,
+        SIGNING_KEK_FILE: env.SIGNING_KEK_FILE,
       });
+      // only the commands that read or make a signing secret need it
+      const kek = config.signingKekFile ? loadKek(config.signingKekFile) : null;
       const target = redisTarget(config);
       redis = await connectToolRedis(target);
-      await body({ stores: createStores(redis, config.redisPrefix), out, target }, ...(args.slice(0, -1) as never[]));
+      await body({ stores: createStores(redis, config.redisPrefix, kek), out, target }, ...(args.slice(0, -1) as never[]));
     } catch (e) {
       process.exitCode = out.failure(e);
     } finally {
@@ -287,7 +291,7 @@ leaf(admin, 'reset-password', 'give an administrator a new generated password (e
     }),
   );
 
-const signing = program.command('signing-key').description('audience-token signing keys');
+const signing = program.command('signing-key').alias('signing-keys').description('audience-token signing keys (sealed in Redis under SIGNING_KEK_FILE)');
 leaf(signing, 'list', 'list signing keys').action(
   run(async ({ stores, out }) => {
     const keys = await stores.signingKeys.list();
@@ -331,10 +335,21 @@ leaf(bridge, 'revoke', "delete the bridge's Redis user: it can no longer connect
     }),
   );
 
-leaf(program, 'migrate', 'move data written by version 0.1 to the key names of Redis Cluster (safe to run again)').action(
+leaf(signing, 'rewrap', 'seal every signing secret under a new key-encryption key (then give the gateways that file: see docs/operations.md)')
+  .requiredOption('--new-kek-file <file>', 'the new key-encryption key (32 random bytes, hex or base64)')
+  .action(
+    run(async ({ stores, out }, opts: { newKekFile: string }) => {
+      const next = loadKek(opts.newKekFile, '--new-kek-file');
+      const rewrapped = await stores.signingKeys.rewrap(next);
+      out.result({ rewrapped, kek: next.id }, `${rewrapped} signing keys sealed under ${next.id} (${opts.newKekFile}); set SIGNING_KEK_FILE to it for every gateway and audiencectl`);
+    }),
+  );
+
+leaf(program, 'migrate', 'move data written by version 0.1 to the key names of Redis Cluster, and seal signing secrets stored in plain (safe to run again)').action(
   run(async ({ stores, out }) => {
     const { moved } = await migrateLegacyKeys(stores.redis, stores.keys.prefix);
-    out.result({ moved }, moved === 0 ? 'nothing to migrate' : `${moved} keys moved to their tagged names`);
+    const sealed = await stores.signingKeys.sealPlain();
+    out.result({ moved, sealed }, moved === 0 && sealed === 0 ? 'nothing to migrate' : `${moved} keys moved to their tagged names; ${sealed} signing keys sealed under SIGNING_KEK_FILE`);
   }),
 );
 

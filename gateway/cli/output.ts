@@ -1,6 +1,7 @@
 // How audiencectl speaks: one JSON object on stdout with --json, readable lines otherwise; errors
 // on stderr (and as {"error": {...}} with --json) with a non-zero exit.
 import { AppError, isRedisOutage } from '../errors.js';
+import { KekError } from '../store/signing-kek.js';
 
 export class CliOutput {
   constructor(private readonly json: boolean) {}
@@ -16,6 +17,7 @@ export class CliOutput {
    * anything unexpected `internal`.
    */
   failure(e: unknown): number {
+    if (e instanceof KekError) e = new AppError('invalid_argument', e.message); // a key-encryption key missing or not the one: the caller's settings
     const code = e instanceof AppError ? e.code : /^cannot reach Redis/.test((e as Error)?.message ?? '') || isRedisOutage(e) ? 'unavailable' : 'internal';
     const message = e instanceof Error ? e.message : String(e);
     if (this.json) process.stdout.write(`${JSON.stringify({ error: { code, message } })}\n`);

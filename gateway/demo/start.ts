@@ -15,6 +15,7 @@ import { createLogger } from '../../runtime/log.js';
 import { parseClusterNodes } from '../../runtime/redis.js';
 import { settledWithin, stopSignal } from '../../runtime/signals.js';
 import { connectToolRedis, redactUrl } from '../store/redis.js';
+import { ensureKekFile, loadKek } from '../store/signing-kek.js';
 import { createStores } from '../store/stores.js';
 import { DEMO_ADMIN_EMAIL, seedDemo } from './seed.js';
 import { walkthrough } from './walkthrough.js';
@@ -108,13 +109,15 @@ async function main(): Promise<void> {
     redisNote = `embedded, AOF in ${dir}`;
     startedParts.push(`the embedded Redis (${embedded.url}; its data stays in ${dir})`);
   }
-  const config = loadConfig({ ...process.env, REDIS_URL: redisUrl });
+  // the demo's own key-encryption key for the signing secrets, kept beside its data
+  const signingKekFile = process.env.SIGNING_KEK_FILE || ensureKekFile(join(varDir(), 'signing-kek'));
+  const config = loadConfig({ ...process.env, REDIS_URL: redisUrl, SIGNING_KEK_FILE: signingKekFile });
   const log = createLogger('audience-gateway', config.logLevel);
 
   const target = redisTarget(config);
   const admin = await connectToolRedis(target);
   const redisShown = clusterNodes ? clusterNodes.map(redactUrl).join(',') : redactUrl(config.redisUrl);
-  const seed = await seedDemo(createStores(admin, config.redisPrefix), join(varDir(), 'demo.json'), `${redisShown} ${config.redisPrefix}`);
+  const seed = await seedDemo(createStores(admin, config.redisPrefix, loadKek(signingKekFile)), join(varDir(), 'demo.json'), `${redisShown} ${config.redisPrefix}`);
   admin.disconnect();
 
   gateway = await startGateway(config, { log });

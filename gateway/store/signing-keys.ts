@@ -1,10 +1,13 @@
 // Audience-token signing keys (HS256): kid -> a 256-bit random secret. One is current (signs new
-// tokens); the others still verify until retired. Redis must therefore be private to the service.
+// tokens); the others still verify until retired. Redis holds each secret sealed under the
+// key-encryption key (signing-kek.ts): reading Redis does not let anyone sign a token. Listing and
+// retiring keys need no KEK; loading the secrets, making a key and rewrapping do.
 import { randomBytes } from 'node:crypto';
 import type { RedisClient } from '../../runtime/redis.js';
 import { AppError } from '../errors.js';
 import { publishInvalidation } from './invalidation.js';
 import type { RedisKeys } from './keys.js';
+import { KekError, type Kek, type SealedSecret } from './signing-kek.js';
 
 export interface SigningKey {
   kid: string;
@@ -20,35 +23,53 @@ export interface SigningKeyInfo {
   current: boolean;
 }
 
+/** A record: `sealed` (this version), or `secret` in plain base64url (written before the KEK; `migrate` seals it). */
 interface StoredKey {
-  secret: string;
+  sealed?: SealedSecret;
+  secret?: string;
   createdAt: number;
   retiredAt?: number;
-}
-
-function newKey(now: number): { kid: string; stored: StoredKey } {
-  return { kid: `sk_${randomBytes(6).toString('hex')}`, stored: { secret: randomBytes(32).toString('base64url'), createdAt: now } };
 }
 
 export class SigningKeyStore {
   constructor(
     private readonly redis: RedisClient,
     private readonly keys: RedisKeys,
+    /** null: this process holds no KEK (list and retire only) */
+    private readonly kek: Kek | null,
   ) {}
+
+  private requireKek(): Kek {
+    if (!this.kek) throw new KekError('SIGNING_KEK_FILE is not set: this needs the key-encryption key that seals the token-signing secrets');
+    return this.kek;
+  }
+
+  private newKey(now: number): { kid: string; stored: StoredKey } {
+    const kid = `sk_${randomBytes(6).toString('hex')}`;
+    return { kid, stored: { sealed: this.requireKek().seal(kid, randomBytes(32)), createdAt: now } };
+  }
+
+  /** A record's secret: opened with the KEK, or a plain one written before it. */
+  private secretOf(kid: string, s: StoredKey): Uint8Array {
+    if (s.sealed) return this.requireKek().open(kid, s.sealed);
+    return new Uint8Array(Buffer.from(s.secret ?? '', 'base64url'));
+  }
 
   /** Every key (retired ones included) and the current kid. */
   async load(): Promise<{ current: string | null; keys: SigningKey[] }> {
     const [all, current] = await Promise.all([this.redis.hgetall(this.keys.signingKeys()), this.redis.get(this.keys.currentSigningKey())]);
     const keys = Object.entries(all).map(([kid, raw]) => {
       const s = JSON.parse(raw) as StoredKey;
-      return { kid, secret: new Uint8Array(Buffer.from(s.secret, 'base64url')), createdAt: s.createdAt, retiredAt: s.retiredAt ?? null };
+      return { kid, secret: this.secretOf(kid, s), createdAt: s.createdAt, retiredAt: s.retiredAt ?? null };
     });
     return { current, keys };
   }
 
+  /** Every key without its secret (no KEK needed). */
   async list(): Promise<SigningKeyInfo[]> {
-    const { current, keys } = await this.load();
-    return keys.map((k) => ({ kid: k.kid, createdAt: k.createdAt, retiredAt: k.retiredAt, current: k.kid === current })).sort((a, b) => a.createdAt - b.createdAt);
+    const [all, current] = await Promise.all([this.redis.hgetall(this.keys.signingKeys()), this.redis.get(this.keys.currentSigningKey())]);
+    const keys = Object.entries(all).map(([kid, raw]) => ({ kid, ...(JSON.parse(raw) as StoredKey) }));
+    return keys.map((k) => ({ kid: k.kid, createdAt: k.createdAt, retiredAt: k.retiredAt ?? null, current: k.kid === current })).sort((a, b) => a.createdAt - b.createdAt);
   }
 
   /**
@@ -59,7 +80,7 @@ export class SigningKeyStore {
    */
   async ensureCurrent(now = Date.now()): Promise<void> {
     if (await this.redis.get(this.keys.currentSigningKey())) return;
-    const { kid, stored } = newKey(now);
+    const { kid, stored } = this.newKey(now);
     await this.redis.hset(this.keys.signingKeys(), kid, JSON.stringify(stored));
     const won = await this.redis.set(this.keys.currentSigningKey(), kid, 'NX');
     if (won === null) await this.redis.hdel(this.keys.signingKeys(), kid);
@@ -68,7 +89,7 @@ export class SigningKeyStore {
 
   /** A new key signs from now on (one transaction on {signing-keys}); tokens signed with older keys keep verifying until those are retired. */
   async rotate(now = Date.now()): Promise<SigningKeyInfo> {
-    const { kid, stored } = newKey(now);
+    const { kid, stored } = this.newKey(now);
     await this.redis.multi().hset(this.keys.signingKeys(), kid, JSON.stringify(stored)).set(this.keys.currentSigningKey(), kid).exec();
     await publishInvalidation(this.redis, this.keys, { kind: 'signing-keys' });
     return { kid, createdAt: now, retiredAt: null, current: true };
@@ -84,5 +105,40 @@ export class SigningKeyStore {
     await this.redis.hset(this.keys.signingKeys(), kid, JSON.stringify(s));
     await publishInvalidation(this.redis, this.keys, { kind: 'signing-keys' });
     return { kid, createdAt: s.createdAt, retiredAt: s.retiredAt, current: false };
+  }
+
+  /**
+   * Seals the records written in plain (before the KEK) under this KEK; each is rewritten only if it
+   * is still the plain one (HSET of a record another process sealed meanwhile is as good). The
+   * number sealed.
+   */
+  async sealPlain(): Promise<number> {
+    const kek = this.requireKek();
+    const all = await this.redis.hgetall(this.keys.signingKeys());
+    const writes: string[] = [];
+    for (const [kid, raw] of Object.entries(all)) {
+      const s = JSON.parse(raw) as StoredKey;
+      if (s.sealed || s.secret === undefined) continue;
+      const { secret, ...rest } = s;
+      writes.push(kid, JSON.stringify({ ...rest, sealed: kek.seal(kid, Buffer.from(secret, 'base64url')) }));
+    }
+    if (writes.length > 0) await this.redis.hset(this.keys.signingKeys(), ...writes);
+    return writes.length / 2;
+  }
+
+  /**
+   * Re-encrypts every secret under `next`: each opened with this store's KEK (or read plain) and
+   * sealed anew, all written in one HSET (one key, one slot), so a failure leaves the old records.
+   * Gateways must be given `next` before they next reload the keys (see docs/operations.md).
+   */
+  async rewrap(next: Kek): Promise<number> {
+    const all = await this.redis.hgetall(this.keys.signingKeys());
+    const writes: string[] = [];
+    for (const [kid, raw] of Object.entries(all)) {
+      const { secret: _, sealed: __, ...rest } = JSON.parse(raw) as StoredKey;
+      writes.push(kid, JSON.stringify({ ...rest, sealed: next.seal(kid, this.secretOf(kid, JSON.parse(raw) as StoredKey)) }));
+    }
+    if (writes.length > 0) await this.redis.hset(this.keys.signingKeys(), ...writes);
+    return writes.length / 2;
   }
 }

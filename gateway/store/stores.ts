@@ -5,6 +5,7 @@ import { CueStore } from './cues.js';
 import { ApiKeyStore } from './api-keys.js';
 import { RedisKeys } from './keys.js';
 import { LayoutStore } from './layouts.js';
+import type { Kek } from './signing-kek.js';
 import { SigningKeyStore } from './signing-keys.js';
 import { TeamStore } from './teams.js';
 
@@ -19,7 +20,8 @@ export interface Stores {
   cues: CueStore;
 }
 
-export function createStores(redis: RedisClient, prefix: string): Stores {
+/** `kek`: the key-encryption key of the signing secrets; null where none is held (their secrets then cannot be read or made). */
+export function createStores(redis: RedisClient, prefix: string, kek: Kek | null = null): Stores {
   const keys = new RedisKeys(prefix);
   const layouts = new LayoutStore(redis, keys);
   return {
@@ -28,7 +30,7 @@ export function createStores(redis: RedisClient, prefix: string): Stores {
     teams: new TeamStore(redis, keys),
     layouts,
     apiKeys: new ApiKeyStore(redis, keys, layouts),
-    signingKeys: new SigningKeyStore(redis, keys),
+    signingKeys: new SigningKeyStore(redis, keys, kek),
     admins: new AdminStore(redis, keys),
     cues: new CueStore(redis, keys, layouts),
   };

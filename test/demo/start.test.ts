@@ -1,7 +1,7 @@
 // `npm start` as a newcomer meets it: embedded Redis, demo seed, and a walk-through whose commands,
 // pasted into a shell, work. A second start keeps the data (AOF) and replaces the demo key.
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -29,7 +29,7 @@ afterEach(() => {
 
 /** `npm start`'s program on the embedded default (no REDIS_URL), in a process group of its own; its output so far in `out()`. */
 function spawnStart(env: Record<string, string>): { child: ChildProcess; out: () => string } {
-  const { REDIS_URL: _, ...inherited } = process.env;
+  const { REDIS_URL: _, SIGNING_KEK_FILE: __, ...inherited } = process.env; // the demo makes its own key-encryption key
   const child = spawn(process.execPath, [START], { cwd: ROOT, env: { ...inherited, LOG_LEVEL: 'warn', ...env }, detached: true });
   running.push(child);
   let out = '';
@@ -85,6 +85,8 @@ describe('npm start', () => {
     expect(text).toContain(`API      http://127.0.0.1:${env.PORT}`);
     expect(text).toMatch(/embedded, AOF in .*redis/);
     expect(text).toMatch(/API key +\S+\n +\(created: kept in var\/demo.json/);
+    // its own key-encryption key for the signing secrets, the owner's alone
+    expect(statSync(join(env.AUDIENCE_VAR_DIR, 'signing-kek')).mode & 0o777).toBe(0o600);
     const walk = text.slice(text.indexOf('  export API='), text.indexOf('  # 6.'));
     const r = await bash(walk);
     expect(r.stderr).toBe('');

@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { freePort } from '../../gateway/dev/redis-server.js';
 import { recordFigure } from '../helpers/figures.js';
 import { UNLIMITED_ENV } from '../helpers/gateway-process.js';
-import { eventually, mintToken, postAction, useGatewayWithToken } from '../helpers/gateway.js';
+import { eventually, mintToken, postAction, testKekFile, useGatewayWithToken } from '../helpers/gateway.js';
 import { killAfterEach } from '../helpers/processes.js';
 import { useRedis } from '../helpers/redis.js';
 
@@ -17,7 +17,7 @@ const killed = killAfterEach(); // a failed test leaves no gateway behind
 describe('gateway crash under load', () => {
   it('every 200 it gave is in the stream', async () => {
     const port = await freePort();
-    const child = killed(spawn(process.execPath, [BIN], { env: { PATH: process.env.PATH ?? '', ...UNLIMITED_ENV, REDIS_URL: redis.get().server.url, REDIS_PREFIX: seeded.t.config.redisPrefix, PORT: String(port), OPS_PORT: '0' } }));
+    const child = killed(spawn(process.execPath, [BIN], { env: { PATH: process.env.PATH ?? '', SIGNING_KEK_FILE: testKekFile(), ...UNLIMITED_ENV, REDIS_URL: redis.get().server.url, REDIS_PREFIX: seeded.t.config.redisPrefix, PORT: String(port), OPS_PORT: '0' } }));
     let out = '';
     child.stdout.on('data', (d) => (out += d));
     await eventually(() => out.includes('listening'), 10_000);

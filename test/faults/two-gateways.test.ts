@@ -4,7 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { freePort } from '../../gateway/dev/redis-server.js';
 import { recordFigure } from '../helpers/figures.js';
-import { eventually, mintToken, postAction, useGatewayWithToken } from '../helpers/gateway.js';
+import { eventually, mintToken, postAction, testKekFile, useGatewayWithToken } from '../helpers/gateway.js';
 import { useRedis } from '../helpers/redis.js';
 
 const BIN = fileURLToPath(new URL('../../dist/gateway/main.js', import.meta.url));
@@ -15,7 +15,7 @@ afterAll(() => children.forEach((c) => c.kill('SIGKILL')));
 
 async function gatewayProcess(): Promise<{ url: string }> {
   const port = await freePort();
-  const child = spawn(process.execPath, [BIN], { env: { PATH: process.env.PATH ?? '', REDIS_URL: redis.get().server.url, REDIS_PREFIX: seeded.t.config.redisPrefix, PORT: String(port), OPS_PORT: '0' } });
+  const child = spawn(process.execPath, [BIN], { env: { PATH: process.env.PATH ?? '', SIGNING_KEK_FILE: testKekFile(), REDIS_URL: redis.get().server.url, REDIS_PREFIX: seeded.t.config.redisPrefix, PORT: String(port), OPS_PORT: '0' } });
   children.push(child);
   let out = '';
   child.stdout.on('data', (d) => (out += d));

@@ -46,8 +46,13 @@ describe('migration of 0.1 data', () => {
     expect(first.code).toBe(0);
     expect(first.json.moved).toBeGreaterThan(10);
     expect((await legacyKeysLeft(prefix)).filter((k) => !k.includes('login-failures'))).toEqual([]); // sign-in counters just expire
+    // the signing secrets 0.1 stored in plain are sealed under SIGNING_KEK_FILE
+    const plainKeys = Object.keys(fixture.keys.find((k) => k.key === `${fixture.known.prefix}signing-keys`)!.value as Record<string, string>);
+    expect(first.json.sealed).toBe(plainKeys.length);
+    const records = Object.values(await redis.get().client.hgetall(new RedisKeys(prefix).signingKeys())).map((r) => JSON.parse(r) as Record<string, unknown>);
+    expect(records.map((r) => [typeof r.sealed, 'secret' in r])).toEqual(plainKeys.map(() => ['object', false]));
     const again = await audiencectl(env, 'migrate', '--json');
-    expect(again.json).toEqual({ moved: 0 });
+    expect(again.json).toEqual({ moved: 0, sealed: 0 });
 
     const teams = await audiencectl(env, 'team', 'list', '--json');
     expect(teams.json.teams.map((t: { teamId: string }) => t.teamId).sort()).toEqual(expect.arrayContaining([fixture.known.teamId]));

@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { ConfigError, configProperties, loadConfig } from '../../gateway/config.js';
 import { freePort } from '../../gateway/dev/redis-server.js';
 import { glibcVersion } from '../../gateway/http/uws.js';
-import { eventually } from '../helpers/gateway.js';
+import { eventually, testKekFile } from '../helpers/gateway.js';
 import { spawnGateway } from '../helpers/gateway-process.js';
 import { startFakeNotifySocket } from '../helpers/notify-socket.js';
 import { useRedis } from '../helpers/redis.js';
@@ -17,7 +17,7 @@ const redis = useRedis();
 
 function runBin(env: Record<string, string>, args: string[] = []): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    execFile(process.execPath, [BIN, ...args], { env: { PATH: process.env.PATH ?? '', OPS_PORT: '0', ...env }, timeout: 10_000 }, (err, stdout, stderr) =>
+    execFile(process.execPath, [BIN, ...args], { env: { PATH: process.env.PATH ?? '', SIGNING_KEK_FILE: testKekFile(), OPS_PORT: '0', ...env }, timeout: 10_000 }, (err, stdout, stderr) =>
       resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
     );
   });
@@ -85,7 +85,7 @@ describe('the process', () => {
     }
     const node24 = execFileSync('bash', [fileURLToPath(new URL('../../scripts/node.sh', import.meta.url)), '24'], { encoding: 'utf8' }).trim();
     const r = await new Promise<{ code: number; stderr: string }>((resolve) =>
-      execFile(node24, [BIN], { env: { PATH: process.env.PATH ?? '', REDIS_URL: redis.get().server.url, PORT: '0', OPS_PORT: '0' }, timeout: 20_000 }, (err, _stdout, stderr) =>
+      execFile(node24, [BIN], { env: { PATH: process.env.PATH ?? '', SIGNING_KEK_FILE: testKekFile(), REDIS_URL: redis.get().server.url, PORT: '0', OPS_PORT: '0' }, timeout: 20_000 }, (err, _stdout, stderr) =>
         resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stderr }),
       ),
     );
@@ -120,7 +120,7 @@ describe('the process', () => {
 
   it('serves, then drains and exits 0 on SIGTERM', async () => {
     const port = await freePort();
-    const child = spawn(process.execPath, [BIN], { env: { PATH: process.env.PATH ?? '', REDIS_URL: redis.get().server.url, PORT: String(port), REDIS_PREFIX: 'proc:', OPS_PORT: '0' } });
+    const child = spawn(process.execPath, [BIN], { env: { PATH: process.env.PATH ?? '', SIGNING_KEK_FILE: testKekFile(), REDIS_URL: redis.get().server.url, PORT: String(port), REDIS_PREFIX: 'proc:', OPS_PORT: '0' } });
     let out = '';
     child.stdout.on('data', (d) => (out += d));
     await eventually(() => out.includes('audience-gateway listening'), 10_000);
@@ -136,7 +136,7 @@ describe('the process', () => {
   it('drains and exits 0 on a SIGTERM sent the moment it says it listens, READY=1 still on its way to systemd', async () => {
     const notify = await startFakeNotifySocket();
     try {
-      const child = spawn(process.execPath, [BIN], { env: { PATH: process.env.PATH ?? '', REDIS_URL: redis.get().server.url, PORT: '0', REDIS_PREFIX: 'proc:', OPS_PORT: '0', NOTIFY_SOCKET: notify.path } });
+      const child = spawn(process.execPath, [BIN], { env: { PATH: process.env.PATH ?? '', SIGNING_KEK_FILE: testKekFile(), REDIS_URL: redis.get().server.url, PORT: '0', REDIS_PREFIX: 'proc:', OPS_PORT: '0', NOTIFY_SOCKET: notify.path } });
       let out = '';
       const exited = new Promise<{ code: number | null; signal: string | null }>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
       child.stdout.on('data', (d) => {

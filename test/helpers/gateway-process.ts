@@ -6,6 +6,7 @@ import { BENCH_LIMITS } from '../../bench/limits.js';
 import { Redis } from 'ioredis';
 import { freePort } from '../../gateway/dev/redis-server.js';
 import { createStores } from '../../gateway/store/stores.js';
+import { testKekFile } from './gateway.js';
 import type { LayoutDefinition } from '../../schemas/types.js';
 
 export const GATEWAY_BIN = fileURLToPath(new URL('../../dist/gateway/main.js', import.meta.url));
@@ -40,7 +41,7 @@ export interface GatewayProcess {
  */
 export async function spawnGateway(env: Record<string, string>, timeoutMs = 15_000): Promise<GatewayProcess> {
   const port = env.PORT ? Number(env.PORT) : await freePort();
-  const child = spawn(process.execPath, [GATEWAY_BIN], { env: { PATH: process.env.PATH ?? '', OPS_PORT: '0', LOG_LEVEL: 'info', LIVE_DRAIN_MS: '1000', ...UNLIMITED_ENV, ...env, PORT: String(port) } });
+  const child = spawn(process.execPath, [GATEWAY_BIN], { env: { PATH: process.env.PATH ?? '', OPS_PORT: '0', LOG_LEVEL: 'info', LIVE_DRAIN_MS: '1000', SIGNING_KEK_FILE: testKekFile(), ...UNLIMITED_ENV, ...env, PORT: String(port) } });
   let out = '';
   child.stdout.on('data', (d) => (out += d));
   child.stderr.on('data', (d) => (out += d));

@@ -7,11 +7,19 @@ import { startGateway, type Gateway } from '../../gateway/app.js';
 import { configProperties, loadConfig, type GatewayConfig } from '../../gateway/config.js';
 import { BENCH_LIMITS } from '../../bench/limits.js';
 import { createLogger, type Logger } from '../../runtime/log.js';
+import { loadKek } from '../../gateway/store/signing-kek.js';
 import { createStores, type Stores } from '../../gateway/store/stores.js';
 import type { LayoutDefinition } from '../../schemas/types.js';
 import { randomPrefix } from './redis.js';
 
 /** A layout with every control type on two pages and no crowd (the demo layout adds crowd controls and zones to it): most tests' layout. */
+/** The test run's key-encryption key file (test/global-setup.ts makes it). */
+export function testKekFile(): string {
+  const file = process.env.SIGNING_KEK_FILE;
+  if (!file) throw new Error('SIGNING_KEK_FILE is not set: test/global-setup.ts makes it for the run');
+  return file;
+}
+
 export const DEMO_LAYOUT = JSON.parse(readFileSync(new URL('../fixtures/all-controls-layout.json', import.meta.url), 'utf8')) as LayoutDefinition;
 
 export interface TestGateway {
@@ -53,10 +61,10 @@ export const UNLIMITED = Object.fromEntries(
 
 export async function startTestGateway(o: TestGatewayOptions): Promise<TestGateway> {
   const prefix = o.sameDataAs?.config.redisPrefix ?? o.prefix ?? randomPrefix();
-  const config = loadConfig({}, { port: 0, opsPort: 0, host: '127.0.0.1', redisUrl: o.redisUrl, redisPrefix: prefix, logLevel: 'silent', liveDrainMs: 500, ...UNLIMITED, ...o.overrides });
+  const config = loadConfig({}, { port: 0, opsPort: 0, host: '127.0.0.1', redisUrl: o.redisUrl, redisPrefix: prefix, logLevel: 'silent', liveDrainMs: 500, signingKekFile: testKekFile(), ...UNLIMITED, ...o.overrides });
   const adminRedis = new Redis(o.redisUrl, { maxRetriesPerRequest: 1 });
   adminRedis.on('error', () => {}); // tests that kill Redis expect this client's errors
-  const admin = createStores(adminRedis, prefix);
+  const admin = createStores(adminRedis, prefix, loadKek(config.signingKekFile));
   const layout = o.layout ?? DEMO_LAYOUT;
   let seeded = o.sameDataAs;
   if (!seeded) {

@@ -15,7 +15,7 @@ import { actionStreamKey } from '../../schemas/redis-keys.js';
 import { configFile, runBridge, spawnBridge, stopProcess } from '../helpers/bridge.js';
 import { audiencectl, audiencectlJson } from '../helpers/cli.js';
 import { GATEWAY_BIN, spawnGateway } from '../helpers/gateway-process.js';
-import { DEMO_LAYOUT, eventually, postAction, postJson } from '../helpers/gateway.js';
+import { DEMO_LAYOUT, eventually, postAction, postJson, testKekFile } from '../helpers/gateway.js';
 import { UdpSink } from '../helpers/udp-sink.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'ac-tls-'));
@@ -56,7 +56,7 @@ async function tlsRedis(authClients: boolean): Promise<{ server: RedisServer; tl
 /** The gateway process with `env`: `--check-config`, or a start that is expected to fail (killed after 10 s). */
 function gateway(env: Record<string, string>, ...args: string[]): Promise<{ code: number; out: string }> {
   return new Promise((resolve) => {
-    execFile(process.execPath, [GATEWAY_BIN, ...args], { env: { PATH: process.env.PATH ?? '', PORT: '0', OPS_PORT: '0', ...env }, timeout: 10_000 }, (err, stdout, stderr) =>
+    execFile(process.execPath, [GATEWAY_BIN, ...args], { env: { PATH: process.env.PATH ?? '', SIGNING_KEK_FILE: testKekFile(), PORT: '0', OPS_PORT: '0', ...env }, timeout: 10_000 }, (err, stdout, stderr) =>
       resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, out: stdout + stderr }),
     );
   });

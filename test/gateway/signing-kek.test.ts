@@ -1,0 +1,114 @@
+// The audience-token signing secrets at rest: sealed under SIGNING_KEK_FILE. Nothing Redis holds
+// (every string of every key of the deployment, as stored and as a DUMP serializes it, each also
+// read as base64) verifies a token's signature; the KEK opens them. A gateway without the KEK, or
+// with another one, refuses to start naming the file; audiencectl signing-keys rewrap moves them to
+// a new KEK, under which tokens minted before still verify.
+import { execFile } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { jwtVerify } from 'jose';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ensureKekFile, loadKek } from '../../gateway/store/signing-kek.js';
+import { audiencectl, audiencectlJson } from '../helpers/cli.js';
+import { GATEWAY_BIN, spawnGateway } from '../helpers/gateway-process.js';
+import { mintToken, postAction, startTestGateway, testKekFile, type TestGateway } from '../helpers/gateway.js';
+import { useRedis } from '../helpers/redis.js';
+
+const redis = useRedis();
+let t: TestGateway;
+let token: string;
+beforeAll(async () => {
+  t = await startTestGateway({ redisUrl: redis.get().server.url });
+  token = await mintToken(t, t.layoutId, t.apiKey);
+});
+afterAll(() => t.close());
+
+/** Every string Redis holds under the prefix: values as stored, and the bytes DUMP gives. */
+async function everythingStored(prefix: string): Promise<string[]> {
+  const c = redis.get().client;
+  const out: string[] = [];
+  for (const key of await c.keys(`${prefix}*`)) {
+    const dump = await c.dumpBuffer(key);
+    if (dump) out.push(dump.toString('latin1'));
+    const type = await c.type(key);
+    if (type === 'string') out.push((await c.get(key))!);
+    if (type === 'hash') out.push(...Object.entries(await c.hgetall(key)).flat());
+  }
+  return out;
+}
+
+/** Every candidate key in a text: the text, each run of base64/hex-looking characters, and those decoded. */
+function candidates(texts: string[]): Uint8Array[] {
+  const keys: Uint8Array[] = [];
+  for (const text of texts) {
+    keys.push(Buffer.from(text));
+    for (const [run] of text.matchAll(/[A-Za-z0-9+/_=-]{16,}/g)) {
+      keys.push(Buffer.from(run), Buffer.from(run, 'base64url'), Buffer.from(run, 'base64'));
+      if (/^[0-9a-f]+$/i.test(run)) keys.push(Buffer.from(run, 'hex'));
+    }
+  }
+  return keys;
+}
+
+const verifies = (key: Uint8Array) => jwtVerify(token, key).then(() => true, () => false);
+const gatewayExit = (env: Record<string, string>, ...args: string[]) =>
+  new Promise<{ code: number; out: string }>((resolve) => {
+    execFile(process.execPath, [GATEWAY_BIN, ...args], { env: { PATH: process.env.PATH ?? '', PORT: '0', OPS_PORT: '0', REDIS_URL: redis.get().server.url, REDIS_PREFIX: t.config.redisPrefix, ...env }, timeout: 10_000 }, (err, stdout, stderr) =>
+      resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, out: stdout + stderr }),
+    );
+  });
+
+describe('signing secrets at rest', () => {
+  it('no string Redis holds verifies a token, while the KEK opens the sealed record into the key that does', async () => {
+    const stored = await everythingStored(t.config.redisPrefix);
+    expect(stored.join('')).toContain('"sealed"');
+    const tried = candidates(stored);
+    expect(tried.length).toBeGreaterThan(20);
+    for (const key of tried) expect(await verifies(key)).toBe(false);
+    // the control: with the KEK, the stored record yields the key the token verifies with
+    const { current, keys } = await t.admin.signingKeys.load();
+    expect(await verifies(keys.find((k) => k.kid === current)!.secret)).toBe(true);
+  });
+
+  it('a gateway without SIGNING_KEK_FILE, or with one that is not a key, does not start (exit 2, --check-config too), naming it', async () => {
+    for (const args of [[], ['--check-config']]) {
+      const missing = await gatewayExit({ SIGNING_KEK_FILE: '' }, ...args);
+      expect([missing.code, missing.out]).toEqual([2, expect.stringMatching(/SIGNING_KEK_FILE is not set/)]);
+      const unreadable = await gatewayExit({ SIGNING_KEK_FILE: '/nonexistent/kek' }, ...args);
+      expect([unreadable.code, unreadable.out]).toEqual([2, expect.stringMatching(/SIGNING_KEK_FILE: cannot read \/nonexistent\/kek \(ENOENT\)/)]);
+    }
+    const notAKey = join(mkdtempSync(join(tmpdir(), 'ac-kek-')), 'kek');
+    writeFileSync(notAKey, 'hunter2\n');
+    const malformed = await gatewayExit({ SIGNING_KEK_FILE: notAKey });
+    expect([malformed.code, malformed.out]).toEqual([2, expect.stringMatching(/must hold 32 random bytes/)]);
+  });
+
+  it('a gateway given another KEK refuses to start, naming the file; rewrap moves the keys to a new KEK, under which earlier tokens still verify', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'ac-kek-'));
+    const other = ensureKekFile(join(dir, 'other'));
+    const wrong = await gatewayExit({ SIGNING_KEK_FILE: other });
+    expect(wrong.code).toBe(1);
+    expect(wrong.out).toContain(`SIGNING_KEK_FILE (${other}) holds ${loadKek(other).id}`);
+    // rewrap to a new KEK with audiencectl (holding the current one)
+    const env = { REDIS_URL: redis.get().server.url, REDIS_PREFIX: t.config.redisPrefix, SIGNING_KEK_FILE: testKekFile() };
+    const next = ensureKekFile(join(dir, 'next'));
+    const rewrapped = await audiencectlJson(env, 'signing-keys', 'rewrap', '--new-kek-file', next);
+    expect(rewrapped).toEqual({ rewrapped: 1, kek: loadKek(next).id });
+    const records = Object.values(await redis.get().client.hgetall(t.admin.keys.signingKeys())).map((r) => JSON.parse(r) as { sealed: { kek: string } });
+    expect(records.map((r) => r.sealed.kek)).toEqual([loadKek(next).id]);
+    // a gateway on the new KEK accepts the token minted before; the old KEK no longer starts one
+    const moved = await spawnGateway({ REDIS_URL: redis.get().server.url, REDIS_PREFIX: t.config.redisPrefix, SIGNING_KEK_FILE: next });
+    try {
+      expect((await postAction(moved, token, { layoutId: t.layoutId, lid: 1, type: 'Button' })).status).toBe(200);
+      expect((await audiencectlJson({ ...env, SIGNING_KEK_FILE: next }, 'signing-key', 'rotate')).kid).toMatch(/^sk_/);
+    } finally {
+      moved.child.kill('SIGTERM');
+    }
+    expect((await gatewayExit({ SIGNING_KEK_FILE: testKekFile() })).code).toBe(1);
+    // audiencectl without a KEK still lists keys, and says what is missing when it needs one
+    expect((await audiencectlJson({ REDIS_URL: env.REDIS_URL, REDIS_PREFIX: env.REDIS_PREFIX, SIGNING_KEK_FILE: '' }, 'signing-key', 'list')).keys).toHaveLength(2);
+    const rotate = await audiencectl({ REDIS_URL: env.REDIS_URL, REDIS_PREFIX: env.REDIS_PREFIX, SIGNING_KEK_FILE: '' }, 'signing-key', 'rotate');
+    expect([rotate.code, rotate.stderr]).toEqual([2, expect.stringMatching(/SIGNING_KEK_FILE is not set/)]);
+  });
+});
