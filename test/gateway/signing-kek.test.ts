@@ -8,21 +8,15 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { jwtVerify } from 'jose';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { ensureKekFile, loadKek } from '../../gateway/store/signing-kek.js';
 import { audiencectl, audiencectlJson } from '../helpers/cli.js';
 import { GATEWAY_BIN, spawnGateway } from '../helpers/gateway-process.js';
-import { mintToken, postAction, startTestGateway, testKekFile, type TestGateway } from '../helpers/gateway.js';
+import { postAction, testKekFile, useGatewayWithToken } from '../helpers/gateway.js';
 import { useRedis } from '../helpers/redis.js';
 
 const redis = useRedis();
-let t: TestGateway;
-let token: string;
-beforeAll(async () => {
-  t = await startTestGateway({ redisUrl: redis.get().server.url });
-  token = await mintToken(t, t.layoutId, t.apiKey);
-});
-afterAll(() => t.close());
+const g = useGatewayWithToken(() => redis.get().server.url);
 
 /** Every string Redis holds under the prefix: values as stored, and the bytes DUMP gives. */
 async function everythingStored(prefix: string): Promise<string[]> {
@@ -51,23 +45,23 @@ function candidates(texts: string[]): Uint8Array[] {
   return keys;
 }
 
-const verifies = (key: Uint8Array) => jwtVerify(token, key).then(() => true, () => false);
+const verifies = (key: Uint8Array) => jwtVerify(g.token, key).then(() => true, () => false);
 const gatewayExit = (env: Record<string, string>, ...args: string[]) =>
   new Promise<{ code: number; out: string }>((resolve) => {
-    execFile(process.execPath, [GATEWAY_BIN, ...args], { env: { PATH: process.env.PATH ?? '', PORT: '0', OPS_PORT: '0', REDIS_URL: redis.get().server.url, REDIS_PREFIX: t.config.redisPrefix, ...env }, timeout: 10_000 }, (err, stdout, stderr) =>
+    execFile(process.execPath, [GATEWAY_BIN, ...args], { env: { PATH: process.env.PATH ?? '', PORT: '0', OPS_PORT: '0', REDIS_URL: redis.get().server.url, REDIS_PREFIX: g.t.config.redisPrefix, ...env }, timeout: 10_000 }, (err, stdout, stderr) =>
       resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, out: stdout + stderr }),
     );
   });
 
 describe('signing secrets at rest', () => {
   it('no string Redis holds verifies a token, while the KEK opens the sealed record into the key that does', async () => {
-    const stored = await everythingStored(t.config.redisPrefix);
+    const stored = await everythingStored(g.t.config.redisPrefix);
     expect(stored.join('')).toContain('"sealed"');
     const tried = candidates(stored);
     expect(tried.length).toBeGreaterThan(20);
     for (const key of tried) expect(await verifies(key)).toBe(false);
     // the control: with the KEK, the stored record yields the key the token verifies with
-    const { current, keys } = await t.admin.signingKeys.load();
+    const { current, keys } = await g.t.admin.signingKeys.load();
     expect(await verifies(keys.find((k) => k.kid === current)!.secret)).toBe(true);
   });
 
@@ -91,16 +85,16 @@ describe('signing secrets at rest', () => {
     expect(wrong.code).toBe(1);
     expect(wrong.out).toContain(`SIGNING_KEK_FILE (${other}) holds ${loadKek(other).id}`);
     // rewrap to a new KEK with audiencectl (holding the current one)
-    const env = { REDIS_URL: redis.get().server.url, REDIS_PREFIX: t.config.redisPrefix, SIGNING_KEK_FILE: testKekFile() };
+    const env = { REDIS_URL: redis.get().server.url, REDIS_PREFIX: g.t.config.redisPrefix, SIGNING_KEK_FILE: testKekFile() };
     const next = ensureKekFile(join(dir, 'next'));
     const rewrapped = await audiencectlJson(env, 'signing-keys', 'rewrap', '--new-kek-file', next);
     expect(rewrapped).toEqual({ rewrapped: 1, kek: loadKek(next).id });
-    const records = Object.values(await redis.get().client.hgetall(t.admin.keys.signingKeys())).map((r) => JSON.parse(r) as { sealed: { kek: string } });
+    const records = Object.values(await redis.get().client.hgetall(g.t.admin.keys.signingKeys())).map((r) => JSON.parse(r) as { sealed: { kek: string } });
     expect(records.map((r) => r.sealed.kek)).toEqual([loadKek(next).id]);
     // a gateway on the new KEK accepts the token minted before; the old KEK no longer starts one
-    const moved = await spawnGateway({ REDIS_URL: redis.get().server.url, REDIS_PREFIX: t.config.redisPrefix, SIGNING_KEK_FILE: next });
+    const moved = await spawnGateway({ REDIS_URL: redis.get().server.url, REDIS_PREFIX: g.t.config.redisPrefix, SIGNING_KEK_FILE: next });
     try {
-      expect((await postAction(moved, token, { layoutId: t.layoutId, lid: 1, type: 'Button' })).status).toBe(200);
+      expect((await postAction(moved, g.token, { layoutId: g.t.layoutId, lid: 1, type: 'Button' })).status).toBe(200);
       expect((await audiencectlJson({ ...env, SIGNING_KEK_FILE: next }, 'signing-key', 'rotate')).kid).toMatch(/^sk_/);
     } finally {
       moved.child.kill('SIGTERM');
