@@ -83,16 +83,17 @@ export function tlsProblem(e: unknown, files: RedisTlsFiles | undefined): string
   // OpenSSL's messages carry their source position and a newline: the reason alone reads better
   const raw = String(err?.message ?? e);
   const message = (/:(tlsv1\d? alert [^:]+|[a-z ]*certificate[^:]*):/i.exec(raw)?.[1] ?? raw).replace(/\s+/g, ' ').trim();
-  if (UNTRUSTED.has(code) || /certificate|self.signed|altnames/i.test(message) && !/certificate required/i.test(message)) {
+  // an alert is the server refusing us (our certificate, or none); anything else about certificates is ours refusing it
+  if (/\balert\b/i.test(message)) {
+    return files?.certFile
+      ? `the Redis server refused the client certificate ${TLS_SETTING.certFile}=${files.certFile} (${message})`
+      : `the Redis server asks for a client certificate (${message}); set ${TLS_SETTING.certFile} and ${TLS_SETTING.keyFile}`;
+  }
+  if (UNTRUSTED.has(code) || /certificate|self.signed|altnames/i.test(message)) {
     if (code === 'ERR_TLS_CERT_ALTNAME_INVALID') return `the Redis server's certificate does not name this host (${message}); ${TLS_SETTING.servername} sets the name to check`;
     return files?.caFile
       ? `the Redis server's certificate does not verify against ${TLS_SETTING.caFile}=${files.caFile} (${message})`
       : `the Redis server's certificate does not verify against the system's CAs (${message}); ${TLS_SETTING.caFile} names the CA that signed it`;
-  }
-  if (/certificate required|handshake failure|bad certificate|unknown ca/i.test(message)) {
-    return files?.certFile
-      ? `the Redis server refused the client certificate ${TLS_SETTING.certFile}=${files.certFile} (${message})`
-      : `the Redis server asks for a client certificate (${message}); set ${TLS_SETTING.certFile} and ${TLS_SETTING.keyFile}`;
   }
   return null;
 }

@@ -31,13 +31,14 @@ function openssl(...args: string[]): void {
 /** A CA, and `name`'s key and certificate signed by it (with the subjectAltNames given). */
 function makeCerts(): void {
   for (const ca of ['ca', 'other-ca']) openssl('req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '2', '-subj', `/CN=${ca}`, '-keyout', `${ca}.key`, '-out', `${ca}.pem`);
-  const sign = (name: string, ext: string) => {
+  const sign = (name: string, ext: string, ca = 'ca') => {
     openssl('req', '-newkey', 'rsa:2048', '-nodes', '-subj', `/CN=${name}`, '-keyout', `${name}.key`, '-out', `${name}.csr`);
     writeFileSync(f(`${name}.ext`), ext);
-    openssl('x509', '-req', '-in', `${name}.csr`, '-CA', 'ca.pem', '-CAkey', 'ca.key', '-CAcreateserial', '-days', '2', '-extfile', `${name}.ext`, '-out', `${name}.pem`);
+    openssl('x509', '-req', '-in', `${name}.csr`, '-CA', `${ca}.pem`, '-CAkey', `${ca}.key`, '-CAcreateserial', '-days', '2', '-extfile', `${name}.ext`, '-out', `${name}.pem`);
   };
   sign('server', 'subjectAltName=IP:127.0.0.1,DNS:redis.test\nextendedKeyUsage=serverAuth\n');
   sign('client', 'extendedKeyUsage=clientAuth\n');
+  sign('stranger', 'extendedKeyUsage=clientAuth\n', 'other-ca'); // a client certificate the server's CA did not sign
 }
 
 /** A redis-server with a plain port (the test's own reads) and a TLS port (the processes under test). */
@@ -119,6 +120,8 @@ describe('TLS to Redis', () => {
     expect(check.code).toBe(2);
     expect(check.out).toMatch(/client certificate.*REDIS_TLS_CERT_FILE/);
     expect(await gatewayCheck(withCert)).toMatchObject({ code: 0 });
+    const stranger = await gatewayCheck({ ...without, REDIS_TLS_CERT_FILE: f('stranger.pem'), REDIS_TLS_KEY_FILE: f('stranger.key') });
+    expect([stranger.code, stranger.out]).toEqual([2, expect.stringMatching(/refused the client certificate REDIS_TLS_CERT_FILE=.*stranger\.pem/)]);
     expect((await audiencectl(withCert, 'team', 'list')).code).toBe(0);
     // the bridge with the certificate in its config file delivers
     const file = configFile({ redisUrl: url, prefix: 'mtls:', bridgeId: 'mtls', redisTls: { caFile: f('ca.pem'), certFile: f('client.pem'), keyFile: f('client.key'), servername: 'redis.test' }, layouts: [{ layoutId: 'show', targets: [{ host: '127.0.0.1', port: sink.port }] }] });
