@@ -135,8 +135,9 @@ export class SigningKeyStore {
     const all = await this.redis.hgetall(this.keys.signingKeys());
     const writes: string[] = [];
     for (const [kid, raw] of Object.entries(all)) {
-      const { secret: _, sealed: __, ...rest } = JSON.parse(raw) as StoredKey;
-      writes.push(kid, JSON.stringify({ ...rest, sealed: next.seal(kid, this.secretOf(kid, JSON.parse(raw) as StoredKey)) }));
+      const stored = JSON.parse(raw) as StoredKey;
+      const { secret: _, sealed: __, ...rest } = stored;
+      writes.push(kid, JSON.stringify({ ...rest, sealed: next.seal(kid, this.secretOf(kid, stored)) }));
     }
     if (writes.length > 0) await this.redis.hset(this.keys.signingKeys(), ...writes);
     return writes.length / 2;
