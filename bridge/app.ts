@@ -8,6 +8,8 @@ import { streamAcker } from './stream-group.js';
 import { BridgeCounters } from './counters.js';
 import type { Logger } from '../runtime/log.js';
 import { BridgeMetrics } from './metrics.js';
+import { RedisClock, clockOffsetProblem, type ClockReading, registerClockMetrics, watchClockOffset } from '../runtime/redis-clock.js';
+import { DropWatch } from './drop-watch.js';
 import { startOpsServer } from '../runtime/ops-server.js';
 import { Presence } from './presence.js';
 import { connectBridgeRedis, connectWithRetry } from '../runtime/redis.js';
@@ -30,6 +32,8 @@ export interface Bridge {
   readonly schedulers: readonly LayoutScheduler[];
   /** each layout's crowd cues */
   readonly cues: readonly LayoutCues[];
+  /** this host's clock against Redis's */
+  clock(): ClockReading;
   /** Entries of a layout read and not yet settled (the "pending" of the counter identity). */
   pending(layoutId: string): number;
   /** Graceful stop: STOPPING=1, stop reading, send what is queued, deregister, disconnect. */
@@ -66,7 +70,6 @@ const STATUS_EVERY_MS = 5000;
 
 export async function startBridge(config: BridgeConfig, opts: BridgeOptions): Promise<Bridge> {
   const { log } = opts;
-  const now = opts.now ?? Date.now;
   // refused before anything connects: the CPUs are placed just before the schedule starts
   const cpuProblem = opts.prioritiseSendPath && config.sendCpu !== undefined ? sendCpuProblem(config.sendCpu) : null;
   if (cpuProblem) throw new Error(cpuProblem);
@@ -81,6 +84,20 @@ export async function startBridge(config: BridgeConfig, opts: BridgeOptions): Pr
 
   const ops = connectBridgeRedis(bridgeRedisTarget(config), `audience-bridge:${config.bridgeId}`, 2000);
   await connectWithRetry(ops, log, () => stopping, bridgeRedisTarget(config));
+  // Ages are read in Redis's clock, as the gateway stamps them; timetags go out in this host's,
+  // which its displays share (a test's own `now` aside: then both are that).
+  let clockFailures = 0;
+  const clock = new RedisClock(ops, (e) => {
+    if (clockFailures++ % 12 === 0) log.warn({ err: (e as Error).message, failures: clockFailures }, "could not read Redis's TIME for the clock offset; the last offset stays");
+  });
+  if (!opts.now) {
+    await clock.sync().catch((e: unknown) => log.warn({ err: (e as Error).message }, "could not read Redis's TIME; the clock offset is taken as 0 until it can"));
+    clock.start();
+  }
+  const now = opts.now ?? clock.now;
+  const toLocal = opts.now ? (ms: number) => ms : (ms: number) => clock.toLocal(ms);
+  const clockNote = () => clockOffsetProblem(clock.reading(), config.clockOffsetWarnMs);
+  const clockWatch = watchClockOffset(clockNote, log);
   const readers: RedisClient[] = [];
   const schedulers: LayoutScheduler[] = [];
   const consumers: LayoutConsumer[] = [];
@@ -89,7 +106,7 @@ export async function startBridge(config: BridgeConfig, opts: BridgeOptions): Pr
     const reader = connectBridgeRedis(bridgeRedisTarget(config), `audience-bridge:${config.bridgeId}:read`, blockMs + 2000);
     await connectWithRetry(reader, log, () => stopping, bridgeRedisTarget(config));
     readers.push(reader);
-    const scheduler = new LayoutScheduler(layout, streamAcker(ops, config.redisPrefix, config.bridgeId, layout.layoutId), counters, log, now);
+    const scheduler = new LayoutScheduler(layout, streamAcker(ops, config.redisPrefix, config.bridgeId, layout.layoutId), counters, log, now, toLocal);
     const consumer = new LayoutConsumer(
       reader,
       ops,
@@ -129,11 +146,13 @@ export async function startBridge(config: BridgeConfig, opts: BridgeOptions): Pr
     now,
   });
   counters.onLateness = (ms) => metrics.lateness.observe(ms / 1000);
-  // Ready while every read loop's last read worked and no send loop is failing; else says which and why.
+  const drops = new DropWatch(counters, config.layouts.map((l) => l.layoutId), log);
+  // Ready while every read loop's last read worked, no send loop is failing and no layout drops all it reads; else says which and why.
   const opsServer = await startOpsServer(config.opsHost, config.opsPort, metrics.registry, () => {
-    const problems = [...consumers, ...schedulers].map((x) => x.problem()).filter((p): p is string => p !== null);
+    const problems = [...consumers, ...schedulers, drops].map((x) => x.problem()).filter((p): p is string => p !== null);
     return Promise.resolve(problems.length > 0 ? problems.join('; ') : null);
-  });
+  }, clockNote);
+  registerClockMetrics(metrics.registry, 'audience_bridge_', () => clock.reading());
   if (opts.prioritiseSendPath) {
     const placed = await prioritiseSendPath(await tickClockReady(), config.sendCpu);
     if (placed.skipped || placed.unchanged > 0 || placed.unplaced > 0) log.warn(placed, 'helper threads keep their priority or CPU (some or all): ticks may wait for them on a busy core');
@@ -142,10 +161,12 @@ export async function startBridge(config: BridgeConfig, opts: BridgeOptions): Pr
   for (const s of schedulers) s.start();
   for (const c of cues) c.start();
   for (const c of consumers) c.start();
-  await notifier.notify('READY=1', `STATUS=${counters.status()}`);
+  drops.start();
+  const status = () => `STATUS=${counters.status()}${clockNote() === null ? '' : `; ${clockNote()}`}`;
+  await notifier.notify('READY=1', status());
   log.info({ bridgeId: config.bridgeId, layouts: config.layouts.map((l) => l.layoutId), watchdogMs, opsPort: opsServer.port }, 'audience-bridge running');
 
-  const statusTimer = setInterval(() => void notifier.notify(`STATUS=${counters.status()}`), STATUS_EVERY_MS);
+  const statusTimer = setInterval(() => void notifier.notify(status()), STATUS_EVERY_MS);
   statusTimer.unref();
   // WATCHDOG=1 only while every read loop and send loop has shown progress since the last ping.
   let lastPing = now();
@@ -166,10 +187,14 @@ export async function startBridge(config: BridgeConfig, opts: BridgeOptions): Pr
     schedulers,
     cues,
     pending: pendingOf,
+    clock: () => clock.reading(),
     async stop() {
       stopping = true;
       clearInterval(statusTimer);
       clearInterval(watchdogTimer);
+      clearInterval(clockWatch);
+      drops.stop();
+      clock.stop();
       await notifier.notify('STOPPING=1', 'STATUS=stopping: sending what is queued');
       for (const c of cues) c.stop();
       await Promise.all(consumers.map((c) => c.stop()));

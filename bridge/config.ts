@@ -32,6 +32,8 @@ export interface BridgeConfig {
   readonly redisTls?: RedisTlsFiles;
   readonly redisPrefix: string;
   readonly presenceTtlMs: number;
+  /** the host's clock further than this from Redis's is said (readyz note, STATUS, log); 0: never */
+  readonly clockOffsetWarnMs: number;
   readonly logLevel: string;
   readonly opsPort: number;
   readonly opsHost: string;

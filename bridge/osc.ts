@@ -115,12 +115,15 @@ export interface TimedGroup {
   entries: OscEntry[];
 }
 
-/** Consecutive entries with the same play-out time (`ts` + playoutDelayMs; 0: immediately) form one group. */
-export function playoutGroups(ds: readonly { entry: OscEntry & { ts: number } }[], playoutDelayMs: number): TimedGroup[] {
+/**
+ * Consecutive entries with the same play-out time (`ts` + playoutDelayMs; 0: immediately) form one
+ * group. `ts` is in Redis's clock; `toLocal` turns it into this host's, which its displays share.
+ */
+export function playoutGroups(ds: readonly { entry: OscEntry & { ts: number } }[], playoutDelayMs: number, toLocal: (ms: number) => number = (ms) => ms): TimedGroup[] {
   const groups: TimedGroup[] = [];
   let lastAt: number | null | undefined;
   for (const d of ds) {
-    const at = playoutDelayMs > 0 ? d.entry.ts + playoutDelayMs : null;
+    const at = playoutDelayMs > 0 ? toLocal(d.entry.ts) + playoutDelayMs : null;
     const last = groups[groups.length - 1];
     if (last && at === lastAt) last.entries.push(d.entry);
     else groups.push({ timetag: timetag(at), entries: [d.entry] });

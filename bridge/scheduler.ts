@@ -80,6 +80,8 @@ export class LayoutScheduler {
     private readonly counters: BridgeCounters,
     private readonly log: Logger,
     private readonly now: () => number = Date.now,
+    /** a time in `now`'s clock (Redis's) in this host's, which its displays share: for timetags */
+    private readonly toLocal: (ms: number) => number = (ms) => ms,
   ) {
     this.lanes = settings.targets.map((t) => ({ udp: new UdpTarget(t, now), booleans: t.booleans, queue: new TargetQueue(), unconfirmed: null }));
     this.crowd = new CrowdOutbox(this.lanes.length);
@@ -162,7 +164,7 @@ export class LayoutScheduler {
     if (!owed) return;
     const { playoutDelayMs } = this.settings;
     try {
-      const { datagrams, messages } = crowdDatagrams(owed.values, timetag(playoutDelayMs > 0 ? this.now() + playoutDelayMs : null), MAX_DATAGRAM_BYTES, owed.cues);
+      const { datagrams, messages } = crowdDatagrams(owed.values, timetag(playoutDelayMs > 0 ? this.toLocal(this.now()) + playoutDelayMs : null), MAX_DATAGRAM_BYTES, owed.cues);
       await this.transmit(lane, datagrams, messages, datagrams.length);
     } catch (e) {
       this.crowd.putBack(i, owed); // sent again when the target is back
@@ -235,7 +237,7 @@ export class LayoutScheduler {
       lane.queue.requeue(fresh);
       return;
     }
-    const { datagrams, bundles } = packDatagrams(playoutGroups(fresh, this.settings.playoutDelayMs), lane.booleans, MAX_DATAGRAM_BYTES);
+    const { datagrams, bundles } = packDatagrams(playoutGroups(fresh, this.settings.playoutDelayMs, this.toLocal), lane.booleans, MAX_DATAGRAM_BYTES);
     const refusals = lane.udp.refusals;
     try {
       await this.transmit(lane, datagrams, fresh.length, bundles);

@@ -30,6 +30,7 @@ import { WriteHealth } from './store/write-health.js';
 import type { Logger } from '../runtime/log.js';
 import { GatewayMetrics } from './metrics.js';
 import { startOpsServer } from '../runtime/ops-server.js';
+import { RedisClock, clockOffsetProblem, registerClockMetrics, watchClockOffset } from '../runtime/redis-clock.js';
 import { actionRoutes } from './routes/action.js';
 import type { RouteDeps } from './routes/deps.js';
 import { fallbackRoutes } from './routes/fallback.js';
@@ -53,6 +54,8 @@ export interface Gateway {
   readonly deps: RouteDeps;
   /** Why the gateway is not ready (Redis does not answer), or null: what /readyz says. */
   ready(): Promise<string | null>;
+  /** What /readyz adds to a 200: the host's clock far from Redis's, or null. */
+  note(): string | null;
   /** Stop listening, answer what is in flight (at most drainMs), disconnect from Redis. */
   close(drainMs?: number): Promise<void>;
 }
@@ -72,7 +75,6 @@ export interface GatewayOptions {
 
 export async function startGateway(config: GatewayConfig, opts: GatewayOptions): Promise<Gateway> {
   const { log } = opts;
-  const now = opts.now ?? Date.now;
   const kek = loadKek(config.signingKekFile); // before any connection: a missing or unreadable one stops the start here
   const settings = { ...redisTarget(config), commandTimeoutMs: config.redisCommandTimeoutMs };
   const redis = await connectServiceRedis({ ...settings, name: 'audience-gateway' });
@@ -80,7 +82,19 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
   // the live channel's crowd: SSUBSCRIBE to each layout's shard while this process holds its sockets
   const liveSubscriber = await connectServiceRedis({ ...settings, name: 'audience-gateway-live', shardedSubscribers: true });
 
+  // What this gateway stores and compares is in Redis's clock (a test's own `now` aside), so the
+  // bridge reads an action's age right whatever either host's clock says.
+  const clockErrors = new SummaryLog(log, 'warn', "could not read Redis's TIME for the clock offset; the last offset stays (count of the interval)", 60_000);
+  const clock = new RedisClock(redis, () => clockErrors.count('time'));
+  if (!opts.now) {
+    await clock.sync().catch(() => clockErrors.count('time'));
+    clock.start();
+  }
+  const now = opts.now ?? clock.now;
+  const clockNote = () => clockOffsetProblem(clock.reading(), config.clockOffsetWarnMs);
+  const clockWatch = watchClockOffset(clockNote, log);
   const metrics = new GatewayMetrics();
+  registerClockMetrics(metrics.registry, 'audience_gateway_', () => clock.reading());
   const timed = <T>(command: string, p: Promise<T>) => metrics.redis(command, p);
   const stores = createStores(redis, config.redisPrefix, kek);
   // Data of version 0.1 moves to the tagged key names before anything reads it (idempotent: several
@@ -206,6 +220,7 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
     limiter: new LoginLimiter(redis, stores.keys, { windowSeconds: config.adminLoginWindowSeconds, maxPerAccount: config.adminLoginMaxPerAccount, maxPerAddress: config.adminLoginMaxPerAddress, maxInFlight: config.adminLoginMaxInFlight }),
     destinations: deps.destinations,
     dummyPasswordHash: await hashPassword(`unknown-${Math.random()}`),
+    now,
   };
   server.mount(layoutRoute(deps)).mount(tokenRoute(deps)).mount(openApiRoute()).mount(asyncApiRoute()).mount(schemaRoutes(clientProtocolModule()));
   for (const r of [...actionRoutes(deps), ...adminApiRoutes(admin), ...adminPageRoutes(), ...playPageRoutes()]) server.mount(r);
@@ -239,7 +254,7 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
     }
   };
   metrics.watchCrowd(() => deps.crowd.participants());
-  const ops = await startOpsServer(config.opsHost, config.opsPort, metrics.registry, ready).catch(async (e: unknown) => {
+  const ops = await startOpsServer(config.opsHost, config.opsPort, metrics.registry, ready, clockNote).catch(async (e: unknown) => {
     await server.close(0);
     throw new Error(`cannot listen on ${config.opsHost}:${config.opsPort} for /metrics: ${(e as Error).message} (OPS_PORT and OPS_HOST choose others)`);
   });
@@ -248,6 +263,7 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
     port,
     opsPort: ops.port,
     ready,
+    note: clockNote,
     stores,
     deps,
     async close(drainMs = DRAIN_MS) {
@@ -261,6 +277,9 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
       writes.flush();
       liveMisses.flush();
       await ops.close();
+      clock.stop();
+      clearInterval(clockWatch);
+      clockErrors.flush();
       listener.stop();
       liveCrowd.stop();
       redis.disconnect();

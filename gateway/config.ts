@@ -23,6 +23,7 @@ export interface GatewayConfig {
   /** "1".."99" or "auto" */
   readonly gatewayWorkers: string;
   readonly redisCommandTimeoutMs: number;
+  readonly clockOffsetWarnMs: number;
   readonly tokenTtlSeconds: number;
   readonly tokenRenewGraceSeconds: number;
   readonly tokenIssuer: string;

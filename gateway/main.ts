@@ -54,14 +54,19 @@ async function main(argv: string[]): Promise<number> {
   const stop = stopSignal();
   const gateway = await startGateway(config, { log });
   log.info({ port: gateway.port, host: config.host, opsPort: gateway.opsPort, redis: describeTarget(redisTarget(config)), ...(isWorker() && { worker: Number(process.env.GATEWAY_WORKER_ID) }) }, 'audience-gateway listening');
-  const stopServing = isWorker() ? serveSupervisor({ port: gateway.port, registry: gateway.deps.metrics.registry, ready: () => gateway.ready() }) : () => {};
+  const stopServing = isWorker() ? serveSupervisor({ port: gateway.port, registry: gateway.deps.metrics.registry, ready: () => gateway.ready(), note: () => gateway.note() }) : () => {};
   // systemd (Type=notify): ready once listening; the watchdog ping proves the event loop turns.
   const systemd = new SystemdNotifier();
-  await systemd.notify('READY=1', `STATUS=listening on ${config.host}:${gateway.port}`);
+  const status = () => `STATUS=listening on ${config.host}:${gateway.port}${gateway.note() === null ? '' : `; ${gateway.note()}`}`;
+  await systemd.notify('READY=1', status());
+  // the STATUS line says so while the host's clock is far from Redis's
+  let said = status();
+  const statusTimer = isWorker() ? undefined : setInterval(() => status() !== said && void systemd.notify((said = status())), 5000);
   const watchdogMs = systemd.watchdogIntervalMs();
   const watchdog = watchdogMs ? setInterval(() => void systemd.notify('WATCHDOG=1'), watchdogMs) : undefined;
   log.info({ signal: await stop }, 'stopping: draining in-flight requests');
   clearInterval(watchdog);
+  clearInterval(statusTimer);
   stopServing();
   // both awaited before exit: exiting first could lose STOPPING=1 (systemd-notify is a child process)
   await Promise.all([systemd.notify('STOPPING=1'), gateway.close()]).catch((e: unknown) => log.error({ err: e }, 'error while stopping'));

@@ -18,7 +18,11 @@ export interface OpsServer {
   close(): Promise<void>;
 }
 
-export async function startOpsServer(host: string, port: number, registry: Registry, ready: () => Promise<string | null>): Promise<OpsServer> {
+/**
+ * `ready`: why the process is not ready (503), or null. `note`: what is worth knowing but does not
+ * stop it serving (a clock far from Redis's, which it corrects), said after "ready" in the 200.
+ */
+export async function startOpsServer(host: string, port: number, registry: Registry, ready: () => Promise<string | null>, note: () => string | null = () => null): Promise<OpsServer> {
   const server: Server = createServer((req, res) => {
     const reply = (status: number, type: string, body: string) => {
       res.writeHead(status, { 'content-type': type, 'cache-control': 'no-store' });
@@ -35,7 +39,11 @@ export async function startOpsServer(host: string, port: number, registry: Regis
       reply(200, 'text/plain', 'ok\n');
     } else if (path === '/readyz') {
       ready().then(
-        (problem) => (problem === null ? reply(200, 'text/plain', 'ready\n') : reply(503, 'text/plain', `not ready: ${problem}\n`)),
+        (problem) => {
+          if (problem !== null) return reply(503, 'text/plain', `not ready: ${problem}\n`);
+          const said = note();
+          reply(200, 'text/plain', said === null ? 'ready\n' : `ready; note: ${said}\n`);
+        },
         (e: unknown) => reply(503, 'text/plain', `not ready: ${String(e)}\n`),
       );
     } else reply(404, 'text/plain', 'not found\n');

@@ -23,6 +23,7 @@ if [ "$job" = test ]; then
   need+=([chromium]=chromium)   # the admin page's end-to-end tests (driven by playwright-core; never a downloaded browser)
   need+=([promtool]=prometheus) # promtool check metrics on both /metrics outputs
   need+=([dpkg-deb]=dpkg)       # the bridge's Debian package is built, installed into a scratch root and removed
+  need+=([faketime]=faketime)   # a gateway or a bridge whose host clock is seconds off
 fi
 if [ "$job" = bench ]; then
   need+=([redis-cli]=redis-tools) # the scaling bench starts a Redis Cluster

@@ -25,6 +25,8 @@ export interface AdminDeps {
   crowd: { peek(layoutId: string): CrowdValue[] };
   /** a hash checked for unknown emails, so they take as long as known ones */
   dummyPasswordHash: string;
+  /** the gateway's clock (Redis's): what tokens' iat and the bridge's cue times are in */
+  now: () => number;
 }
 
 const NO_STORE = [['cache-control', 'no-store']] as const;
@@ -200,7 +202,7 @@ export function adminApiRoutes(d: AdminDeps): Route[] {
       params: 1,
       async handle(head) {
         const layout = await ownedLayout(head, false);
-        const now = Date.now();
+        const now = d.now();
         const cues = new Map((await orUnavailable(d.stores.cues.states(layout, now))).map((c) => [c.lid, c]));
         const values = new Map(d.crowd.peek(layout.layoutId).map((v) => [v.lid, v]));
         const page = layout.pages.find((p) => p.pageId === layout.activePageId);
@@ -245,7 +247,7 @@ export function adminApiRoutes(d: AdminDeps): Route[] {
       async handle(head, raw) {
         const layout = await ownedLayout(head, true);
         const body = parseBody(raw, validateAdminRevokeTokens);
-        const before = body.before === undefined ? Date.now() : Date.parse(body.before);
+        const before = body.before === undefined ? d.now() : Date.parse(body.before);
         if (!Number.isFinite(before)) throw new AppError('invalid_body', 'before must be an ISO 8601 time');
         const cut = await orUnavailable(d.stores.layouts.revokeTokens(layout.layoutId, { before }));
         return json({ layoutId: layout.layoutId, revokedBefore: new Date(cut).toISOString() });

@@ -25,8 +25,8 @@ export type ToWorker = { type: 'collect' };
 export type FromWorker =
   | { type: 'listening'; port: number }
   | { type: 'heartbeat' }
-  /** `metrics`: the worker registry's getMetricsAsJSON(); `problem`: why it is not ready, or null */
-  | { type: 'state'; metrics: unknown[]; problem: string | null };
+  /** `metrics`: the worker registry's getMetricsAsJSON(); `problem`: why it is not ready, or null; `note`: what a 200 adds */
+  | { type: 'state'; metrics: unknown[]; problem: string | null; note: string | null };
 
 /** The message if it is one a worker sends, else null (a bug or a stray process.send: counted and ignored). */
 export function asFromWorker(m: unknown): FromWorker | null {
@@ -34,6 +34,7 @@ export function asFromWorker(m: unknown): FromWorker | null {
   const x = m as Record<string, unknown>;
   if (x.type === 'heartbeat') return { type: 'heartbeat' };
   if (x.type === 'listening' && typeof x.port === 'number') return { type: 'listening', port: x.port };
-  if (x.type === 'state' && Array.isArray(x.metrics) && (x.problem === null || typeof x.problem === 'string')) return { type: 'state', metrics: x.metrics, problem: x.problem };
+  const text = (v: unknown) => v === null || typeof v === 'string';
+  if (x.type === 'state' && Array.isArray(x.metrics) && text(x.problem) && (x.note === undefined || text(x.note))) return { type: 'state', metrics: x.metrics, problem: x.problem, note: (x.note) ?? null };
   return null;
 }

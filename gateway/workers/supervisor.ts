@@ -42,6 +42,8 @@ interface Worker {
   /** the last metrics and readiness it pushed */
   metrics: Metrics;
   problem: string | null;
+  /** what its /readyz adds to a 200 (a clock far from Redis's), or null */
+  note: string | null;
   /** when it last pushed its state */
   stateAt: number;
 }
@@ -82,7 +84,7 @@ export async function superviseWorkers(config: GatewayConfig, count: number, scr
       execArgv: process.execArgv,
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     });
-    const w: Worker = { id, child, listening: false, lastHeartbeat: Date.now(), metrics: [], problem: 'starting', stateAt: 0 };
+    const w: Worker = { id, child, listening: false, lastHeartbeat: Date.now(), metrics: [], problem: 'starting', note: null, stateAt: 0 };
     workers.set(id, w);
     const startedAt = Date.now();
     child.on('message', (raw: unknown) => {
@@ -95,6 +97,7 @@ export async function superviseWorkers(config: GatewayConfig, count: number, scr
       if (m.type === 'state') {
         w.metrics = m.metrics as Metrics;
         w.problem = m.problem;
+        w.note = m.note;
         w.stateAt = Date.now();
         collected?.();
       } else if (m.type === 'listening') {
@@ -165,7 +168,7 @@ export async function superviseWorkers(config: GatewayConfig, count: number, scr
       else if (w.listening && w.problem !== null) problems.push(w.problem);
     }
     return problems.length > 0 ? problems.join('; ') : null;
-  });
+  }, () => [...workers.values()].find((w) => w.note !== null)?.note ?? null); // one host, one clock: the first worker's word
 
   for (let i = 1; i <= count; i++) start(i);
 
@@ -187,6 +190,14 @@ export async function superviseWorkers(config: GatewayConfig, count: number, scr
         if ([...workers.values()].some((w) => w.listening && Date.now() - w.lastHeartbeat < HEARTBEAT_TIMEOUT_MS)) void notifier.notify('WATCHDOG=1');
       }, watchdogMs)
     : undefined;
+  // once all listen, the STATUS line also says when the host's clock is far from Redis's (a worker's word)
+  let statusNote: string | null = null;
+  const status = setInterval(() => {
+    const note = [...workers.values()].find((w) => w.note !== null)?.note ?? null;
+    if (!readySent || note === statusNote) return;
+    void notifier.notify(`STATUS=${count} workers listening on ${config.host}:${config.port}${note === null ? '' : `; ${note}`}`);
+    statusNote = note;
+  }, 5000);
 
   await new Promise<void>((resolve) => {
     const stop = (signal: NodeJS.Signals) => {
@@ -195,6 +206,7 @@ export async function superviseWorkers(config: GatewayConfig, count: number, scr
       log.info({ signal }, 'stopping: workers drain in-flight requests');
       clearInterval(check);
       clearInterval(watchdog);
+      clearInterval(status);
       const told = notifier.notify('STOPPING=1'); // awaited below: exiting first could lose it
       const exits = [...workers.values()].map((w) => new Promise<void>((r) => (w.child.exitCode !== null || w.child.signalCode !== null ? r() : w.child.once('exit', () => r()))));
       for (const w of workers.values()) w.child.kill('SIGTERM');

@@ -9,6 +9,8 @@ export interface WorkerSide {
   registry: Registry;
   /** why this worker is not ready, or null */
   ready: () => Promise<string | null>;
+  /** what its /readyz would add to a 200 (the clock), or null */
+  note: () => string | null;
 }
 
 /** GATEWAY_WORKERS: a number, or `auto` for one worker per core. */
@@ -31,8 +33,8 @@ export function serveSupervisor(w: WorkerSide): () => void {
     if (pushing) return; // a slow Redis answer must not pile up pushes
     pushing = true;
     Promise.all([w.registry.getMetricsAsJSON(), w.ready().catch((e: unknown) => String(e))])
-      .then(([metrics, problem]) => send({ type: 'state', metrics, problem: problem === null ? null : `worker ${id}: ${problem}` }))
-      .catch(() => send({ type: 'state', metrics: [], problem: `worker ${id}: could not read its metrics` }))
+      .then(([metrics, problem]) => send({ type: 'state', metrics, problem: problem === null ? null : `worker ${id}: ${problem}`, note: w.note() }))
+      .catch(() => send({ type: 'state', metrics: [], problem: `worker ${id}: could not read its metrics`, note: null }))
       .finally(() => (pushing = false));
   };
   const onMessage = (m: ToWorker) => {

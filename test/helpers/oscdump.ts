@@ -5,6 +5,10 @@ import { freePort } from '../../gateway/dev/redis-server.js';
 
 export interface OscLine {
   at: number;
+  /** the line as oscdump printed it */
+  raw: string;
+  /** the bundle's timetag as Unix ms (null: none, or "immediately") */
+  timetag: number | null;
   address: string;
   tags: string;
   values: number[];
@@ -30,8 +34,9 @@ export async function startOscdump(): Promise<Oscdump> {
     const parts = (rest + String(chunk)).split('\n');
     rest = parts.pop()!;
     for (const line of parts) {
+      const tt = /^([0-9a-f]{8})\.([0-9a-f]{8}) /.exec(line);
       const [address = '', tags = '', ...values] = line.replace(/^[0-9a-f]{8}\.[0-9a-f]{8} /, '').trim().split(' ');
-      lines.push({ at, address, tags, values: values.map(Number) });
+      lines.push({ at, raw: line, timetag: tt ? ntpToUnixMs(parseInt(tt[1]!, 16), parseInt(tt[2]!, 16)) : null, address, tags, values: values.map(Number) });
     }
   });
   return {
@@ -44,4 +49,10 @@ export async function startOscdump(): Promise<Oscdump> {
     },
     saw: (text) => lines.some((l) => l.address.includes(text)),
   };
+}
+
+/** An OSC timetag (seconds since 1900 and a 2^-32 fraction) as Unix ms; null for "immediately" (0.1). */
+function ntpToUnixMs(seconds: number, fraction: number): number | null {
+  if (seconds === 0 && fraction <= 1) return null;
+  return (seconds - 2_208_988_800) * 1000 + (fraction / 2 ** 32) * 1000;
 }
