@@ -12,7 +12,7 @@ import { RedisClock, clockOffsetProblem, type ClockReading, registerClockMetrics
 import { DropWatch } from './drop-watch.js';
 import { startOpsServer } from '../runtime/ops-server.js';
 import { Presence } from './presence.js';
-import { connectBridgeRedis, connectWithRetry } from '../runtime/redis.js';
+import { connectBridgeRedis, connectWithRetry, replaceSilentConnection } from '../runtime/redis.js';
 import { LayoutScheduler } from './scheduler.js';
 import { SystemdNotifier } from '../runtime/systemd.js';
 import { prioritiseSendPath, sendCpuProblem } from './thread-priority.js';
@@ -84,6 +84,7 @@ export async function startBridge(config: BridgeConfig, opts: BridgeOptions): Pr
 
   const ops = connectBridgeRedis(bridgeRedisTarget(config), `audience-bridge:${config.bridgeId}`, 2000);
   await connectWithRetry(ops, log, () => stopping, bridgeRedisTarget(config));
+  const opsLink = replaceSilentConnection(ops, 1000, () => log.warn('the Redis link went silent (a PING unanswered for 2 s); connecting again'));
   // Ages are read in Redis's clock, as the gateway stamps them; timetags go out in this host's,
   // which its displays share (a test's own `now` aside: then both are that).
   let clockFailures = 0;
@@ -103,7 +104,9 @@ export async function startBridge(config: BridgeConfig, opts: BridgeOptions): Pr
   const consumers: LayoutConsumer[] = [];
   const cues: LayoutCues[] = [];
   for (const layout of config.layouts) {
-    const reader = connectBridgeRedis(bridgeRedisTarget(config), `audience-bridge:${config.bridgeId}:read`, blockMs + 2000);
+    // a read may wait behind the one in flight (consumer.ts): two BLOCKs and a round trip
+    const readTimeoutMs = 2 * blockMs + Math.max(500, blockMs);
+    const reader = connectBridgeRedis(bridgeRedisTarget(config), `audience-bridge:${config.bridgeId}:read`, readTimeoutMs);
     await connectWithRetry(reader, log, () => stopping, bridgeRedisTarget(config));
     readers.push(reader);
     const scheduler = new LayoutScheduler(layout, streamAcker(ops, config.redisPrefix, config.bridgeId, layout.layoutId), counters, log, now, toLocal);
@@ -111,7 +114,7 @@ export async function startBridge(config: BridgeConfig, opts: BridgeOptions): Pr
       reader,
       ops,
       scheduler,
-      { prefix: config.redisPrefix, bridgeId: config.bridgeId, blockMs, count: opts.readCount ?? 64, maxBacklog: layout.maxMessagesPerTick * BACKLOG_TICKS, reclaimIdleMs: opts.reclaimIdleMs ?? 30_000, deadLetterMaxLen: 10_000 },
+      { prefix: config.redisPrefix, bridgeId: config.bridgeId, blockMs, readTimeoutMs, count: opts.readCount ?? 64, maxBacklog: layout.maxMessagesPerTick * BACKLOG_TICKS, reclaimIdleMs: opts.reclaimIdleMs ?? 30_000, deadLetterMaxLen: 10_000 },
       counters,
       log,
       now,
@@ -172,7 +175,7 @@ export async function startBridge(config: BridgeConfig, opts: BridgeOptions): Pr
   let lastPing = now();
   const watchdogTimer = watchdogMs
     ? setInterval(() => {
-        const alive = [...consumers, ...schedulers].every((x) => x.lastProgress >= lastPing - blockMs);
+        const alive = consumers.every((c) => c.alive(lastPing - blockMs)) && schedulers.every((s) => s.lastProgress >= lastPing - blockMs);
         if (alive) {
           lastPing = now();
           void notifier.notify('WATCHDOG=1');
@@ -193,6 +196,7 @@ export async function startBridge(config: BridgeConfig, opts: BridgeOptions): Pr
       clearInterval(statusTimer);
       clearInterval(watchdogTimer);
       clearInterval(clockWatch);
+      clearInterval(opsLink);
       drops.stop();
       clock.stop();
       await notifier.notify('STOPPING=1', 'STATUS=stopping: sending what is queued');

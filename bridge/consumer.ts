@@ -1,14 +1,21 @@
 // Reads one layout's action stream with this bridge's own consumer group, so every bridge gets
 // every action. At start it first re-reads its own pending entries (read before a crash, never
 // acked), then new ones with a bounded BLOCK. Stuck entries are reclaimed with XAUTOCLAIM.
+// Over a WAN each round trip to Redis counts, so nothing else waits between a new entry and its
+// send: a second blocking read is always queued behind the one in flight on the reader's
+// connection (Redis starts it the moment the first replies, and replies keep their order), and
+// the count of entries trimmed unread runs on its own timer on the shared connection.
 // Each entry is settled on its own, and nothing it holds can stop the loop:
 // - data trimmed or deleted while pending (nil fields): acked, counted as lost, logged with its id;
 // - cannot be decoded, validated or encoded: copied to the dead-letter stream with the reason, acked;
 // - older than maxAgeMs: dropped as stale, acked; more than maxAgeMs in the future: dead-lettered;
 // - otherwise: handed to the scheduler, which acks after sending.
 // A missing group or stream (Redis lost its data) is created again from the oldest entry left.
-// `lastProgress` moves only on a successful read or a healthy wait, so the watchdog tells the truth.
+// `lastProgress` moves on a successful read, a healthy wait, or a read that failed because Redis
+// could not be reached (the loop turns and retries; a restart would not bring Redis back), so the
+// watchdog stops only for a loop that is stuck or whose reads Redis answers with errors.
 import type { RedisClient } from '../runtime/redis.js';
+import { ReplyError } from 'ioredis';
 import { LRUCache } from 'lru-cache';
 import { decodeStreamEntry } from '../schemas/action-entry.js';
 import { actionStreamKey, deadLetterKey } from '../schemas/redis-keys.js';
@@ -23,6 +30,8 @@ export interface ConsumerSettings {
   bridgeId: string;
   /** BLOCK of each read: also the longest the loop goes without showing progress */
   blockMs: number;
+  /** the reader connection's command timeout: a read waits this long at most */
+  readTimeoutMs: number;
   /** entries per read, at most (a read asks only for what fits in the backlog) */
   count: number;
   /** stop reading while the scheduler holds this many unsent messages for a target */
@@ -32,6 +41,8 @@ export interface ConsumerSettings {
   /** dead-letter stream length (MAXLEN ~) */
   deadLetterMaxLen: number;
 }
+
+const isTimeout = (e: unknown) => e instanceof Error && e.message === 'Command timed out';
 
 /** An entry as XREADGROUP and XAUTOCLAIM return it: fields are nil when its data is gone. */
 type RawEntry = [string, string[] | null];
@@ -56,7 +67,7 @@ export class LayoutConsumer {
   private running = false;
   private loop: Promise<void> | null = null;
   private lastReclaim = 0;
-  private lastSettle = 0;
+  private settling = false;
   /** the group's last-delivered-id when this run took it (null: a new group; undefined: not known) */
   private deliveredBeforeRun: string | null | undefined = undefined;
   private lastSettleErrorLog = 0;
@@ -71,6 +82,14 @@ export class LayoutConsumer {
   private readonly lostIds = new LRUCache<string, true>({ max: 10_000 });
   /** last time the read loop completed an iteration (for the watchdog) */
   lastProgress = 0;
+  /** until when the loop waits on something bounded (a read under its timeout, a wait for Redis to come back) */
+  private waitingUntil = 0;
+  /** the blocking read queued behind the one in flight (see the top of this file) */
+  private queuedRead: Promise<StreamReply> | null = null;
+  private settleTimer: NodeJS.Timeout | undefined;
+  /** ends the wait after a failed read early (the reader's connection is back) */
+  private wake: (() => void) | null = null;
+  private readonly onReaderReady = () => this.wake?.();
 
   constructor(
     /** a connection of its own: XREADGROUP BLOCK holds it */
@@ -113,13 +132,37 @@ export class LayoutConsumer {
 
   start(): void {
     this.running = true;
+    this.reader.on('ready', this.onReaderReady);
     this.loop = this.run();
+    this.settleTimer = setInterval(() => void this.settleTrimmed(), SETTLE_TRIMMED_EVERY_MS);
   }
 
   async stop(): Promise<void> {
     this.running = false;
+    clearInterval(this.settleTimer);
+    this.reader.off('ready', this.onReaderReady);
     this.reader.disconnect(); // ends a BLOCK in progress
+    this.wake?.();
     await this.loop;
+  }
+
+  /**
+   * For the watchdog: the loop completed an iteration since `since`, or waits on something that
+   * ends by itself (a read within its timeout, a wait for an unreachable Redis). A loop whose reads
+   * Redis answers with errors, or one stuck in an unbounded wait, is not alive.
+   */
+  alive(since: number): boolean {
+    return this.lastProgress >= since || this.now() <= this.waitingUntil;
+  }
+
+  /** Awaits `p`, known to end within `boundMs`, as a healthy wait (see alive()). */
+  private async bounded<T>(p: Promise<T>, boundMs: number): Promise<T> {
+    this.waitingUntil = this.now() + boundMs;
+    try {
+      return await p;
+    } finally {
+      this.waitingUntil = 0;
+    }
   }
 
   private progress(): void {
@@ -140,13 +183,13 @@ export class LayoutConsumer {
           const entries = await this.read(pendingCursor, false);
           pendingCursor = entries.length === 0 ? null : entries[entries.length - 1]![0];
         } else {
-          await this.read('>', true);
+          await this.readNew();
           if (this.claimCursor !== '0-0' || this.now() - this.lastReclaim > this.s.reclaimIdleMs) await this.reclaim();
-          if (this.now() - this.lastSettle >= SETTLE_TRIMMED_EVERY_MS) await this.settleTrimmed();
         }
         backoff = 100;
         this.progress();
       } catch (e) {
+        this.dropQueuedRead(); // what it took is pending: read again from our pending list below
         if (!this.running) break;
         if (isMissingGroup(e)) {
           if (await this.recreateGroup(e)) {
@@ -154,11 +197,51 @@ export class LayoutConsumer {
             continue;
           }
         } else this.readFailed(e, backoff);
-        await new Promise((r) => setTimeout(r, backoff));
+        // A read unanswered past its timeout on a connection that looks open: the link went silent
+        // (no FIN, no RST), and a half-open TCP connection would wait for minutes. Make a new one.
+        if (isTimeout(e) && this.reader.status === 'ready') this.reader.disconnect(true);
+        const wait = this.reader.status === 'ready' ? backoff : Math.max(backoff, 2000); // or until the connection is back
+        // Redis unreachable: the loop is alive and waits for it (a restart would not bring it back);
+        // Redis answering errors: it is not
+        await (e instanceof ReplyError ? this.sleep(wait) : this.bounded(this.sleep(wait), wait));
         backoff = Math.min(backoff * 2, 2000);
         pendingCursor = '0'; // after an outage, finish our own pending entries first
       }
     }
+    this.dropQueuedRead();
+  }
+
+  /** Waits `ms`, or less if the reader's connection comes back (or the consumer stops). */
+  private sleep(ms: number): Promise<void> {
+    return new Promise<void>((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        this.wake = null;
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      this.wake = done;
+    });
+  }
+
+  /**
+   * Reads new entries: takes the reply of the read queued last time (or sends one), queues the
+   * next before handling it, so Redis blocks for new entries again without waiting for a round trip.
+   */
+  private async readNew(): Promise<void> {
+    const current = this.queuedRead ?? this.sendRead('>', true);
+    this.queuedRead = null;
+    current.catch(() => {}); // awaited below; a failure of the queued one must not go unhandled meanwhile
+    if (this.scheduler.backlog() < this.s.maxBacklog) {
+      this.queuedRead = this.sendRead('>', true);
+      this.queuedRead.catch(() => {});
+    }
+    await this.handle((await this.bounded(current, this.s.readTimeoutMs))?.[0]?.[1] ?? []);
+  }
+
+  /** Forgets a queued read (a failure or a stop ends it too: the connection is reset or gone). */
+  private dropQueuedRead(): void {
+    this.queuedRead = null;
   }
 
   private readFailed(e: unknown, retryInMs: number): void {
@@ -190,16 +273,19 @@ export class LayoutConsumer {
   }
 
   private async read(from: string, block: boolean): Promise<RawEntry[]> {
+    const entries = (await this.bounded(this.sendRead(from, block), this.s.readTimeoutMs))?.[0]?.[1] ?? [];
+    await this.handle(entries);
+    return entries;
+  }
+
+  private sendRead(from: string, block: boolean): Promise<StreamReply> {
     // No more than fits in the backlog: ioredis parses a reply in one go, so an oversized read holds
     // the event loop (and the next tick) for as long as it takes to parse what cannot be queued yet.
     const count = Math.max(1, Math.min(this.s.count, this.s.maxBacklog - this.scheduler.backlog()));
     const args: (string | number)[] = ['GROUP', this.group, this.s.bridgeId, 'COUNT', count];
     if (block) args.push('BLOCK', this.s.blockMs);
     args.push('STREAMS', this.stream, from);
-    const reply = await sendStreamCommand<StreamReply>(this.reader, 'XREADGROUP', args);
-    const entries = reply?.[0]?.[1] ?? [];
-    await this.handle(entries);
-    return entries;
+    return sendStreamCommand<StreamReply>(this.reader, 'XREADGROUP', args);
   }
 
   private async reclaim(): Promise<void> {
@@ -218,7 +304,8 @@ export class LayoutConsumer {
    * earlier run (or to nobody, when it is new).
    */
   private async settleTrimmed(atStart = false): Promise<void> {
-    this.lastSettle = this.now();
+    if (this.settling && !atStart) return; // the last one still waits for its answer
+    this.settling = true;
     let missed: number;
     try {
       const settled = await settleTrimmed(this.ops, this.stream, this.group);
@@ -232,6 +319,8 @@ export class LayoutConsumer {
         this.log.warn({ layoutId: this.layoutId, err: String((e as Error)?.message ?? e) }, 'could not count entries trimmed before they were read');
       }
       return;
+    } finally {
+      this.settling = false;
     }
     if (missed === 0) return;
     this.c.lostUnread += missed;

@@ -162,9 +162,34 @@ export function redactUrl(url: string): string {
 }
 
 export function connectBridgeRedis(target: RedisTarget, name: string, commandTimeoutMs: number): RedisClient {
-  const redis = createRedisClient(target, { name, commandTimeoutMs, reconnectStepMs: 100, maxReconnectDelayMs: 2000 });
+  // reconnect attempts at most 500 ms apart, so a link back after a long outage is used within about that
+  const redis = createRedisClient(target, { name, commandTimeoutMs, reconnectStepMs: 100, maxReconnectDelayMs: 500 });
   redis.on('error', () => {}); // surfaced through failing commands; without a listener ioredis prints them
   return redis;
+}
+
+/**
+ * PINGs the connection every `everyMs` while it is open; a PING unanswered within the command
+ * timeout means the link went silent (no FIN, no RST: a half-open TCP connection waits for minutes),
+ * so the connection is closed and made again. For a connection that never blocks (BLOCK would hold
+ * the PING). Returns the timer.
+ */
+export function replaceSilentConnection(redis: RedisClient, everyMs: number, onReplaced: () => void): NodeJS.Timeout {
+  let inFlight = false;
+  const timer = setInterval(() => {
+    if (inFlight || redis.status !== 'ready') return;
+    inFlight = true;
+    redis
+      .ping()
+      .catch((e: unknown) => {
+        if (!(e instanceof Error && e.message === 'Command timed out') || redis.status !== 'ready') return;
+        onReplaced();
+        redis.disconnect(true);
+      })
+      .finally(() => (inFlight = false));
+  }, everyMs);
+  timer.unref();
+  return timer;
 }
 
 /**

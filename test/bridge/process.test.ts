@@ -136,7 +136,7 @@ describe('the process', () => {
     expect(child.exitCode).toBeNull();
   });
 
-  it('withholds WATCHDOG=1 while a loop makes no progress, and resumes after', async () => {
+  it('keeps WATCHDOG=1 while its read waits on a silent link within the read timeout (a restart would not help), and /readyz says the reads fail', async () => {
     const fake = await startFakeNotifySocket();
     children.push(fake.child);
     const { pings } = fake;
@@ -144,17 +144,19 @@ describe('the process', () => {
     await proxy.start();
     try {
       const file = configFile({ redisUrl: `redis://127.0.0.1:${proxy.port}`, prefix: g.t.config.redisPrefix, bridgeId: 'wedge', layouts: [{ layoutId: g.t.layoutId, targets: [{ host: '127.0.0.1', port: 9 }] }] });
-      const { child } = await spawnBridge(['--config', file], { NOTIFY_SOCKET: fake.path, WATCHDOG_USEC: '600000' }); // pings every 300 ms
+      const { child, output } = await spawnBridge(['--config', file], { NOTIFY_SOCKET: fake.path, WATCHDOG_USEC: '600000' }); // pings every 300 ms
       children.push(child);
+      const opsPort = Number(/"opsPort":(\d+)/.exec(output())?.[1]);
       await eventually(() => pings.length >= 3, 5000);
-      proxy.hold(); // the blocking read now hangs until its command timeout (~2 s): no progress
+      proxy.hold(); // the blocking read now hangs until its command timeout (800 ms here), then again on a new connection
       const heldAt = performance.now();
+      await eventually(async () => (await fetch(`http://127.0.0.1:${opsPort}/readyz`)).status === 503, 3000);
       await new Promise((r) => setTimeout(r, 1500));
-      const during = pings.filter((p) => p > heldAt + 400); // allow one ping already under way
-      expect(during).toEqual([]);
+      const heldUntil = performance.now();
+      const times = [heldAt, ...pings.filter((p) => p > heldAt && p < heldUntil), heldUntil];
+      expect(Math.max(...times.slice(1).map((p, i) => p - times[i]!))).toBeLessThan(600); // no gap of WatchdogSec
       proxy.release();
-      const releasedAt = performance.now();
-      await eventually(() => pings.some((p) => p > releasedAt), 5000);
+      await eventually(async () => (await fetch(`http://127.0.0.1:${opsPort}/readyz`)).status === 200, 5000);
     } finally {
       proxy.release();
       await proxy.stop();

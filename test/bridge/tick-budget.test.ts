@@ -100,7 +100,7 @@ describe('the send schedule and the reader', () => {
     const reader = new Redis(redis.get().server.url);
     const ops = new Redis(redis.get().server.url);
     const log = createLogger('test', 'silent');
-    const settings = { prefix, bridgeId: 'yield-test', blockMs: 200, count: 256, maxBacklog: 1000, reclaimIdleMs: 30_000, deadLetterMaxLen: 1000 };
+    const settings = { prefix, bridgeId: 'yield-test', blockMs: 200, readTimeoutMs: 2000, count: 256, maxBacklog: 1000, reclaimIdleMs: 30_000, deadLetterMaxLen: 1000 };
     const consumer = new LayoutConsumer(reader, ops, sched, settings, counters, log);
     try {
       await consumer.ensureGroup();

@@ -109,6 +109,8 @@ export class FaultProxy {
   private readonly down: Direction;
   private readonly random: () => number;
   port = 0;
+  /** bytes that came in from the client side (`up`) and from the targets (`down`), over all links */
+  readonly bytes = { up: 0, down: 0 };
 
   constructor(private readonly o: FaultProxyOptions) {
     this.up = { ...DIRECTION, ...o.up };
@@ -153,8 +155,14 @@ export class FaultProxy {
     const held = () => this.state === 'held';
     const link: Link = { client, server, up: new Pipe(server, this.up, this.random, held), down: new Pipe(client, this.down, this.random, held), serverGone: false };
     this.links.add(link);
-    client.on('data', (d: Buffer) => link.up.push(d));
-    server.on('data', (d: Buffer) => link.down.push(d));
+    client.on('data', (d: Buffer) => {
+      this.bytes.up += d.length;
+      link.up.push(d);
+    });
+    server.on('data', (d: Buffer) => {
+      this.bytes.down += d.length;
+      link.down.push(d);
+    });
     client.on('end', () => link.up.push(null));
     server.on('end', () => {
       link.serverGone = true;

@@ -9,9 +9,11 @@ export interface ReceivedMessage {
   timetag: [number, number] | null;
   /** this message's encoded bytes, as sent */
   raw: Buffer;
+  /** when its datagram came (Date.now()) */
+  at: number;
 }
 
-function messages(p: OscPacketOutput, tag: [number, number] | null): Omit<ReceivedMessage, 'raw'>[] {
+function messages(p: OscPacketOutput, tag: [number, number] | null): Omit<ReceivedMessage, 'raw' | 'at'>[] {
   if (p.oscType === 'message') return [{ address: p.address, args: p.args, timetag: tag }];
   return p.elements.flatMap((e) => messages(e, p.timetag));
 }
@@ -37,9 +39,10 @@ export class UdpSink {
   async start(port = 0): Promise<number> {
     this.socket = createSocket('udp4');
     this.socket.on('message', (data) => {
-      this.datagrams.push({ at: Date.now(), data });
+      const at = Date.now();
+      this.datagrams.push({ at, data });
       const raws = rawMessages(data);
-      messages(fromBuffer(data), null).forEach((m, i) => this.messages.push({ ...m, raw: raws[i]! }));
+      messages(fromBuffer(data), null).forEach((m, i) => this.messages.push({ ...m, raw: raws[i]!, at }));
     });
     await new Promise<void>((r) => this.socket!.bind(port, '127.0.0.1', r));
     this.port = this.socket.address().port;
