@@ -16,13 +16,14 @@
 // watchdog stops only for a loop that is stuck or whose reads Redis answers with errors.
 import type { RedisClient } from '../runtime/redis.js';
 import { ReplyError } from 'ioredis';
-import { LRUCache } from 'lru-cache';
 import { decodeStreamEntry } from '../schemas/action-entry.js';
 import { actionStreamKey, deadLetterKey } from '../schemas/redis-keys.js';
 import type { BridgeCounters, LayoutCounters } from './counters.js';
 import type { Logger } from '../runtime/log.js';
 import type { LayoutScheduler } from './scheduler.js';
-import { createGroup, groupName, isMissingGroup, settleTrimmed, streamIdAfter } from './stream-group.js';
+import { DeadLetters, type DeadEntry } from './dead-letters.js';
+import { LostEntries } from './lost-entries.js';
+import { createGroup, groupName, isMissingGroup } from './stream-group.js';
 import { sendStreamCommand } from './stream-command.js';
 
 export interface ConsumerSettings {
@@ -51,13 +52,7 @@ type StreamReply = [string, RawEntry[]][] | null;
 /** What the reader decided for one entry. */
 type Verdict = { kind: 'offered'; ts: number } | { kind: 'stale' } | { kind: 'dead'; reason: string };
 
-/** The dead-letter stream keeps this much of an unusable entry's fields as JSON (their full length is noted). */
-const DEAD_LETTER_KEEP_CHARS = 4096;
-/** Ids named in one "lost" log line at most. */
-const LOST_IDS_LOGGED = 20;
 const LOG_EVERY_MS = 5000;
-/** How often entries trimmed before they were read are counted (and the group's lag set right). */
-const SETTLE_TRIMMED_EVERY_MS = 1000;
 
 export class LayoutConsumer {
   private readonly stream: string;
@@ -67,26 +62,20 @@ export class LayoutConsumer {
   private running = false;
   private loop: Promise<void> | null = null;
   private lastReclaim = 0;
-  private settling = false;
-  /** the group's last-delivered-id when this run took it (null: a new group; undefined: not known) */
-  private deliveredBeforeRun: string | null | undefined = undefined;
-  private lastSettleErrorLog = 0;
   /** where the XAUTOCLAIM scan of the group's pending list goes on ('0-0': from the start) */
   private claimCursor = '0-0';
   private failingSince: number | null = null;
   private lastError = '';
   private lastReadErrorLog = 0;
-  private lastDeadLetterLog = 0;
-  private deadLettersUnlogged = 0;
-  /** ids already counted as lost: XREADGROUP and XAUTOCLAIM can both report one before its ack lands */
-  private readonly lostIds = new LRUCache<string, true>({ max: 10_000 });
   /** last time the read loop completed an iteration (for the watchdog) */
   lastProgress = 0;
   /** until when the loop waits on something bounded (a read under its timeout, a wait for Redis to come back) */
   private waitingUntil = 0;
   /** the blocking read queued behind the one in flight (see the top of this file) */
   private queuedRead: Promise<StreamReply> | null = null;
-  private settleTimer: NodeJS.Timeout | undefined;
+  /** what was trimmed before it was sent, or before it was read */
+  private readonly losses: LostEntries;
+  private readonly deadLetters: DeadLetters;
   /** ends the wait after a failed read early (the reader's connection is back) */
   private wake: (() => void) | null = null;
   private readonly onReaderReady = () => this.wake?.();
@@ -106,6 +95,8 @@ export class LayoutConsumer {
     this.stream = actionStreamKey(s.prefix, this.layoutId);
     this.group = groupName(s.bridgeId);
     this.c = counters.layout(this.layoutId);
+    this.losses = new LostEntries(ops, this.stream, this.group, this.layoutId, this.c, log, now);
+    this.deadLetters = new DeadLetters(ops, deadLetterKey(s.prefix, this.layoutId), { maxLen: s.deadLetterMaxLen, bridgeId: s.bridgeId }, this.layoutId, this.c, log, now);
   }
 
   /**
@@ -116,7 +107,7 @@ export class LayoutConsumer {
    */
   async ensureGroup(): Promise<void> {
     await this.createGroup(`${Math.max(0, this.now() - this.scheduler.settings.maxAgeMs)}-0`);
-    await this.settleTrimmed(true);
+    await this.losses.count(true);
   }
 
   private createGroup(from: string): Promise<boolean> {
@@ -134,12 +125,12 @@ export class LayoutConsumer {
     this.running = true;
     this.reader.on('ready', this.onReaderReady);
     this.loop = this.run();
-    this.settleTimer = setInterval(() => void this.settleTrimmed(), SETTLE_TRIMMED_EVERY_MS);
+    this.losses.start();
   }
 
   async stop(): Promise<void> {
     this.running = false;
-    clearInterval(this.settleTimer);
+    this.losses.stop();
     this.reader.off('ready', this.onReaderReady);
     this.reader.disconnect(); // ends a BLOCK in progress
     this.wake?.();
@@ -260,7 +251,7 @@ export class LayoutConsumer {
     try {
       const created = await this.createGroup('0');
       this.claimCursor = '0-0';
-      await this.settleTrimmed(true);
+      await this.losses.count(true);
       if (created) {
         this.c.groupsRecreated++;
         this.log.warn({ layoutId: this.layoutId, group: this.group, cause: (cause as Error).message }, 'consumer group was missing (Redis lost its data?); created it again from the oldest entry in the stream');
@@ -293,60 +284,8 @@ export class LayoutConsumer {
     const reply = await sendStreamCommand<[string, RawEntry[], string[]?]>(this.ops, 'XAUTOCLAIM', [this.stream, this.group, this.s.bridgeId, this.s.reclaimIdleMs, this.claimCursor, 'COUNT', this.s.count]);
     this.claimCursor = reply[0];
     // Redis 7 drops claimed entries whose data is gone from the pending list and names them here.
-    const deleted = this.newlyLost(reply[2] ?? []);
-    if (deleted.length > 0) this.lost(deleted);
+    this.losses.found(reply[2] ?? []);
     await this.handle(reply[1]);
-  }
-
-  /**
-   * Counts the entries trimmed before this bridge read them (and sets its group's lag right).
-   * `atStart`: the group is this run's from now on, and what it delivered so far went to an
-   * earlier run (or to nobody, when it is new).
-   */
-  private async settleTrimmed(atStart = false): Promise<void> {
-    if (this.settling && !atStart) return; // the last one still waits for its answer
-    this.settling = true;
-    let missed: number;
-    try {
-      const settled = await settleTrimmed(this.ops, this.stream, this.group);
-      missed = settled.missed;
-      if (atStart) this.deliveredBeforeRun = settled.lastDelivered;
-    } catch (e) {
-      // only the count and the lag gauge depend on it, never the output: noted, and tried again in a second
-      this.c.settleErrors++;
-      if (this.now() - this.lastSettleErrorLog >= LOG_EVERY_MS) {
-        this.lastSettleErrorLog = this.now();
-        this.log.warn({ layoutId: this.layoutId, err: String((e as Error)?.message ?? e) }, 'could not count entries trimmed before they were read');
-      }
-      return;
-    } finally {
-      this.settling = false;
-    }
-    if (missed === 0) return;
-    this.c.lostUnread += missed;
-    this.log.warn({ layoutId: this.layoutId, count: missed }, 'entries lost unread: the stream was trimmed past them before this bridge read them (STREAM_MAXLEN or STREAM_RETENTION_SECONDS too small for how far behind it was)');
-  }
-
-  private newlyLost(ids: readonly string[]): string[] {
-    const fresh = ids.filter((id) => !this.lostIds.has(id));
-    for (const id of fresh) this.lostIds.set(id, true);
-    return fresh;
-  }
-
-  /**
-   * Pending entries whose data is gone. Those delivered to an earlier run of this bridge (at or
-   * before its group's position when this run began) were read, then trimmed before they were
-   * sent; those delivered since reached a read whose reply the link lost (this run holds every
-   * entry it read until it is acked), so this bridge never had them: trimmed unread.
-   */
-  private lost(ids: string[]): void {
-    const before = this.deliveredBeforeRun;
-    const unread = before === undefined ? [] : ids.filter((id) => before === null || streamIdAfter(id, before));
-    const read = ids.length - unread.length;
-    this.c.read += read; // an entry never read is not in `read`'s sum (see counters.ts)
-    this.c.lostTrimmed += read;
-    this.c.lostUnread += unread.length;
-    this.log.warn({ layoutId: this.layoutId, count: ids.length, read, unread: unread.length, ids: ids.slice(0, LOST_IDS_LOGGED) }, 'pending entries lost: their data was trimmed or deleted before they were sent');
   }
 
   /**
@@ -358,7 +297,7 @@ export class LayoutConsumer {
   private async handle(entries: RawEntry[]): Promise<void> {
     const now = this.now();
     const trimmed: string[] = [];
-    const dead: { id: string; fields: readonly string[]; reason: string }[] = [];
+    const dead: DeadEntry[] = [];
     let newest = this.counters.newestRead.get(this.layoutId) ?? 0;
     for (let i = 0; i < entries.length; i++) {
       // Sending on time wins over reading: once a tick is due, it runs before the next entry.
@@ -388,10 +327,12 @@ export class LayoutConsumer {
       this.c.read++;
     }
     if (newest > 0) this.counters.newestRead.set(this.layoutId, newest);
-    const lost = this.newlyLost(trimmed);
-    if (lost.length > 0) this.lost(lost);
+    this.losses.found(trimmed);
     for (const id of trimmed) this.scheduler.ackLater(id);
-    if (dead.length > 0) await this.deadLetter(dead);
+    if (dead.length > 0) {
+      await this.deadLetters.write(dead);
+      for (const { id } of dead) this.scheduler.ackLater(id);
+    }
   }
 
   /** What to do with one entry (synchronous: it only decides, and offers a good entry to the scheduler). */
@@ -414,38 +355,5 @@ export class LayoutConsumer {
     const offered = this.scheduler.offer(id, entry);
     if (offered.kind === 'unencodable') return { kind: 'dead', reason: offered.reason };
     return { kind: 'offered', ts: entry.ts };
-  }
-
-  /**
-   * Copies unusable entries to the dead-letter stream (one pipeline), then counts and acks each.
-   * A copy Redis refuses (the dead-letter key holds another type, Redis is out of memory) is counted
-   * and logged, and the entry is settled anyway: a broken dead-letter stream must not stop the
-   * output. Only a lost connection (the whole pipeline fails) leaves them to be read again.
-   */
-  private async deadLetter(dead: { id: string; fields: readonly string[]; reason: string }[]): Promise<void> {
-    const key = deadLetterKey(this.s.prefix, this.layoutId);
-    const pipe = this.ops.pipeline();
-    for (const { id, fields, reason } of dead) {
-      const all = JSON.stringify(fields);
-      pipe.xadd(key, 'MAXLEN', '~', this.s.deadLetterMaxLen, '*', 'streamId', id, 'reason', reason, 'bridgeId', this.s.bridgeId, 'fields', all.slice(0, DEAD_LETTER_KEEP_CHARS), 'fieldsChars', all.length);
-    }
-    const results = (await pipe.exec()) ?? [];
-    for (const [i, { id }] of dead.entries()) {
-      const err = results[i]?.[0];
-      if (err) {
-        this.c.deadLetterFailures++;
-        this.log.error({ layoutId: this.layoutId, streamId: id, err: err.message }, 'could not copy an unusable entry to the dead-letter stream; acked without its copy');
-      }
-      this.c.read++;
-      this.c.deadLettered++;
-      this.scheduler.ackLater(id);
-    }
-    const now = this.now();
-    if (now - this.lastDeadLetterLog >= LOG_EVERY_MS) {
-      const first = dead[0]!;
-      this.log.warn({ layoutId: this.layoutId, streamId: first.id, reason: first.reason, alsoSinceLastLog: this.deadLettersUnlogged + dead.length - 1 }, 'unusable stream entry; dead-lettered');
-      this.lastDeadLetterLog = now;
-      this.deadLettersUnlogged = 0;
-    } else this.deadLettersUnlogged += dead.length;
   }
 }

@@ -69,6 +69,18 @@ async function bridge(layoutId: string, redisPort: number, to: UdpSink, systemd?
   return { opsPort: Number(/"opsPort":(\d+)/.exec(b.output())?.[1]), output: b.output };
 }
 
+/** A layout, its display, the link, a fake systemd (watchdog 2 s) and a ready bridge across the link. */
+async function bridgeAcrossTheLink() {
+  const l = await newLayout();
+  const display = await sink();
+  const link = await wan();
+  const systemd = await startFakeNotifySocket();
+  children.push(systemd.child);
+  const b = await bridge(l.layoutId, link.port, display, systemd);
+  await eventually(async () => (await readyz(b.opsPort)) === 200, 5000);
+  return { l, display, link, systemd, b };
+}
+
 const readyz = async (port: number) => (await fetch(`http://127.0.0.1:${port}/readyz`)).status;
 const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -137,13 +149,7 @@ describe(`a venue link of ${ONE_WAY_MS} ms each way between the bridge and Redis
   }, 30_000);
 
   it('after a 30 s cut it reads again within 1 s of the return; what aged past maxAgeMs is dropped as stale, the rest plays once, in order; the watchdog never stops', async () => {
-    const l = await newLayout();
-    const display = await sink();
-    const link = await wan();
-    const systemd = await startFakeNotifySocket();
-    children.push(systemd.child);
-    const b = await bridge(l.layoutId, link.port, display, systemd);
-    await eventually(async () => (await readyz(b.opsPort)) === 200, 5000);
+    const { l, display, link, systemd, b } = await bridgeAcrossTheLink();
     const posted: string[] = [];
     let posting = true;
     const poster = (async () => {
@@ -189,13 +195,7 @@ describe(`a venue link of ${ONE_WAY_MS} ms each way between the bridge and Redis
   }, 60_000);
 
   it('a silent stall (bytes stop, no FIN, no RST) is seen within 5 s, and everything sent after it plays once the link is back', async () => {
-    const l = await newLayout();
-    const display = await sink();
-    const link = await wan();
-    const systemd = await startFakeNotifySocket();
-    children.push(systemd.child);
-    const b = await bridge(l.layoutId, link.port, display, systemd);
-    await eventually(async () => (await readyz(b.opsPort)) === 200, 5000);
+    const { l, display, link, systemd, b } = await bridgeAcrossTheLink();
     link.vanish();
     const stalledAt = Date.now();
     const stalledPerf = performance.now(); // the pings' clock
