@@ -92,12 +92,15 @@ describe('clocks nobody set', () => {
     expect(systemd.text()).toMatch(/READY=1[^]*STATUS=read \d+, [^\n]*; this host's clock is (49|50)\d\d ms/);
   }, 40_000);
 
-  it('a gateway whose clock is +5 s stamps in Redis time: every action plays, none stale, and it says so', async () => {
+  it('a gateway whose clock is +5 s stamps in Redis time: every action plays, none stale, and it says so (metric, /readyz, STATUS, log)', async () => {
     const d = await display();
     const l = await newLayout();
     await bridge(l.layoutId, null, [d]);
-    const gw = await spawnGateway({ REDIS_URL: redis.get().server.url, REDIS_PREFIX: t.config.redisPrefix, ...fakeClock('+5s') }, 20_000);
+    const systemd = await startFakeNotifySocket();
+    children.push(systemd.child);
+    const gw = await spawnGateway({ REDIS_URL: redis.get().server.url, REDIS_PREFIX: t.config.redisPrefix, NOTIFY_SOCKET: systemd.path, ...fakeClock('+5s') }, 20_000);
     children.push(gw.child);
+    await eventually(() => /READY=1[^]*STATUS=listening on [^\n]*; this host's clock is (49|50)\d\d ms ahead of Redis's/.test(systemd.text()), 5000);
     const gwToken = await mintToken({ ...t, url: gw.url }, l.layoutId, t.apiKey);
     const lines = await sendAndCount(gw.url, { layoutId: l.layoutId, token: gwToken }, d, 10, 'gateway+5s');
     expect(lines).toBe(10);
