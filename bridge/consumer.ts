@@ -11,10 +11,10 @@
 // - older than maxAgeMs: dropped as stale, acked; more than maxAgeMs in the future: dead-lettered;
 // - otherwise: handed to the scheduler, which acks after sending.
 // A missing group or stream (Redis lost its data) is created again from the oldest entry left.
-// `lastProgress` moves on a successful read, a healthy wait, or a read that failed because Redis
-// could not be reached (the loop turns and retries; a restart would not bring Redis back), so the
-// watchdog stops only for a loop that is stuck or whose reads Redis answers with errors.
-import type { RedisClient } from '../runtime/redis.js';
+// For the watchdog (alive()), the loop lives while it completes iterations or waits on something
+// bounded: a read within its timeout, or a wait for a Redis it cannot reach (a restart would not
+// bring Redis back). It stops only for a loop that is stuck or whose reads Redis answers with errors.
+import { isCommandTimeout, type RedisClient } from '../runtime/redis.js';
 import { ReplyError } from 'ioredis';
 import { decodeStreamEntry } from '../schemas/action-entry.js';
 import { actionStreamKey, deadLetterKey } from '../schemas/redis-keys.js';
@@ -42,8 +42,6 @@ export interface ConsumerSettings {
   /** dead-letter stream length (MAXLEN ~) */
   deadLetterMaxLen: number;
 }
-
-const isTimeout = (e: unknown) => e instanceof Error && e.message === 'Command timed out';
 
 /** An entry as XREADGROUP and XAUTOCLAIM return it: fields are nil when its data is gone. */
 type RawEntry = [string, string[] | null];
@@ -180,7 +178,7 @@ export class LayoutConsumer {
         backoff = 100;
         this.progress();
       } catch (e) {
-        this.dropQueuedRead(); // what it took is pending: read again from our pending list below
+        this.queuedRead = null; // what it took is pending: read again from our pending list below
         if (!this.running) break;
         if (isMissingGroup(e)) {
           if (await this.recreateGroup(e)) {
@@ -190,7 +188,7 @@ export class LayoutConsumer {
         } else this.readFailed(e, backoff);
         // A read unanswered past its timeout on a connection that looks open: the link went silent
         // (no FIN, no RST), and a half-open TCP connection would wait for minutes. Make a new one.
-        if (isTimeout(e) && this.reader.status === 'ready') this.reader.disconnect(true);
+        if (isCommandTimeout(e) && this.reader.status === 'ready') this.reader.disconnect(true);
         const wait = this.reader.status === 'ready' ? backoff : Math.max(backoff, 2000); // or until the connection is back
         // Redis unreachable: the loop is alive and waits for it (a restart would not bring it back);
         // Redis answering errors: it is not
@@ -199,7 +197,7 @@ export class LayoutConsumer {
         pendingCursor = '0'; // after an outage, finish our own pending entries first
       }
     }
-    this.dropQueuedRead();
+    this.queuedRead = null;
   }
 
   /** Waits `ms`, or less if the reader's connection comes back (or the consumer stops). */
@@ -230,10 +228,6 @@ export class LayoutConsumer {
     await this.handle((await this.bounded(current, this.s.readTimeoutMs))?.[0]?.[1] ?? []);
   }
 
-  /** Forgets a queued read (a failure or a stop ends it too: the connection is reset or gone). */
-  private dropQueuedRead(): void {
-    this.queuedRead = null;
-  }
 
   private readFailed(e: unknown, retryInMs: number): void {
     this.c.readErrors++;

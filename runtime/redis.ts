@@ -168,6 +168,11 @@ export function connectBridgeRedis(target: RedisTarget, name: string, commandTim
   return redis;
 }
 
+/** A command ioredis gave up waiting for (commandTimeout): on an open connection, a sign the link went silent. */
+export function isCommandTimeout(e: unknown): boolean {
+  return e instanceof Error && e.message === 'Command timed out';
+}
+
 /**
  * PINGs the connection every `everyMs` while it is open; a PING unanswered within the command
  * timeout means the link went silent (no FIN, no RST: a half-open TCP connection waits for minutes),
@@ -182,7 +187,7 @@ export function replaceSilentConnection(redis: RedisClient, everyMs: number, onR
     redis
       .ping()
       .catch((e: unknown) => {
-        if (!(e instanceof Error && e.message === 'Command timed out') || redis.status !== 'ready') return;
+        if (!isCommandTimeout(e) || redis.status !== 'ready') return;
         onReplaced();
         redis.disconnect(true);
       })
