@@ -26,6 +26,8 @@ import { LiveChannel } from './live/channel.js';
 import { CrowdFeed } from './live/crowd-feed.js';
 import { MintLimits, ParticipantLimits } from './limits/participant-limits.js';
 import { SummaryLog } from './summary-log.js';
+import { TextModeration } from './moderation/moderation.js';
+import { moderationApiRoutes } from './admin/moderation-api.js';
 import { WriteHealth } from './store/write-health.js';
 import type { Logger } from '../runtime/log.js';
 import { GatewayMetrics } from './metrics.js';
@@ -173,6 +175,8 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
     (reason, detail) => writes.refusedWrite(reason, detail),
     now,
   );
+  const moderatedLog = new SummaryLog(log, 'warn', 'Strings refused by moderation (count of the interval, by reason)', 10_000, now);
+  const moderationBounds = { perLayout: config.moderationQueueMax, perParticipant: config.moderationQueuePerParticipant, holdMs: config.moderationHoldSeconds * 1000 };
   const deps: RouteDeps = {
     apiKeys,
     tokens: new AudienceTokens(
@@ -193,6 +197,7 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
     idempotency: { windowSeconds: config.idempotencyTtlSeconds, keysPerParticipant: config.idempotencyKeysPerParticipant },
     participants,
     mints,
+    moderation: new TextModeration(stores.moderation, moderationBounds, metrics, moderatedLog),
     actionRates: {
       actions: { ratePerSecond: config.actionRatePerSecond, burst: config.actionBurst },
       strings: { ratePerSecond: config.stringRatePerSecond, burst: config.stringBurst },
@@ -223,7 +228,13 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
     now,
   };
   server.mount(layoutRoute(deps)).mount(tokenRoute(deps)).mount(openApiRoute()).mount(asyncApiRoute()).mount(schemaRoutes(clientProtocolModule()));
-  for (const r of [...actionRoutes(deps), ...adminApiRoutes(admin), ...adminPageRoutes(), ...playPageRoutes()]) server.mount(r);
+  const moderationAdmin = {
+    bounds: moderationBounds,
+    trim: { maxLen: config.streamMaxLen, retentionMs: config.streamRetentionSeconds * 1000 },
+    tokenTtlMs: config.tokenTtlSeconds * 1000,
+    onDecided: (decision: string) => metrics.moderationDecisions.inc({ decision }),
+  };
+  for (const r of [...actionRoutes(deps), ...adminApiRoutes(admin), ...moderationApiRoutes(admin, moderationAdmin), ...adminPageRoutes(), ...playPageRoutes()]) server.mount(r);
   const liveServices = { layouts: deps.layouts, destinations: deps.destinations, tokens: deps.tokens, cors: deps.cors, intake: new ActionIntake(deps) };
   const live = new LiveChannel(liveServices, liveCrowd, {
     maxFrameBytes: config.maxBodyBytes, maxSockets: config.liveMaxSockets, newSocketsPerSecond: config.liveNewSocketsPerSecond,
@@ -274,6 +285,7 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
       participants.stop();
       mints.stop();
       refusals.flush();
+      moderatedLog.flush();
       writes.flush();
       liveMisses.flush();
       await ops.close();

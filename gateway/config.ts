@@ -53,6 +53,9 @@ export interface GatewayConfig {
   readonly liveDrainMs: number;
   readonly streamMaxLen: number;
   readonly streamRetentionSeconds: number;
+  readonly moderationQueueMax: number;
+  readonly moderationQueuePerParticipant: number;
+  readonly moderationHoldSeconds: number;
   readonly redisMemoryReadyShare: number;
   readonly maxBodyBytes: number;
   readonly adminSessionIdleSeconds: number;

@@ -31,6 +31,7 @@ export const ERRORS = {
   invalid_value: { status: 400, message: 'The value does not fit the control.' },
   idempotency_key_invalid: { status: 400, message: 'Idempotency-Key must be 1 to 64 of A-Z a-z 0-9 . _ : -' },
   idempotency_key_reused: { status: 409, message: 'This Idempotency-Key was used for another action; use a new key for a new action.' },
+  moderated: { status: 400, message: 'The text was refused by the control\'s moderation.' },
   rate_limited: { status: 429, message: 'Too many requests; wait as Retry-After says.' },
   // availability
   unavailable: { status: 503, message: 'The service cannot reach its data store; try again shortly.' },
@@ -49,6 +50,7 @@ export const ERRORS = {
   layout_owned_by_other_team: { status: 409, message: 'That layoutId belongs to another team.' },
   page_not_found: { status: 404, message: 'No such page in the layout.' },
   cue_not_found: { status: 404, message: 'No control with a crowd cue at this lid in the layout.' },
+  item_not_found: { status: 404, message: 'No such held text in the layout\'s moderation queue (never held, or expired).' },
   key_not_found: { status: 404, message: 'No such API key.' },
   signing_key_not_found: { status: 404, message: 'No such signing key.' },
   signing_key_in_use: { status: 409, message: 'That signing key is the current one; rotate first, then retire it.' },

@@ -27,6 +27,10 @@ export class GatewayMetrics {
   readonly liveCloses = new Counter({ name: 'audience_gateway_live_closes_total', help: `Live sockets the gateway closed, by close code (${Object.entries(CLOSE).filter(([name]) => name !== 'goingAway').map(([name, code]) => `${code} ${name}`).join(', ')}).`, labelNames: ['code'], registers: [this.registry] });
   readonly liveLostAtUpgrade = new Counter({ name: 'audience_gateway_live_lost_at_upgrade_total', help: 'Live sockets uWS closed (1006) right after an asynchronously completed upgrade, before their first frame (uNetworking/uWebSockets#1928); their clients reconnect.', registers: [this.registry] });
   private liveSockets: () => number = () => 0;
+  readonly moderationRefused = new Counter({ name: 'audience_gateway_moderation_refused_total', help: 'Strings refused as moderated, by reason (blocklist, profanity, url, email, phone, too_long, muted).', labelNames: ['reason'], registers: [this.registry] });
+  readonly moderationHeld = new Counter({ name: 'audience_gateway_moderation_held_total', help: 'Strings put in a moderation queue (mode hold).', registers: [this.registry] });
+  readonly moderationDropped = new Counter({ name: 'audience_gateway_moderation_dropped_total', help: 'Held texts that left a moderation queue undecided, by reason: expired (MODERATION_HOLD_SECONDS), participant (past MODERATION_QUEUE_PER_PARTICIPANT), full (past MODERATION_QUEUE_MAX).', labelNames: ['reason'], registers: [this.registry] });
+  readonly moderationDecisions = new Counter({ name: 'audience_gateway_moderation_decisions_total', help: 'Moderation decisions made through this process (the team page), by decision: approve, reject, mute.', labelNames: ['decision'], registers: [this.registry] });
 
   /** The live sockets this process holds, read at each scrape. */
   watchLive(count: () => number): void {

@@ -92,6 +92,38 @@ index: number
 label: string
 })[]]
 /**
+ * String controls only: what the crowd may write. Every String loses its C0 and C1 control, bidi and zero-width characters before it is stored, in every mode. open: stored as sent (maxLength still applies). filter: a text that matches the word lists or the blocklist, or has a link, email address or phone number named in block, is refused with 400 moderated. hold: such a text is refused too; every other text waits in the layout's moderation queue until an operator approves it (then it plays) or rejects it.
+ */
+moderation?: {
+mode: ("open" | "filter" | "hold")
+/**
+ * Code points at most, counted after control characters are removed; a longer text is refused (moderated, reason too_long), in every mode.
+ */
+maxLength?: number
+/**
+ * The layout's own words and phrases, matched as whole words after the same folding as the word lists (case, width, diacritics, leetspeak, repeated letters, separators).
+ * 
+ * @maxItems 5000
+ */
+blocklist?: string[]
+/**
+ * Words of the word lists this layout allows (a band's name, a town).
+ * 
+ * @maxItems 5000
+ */
+allow?: string[]
+/**
+ * Refuse texts with a link, an email address or a phone number (seven digits or more).
+ */
+block?: ("urls" | "emails" | "phones")[]
+/**
+ * The word lists to match (default ["en"]): en is obscenity's English dataset, the others the List of Dirty, Naughty, Obscene and Otherwise Bad Words (npm naughty-words).
+ * 
+ * @minItems 1
+ */
+languages?: [("en" | "ar" | "cs" | "da" | "de" | "eo" | "es" | "fa" | "fi" | "fil" | "fr" | "fr-CA-u-sd-caqc" | "hi" | "hu" | "it" | "ja" | "kab" | "ko" | "nl" | "no" | "pl" | "pt" | "ru" | "sv" | "th" | "tlh" | "tr" | "zh"), ...(("en" | "ar" | "cs" | "da" | "de" | "eo" | "es" | "fa" | "fi" | "fil" | "fr" | "fr-CA-u-sd-caqc" | "hi" | "hu" | "it" | "ja" | "kab" | "ko" | "nl" | "no" | "pl" | "pt" | "ru" | "sv" | "th" | "tlh" | "tr" | "zh"))[]]
+}
+/**
  * Crowd aggregation: instead of forwarding every action, each gateway process keeps each participant's latest value for windowMs and appends one summary per fold tick; the bridge merges the summaries and sends the crowd value. Modes by type (checked by the importer): Slider mean, median, trimmed-mean; Toggle fraction; Index votes; XYPad centroid; Button rate; String none.
  */
 aggregate?: {
@@ -158,11 +190,12 @@ n: number
 }
 }
 /**
- * The action with this ref is in the layout's stream: the moment POST /action would answer 200.
+ * The action with this ref is in the layout's stream: the moment POST /action would answer 200. With held, a String of a control whose moderation mode is hold waits in the moderation queue instead: it plays once an operator approves it.
  */
 export interface AckFrame {
 op: "ack"
 ref: string
+held?: true
 }
 /**
  * The action with this ref was refused, with the HTTP API's code; ref is null for a frame that is not JSON text, and for a refused refresh (token_mismatch, or the new token's own code: the socket keeps its old token). The socket stays open.

@@ -19,6 +19,21 @@ export interface CueSettings {
   below?: number;
 }
 
+/** `moderation` of a String control: what the crowd may write (gateway/moderation/text-policy.ts). */
+export interface Moderation {
+  mode: 'open' | 'filter' | 'hold';
+  /** code points at most, after control characters are removed */
+  maxLength?: number;
+  /** the layout's own words, refused as `blocklist` */
+  blocklist?: string[];
+  /** words the word lists refuse that this layout allows */
+  allow?: string[];
+  /** links, email addresses, phone numbers */
+  block?: ('urls' | 'emails' | 'phones')[];
+  /** the word lists' languages (default ['en']) */
+  languages?: string[];
+}
+
 /** `aggregate` of a control: crowd aggregation (aggregate.ts has the modes each type takes). */
 export interface Aggregate {
   mode: AggregateMode;
@@ -41,6 +56,8 @@ export interface Control {
   props: { label: string; [prop: string]: unknown };
   options?: ControlOption[];
   aggregate?: Aggregate;
+  /** String controls only */
+  moderation?: Moderation;
 }
 
 export interface Page {

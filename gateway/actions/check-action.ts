@@ -4,8 +4,12 @@ import { WHOLE_DOCUMENT, describeFirstError, validateValue } from '../../schemas
 import type { ActionRequest } from '../../schemas/types.js';
 import { AppError } from '../errors.js';
 import type { LiveLayout } from '../layouts/layout-cache.js';
+import { cleanText } from '../moderation/text-policy.js';
 
-/** The control the action targets and its value normalised for the stream (Button -> null), or an AppError. */
+/**
+ * The control the action targets and its value normalised for the stream (Button -> null; a String
+ * without its control, bidi and zero-width characters), or an AppError.
+ */
 export function checkAction(layout: LiveLayout, body: ActionRequest): { control: Control; value: ActionValue } {
   const control = layout.controls.get(body.lid);
   if (!control) throw new AppError('control_not_found', `no control with lid ${body.lid} on the active page "${layout.activePageId}"`);
@@ -16,5 +20,6 @@ export function checkAction(layout: LiveLayout, body: ActionRequest): { control:
   if (control.type === 'Index' && !control.options?.some((o) => o.index === value)) {
     throw new AppError('invalid_value', `Index value must be one of the option indices 0..${(control.options?.length ?? 1) - 1}`);
   }
+  if (control.type === 'String') return { control, value: cleanText(value as string) };
   return { control, value: value as ActionValue };
 }

@@ -20,9 +20,13 @@ import { FRAME_LIMITS } from '../../schemas/live-protocol.js';
 /** Idempotency-Key: 1 to 64 of A-Z a-z 0-9 . _ : - */
 export const IDEMPOTENCY_KEY = FRAME_LIMITS.idempotencyKey; // the header's and the live frame's rule: one, in the protocol module
 
-/** Who is told an action's fate: as the action log tells, or once a promise settles (crowd, Idempotency-Key). */
+/**
+ * Who is told an action's fate: as the action log tells, or once a promise settles (crowd,
+ * Idempotency-Key, or a String held for moderation: answered as held).
+ */
 export interface IntakeWaiter extends AppendWaiter {
   after(settled: Promise<void>): void;
+  held(settled: Promise<void>): void;
 }
 
 export class ActionIntake {
@@ -49,6 +53,10 @@ export class ActionIntake {
     // before anything is checked or stored: whatever a participant sends counts against its budget
     d.participants.check(claims.sub, body.type, this.ratesFor(layout), at);
     const { control, value } = checkAction(layout, body);
+    if (control.type === 'String' && d.moderation.check(layout, control, claims.sub, value as string, at)) {
+      if (once !== '' && !IDEMPOTENCY_KEY.test(once)) throw new AppError('idempotency_key_invalid');
+      return waiter.held(d.moderation.hold(layout, control, claims, value as string, once, at));
+    }
     if (control.aggregate) {
       // Folded into the crowd's summary: a repeat of a latest value changes nothing, so an
       // Idempotency-Key is only checked for its form (a repeated press does count for `rate`).

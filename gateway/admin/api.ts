@@ -158,7 +158,7 @@ export function adminApiRoutes(d: AdminDeps): Route[] {
               pages: l.pages.map((p) => ({
                 pageId: p.pageId,
                 name: p.name,
-                controls: p.controls.map((c) => ({ lid: c.lid, label: c.props.label, type: c.type, address: c.address, ...(c.options && { options: c.options }), ...(c.aggregate && { aggregate: c.aggregate, crowd: describeAggregate(c.aggregate) }) })),
+                controls: p.controls.map((c) => ({ lid: c.lid, label: c.props.label, type: c.type, address: c.address, ...(c.options && { options: c.options }), ...(c.aggregate && { aggregate: c.aggregate, crowd: describeAggregate(c.aggregate) }), ...(c.moderation && { moderation: c.moderation }) })),
               })),
               ...(l.zones.length > 0 && { zones: l.zones }),
               destinationCount: await d.destinations.count(l.layoutId),

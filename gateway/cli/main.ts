@@ -14,6 +14,7 @@ import { bridgeRedisUrl, grantBridge, revokeBridge } from '../store/bridge-acl.j
 import { migrateLegacyKeys } from '../store/migrate.js';
 import { loadKek } from '../store/signing-kek.js';
 import { createStores, type Stores } from '../store/stores.js';
+import { addModerationCommands } from './moderation.js';
 import { CliOutput, isoOrDash, table } from './output.js';
 
 interface Ctx {
@@ -184,6 +185,8 @@ leaf(crowd, 'cues', "each crowd cue of a layout and what it is doing (armed, hol
       );
     }),
   );
+
+addModerationCommands(program, leaf, run);
 
 const token = program.command('token').description('audience tokens');
 leaf(token, 'revoke', "revoke a layout's audience tokens: all minted before now (or --before), or one participant's (--sub)")

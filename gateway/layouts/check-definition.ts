@@ -59,6 +59,7 @@ function ruleProblems(input: Obj): string[] {
       const problem = aggregateProblem(c.type, c.aggregate);
       if (problem) out.push(`${path} (${where}, ${String(c.type)}): ${problem}`);
     }
+    if ('moderation' in c && c.type !== 'String') out.push(`${path} (${where}, ${String(c.type)}): moderation is for String controls only`);
     if (typeof c.lid === 'number') {
       const at = lids.get(c.lid);
       if (at) out.push(`${path}: lid ${c.lid} is used twice (${at} and ${path})`);

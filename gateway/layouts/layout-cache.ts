@@ -6,6 +6,7 @@
 import { LRUCache } from 'lru-cache';
 import type { Control, LayoutLimits, Page } from '../../schemas/types.js';
 import { orUnavailable } from '../errors.js';
+import { publicControl } from '../moderation/text-policy.js';
 import type { LayoutStore, StoredLayout } from '../store/layouts.js';
 import { untimed, type RedisTimer } from '../store/redis.js';
 
@@ -26,16 +27,18 @@ export interface LiveLayout {
   tokensRevokedBefore: number;
   /** participants (subs) whose tokens are revoked */
   revokedSubs: ReadonlySet<string>;
+  /** participants (subs) whose Strings are refused, and until when (ms) */
+  mutedSubs: ReadonlyMap<string, number>;
   /** The active page's controls by lid. */
   controls: ReadonlyMap<number, Control>;
-  /** The controls array of the active page, as discovery returns it. */
+  /** The controls array of the active page, as discovery returns it (a moderation policy shows only its mode and length). */
   activeControls: readonly Control[];
 }
 
 function toLive(s: StoredLayout): LiveLayout {
   const active = s.pages.find((p) => p.pageId === s.activePageId);
   const controls = active?.controls ?? [];
-  return { ...s, controls: new Map(controls.map((c) => [c.lid, c])), activeControls: controls };
+  return { ...s, controls: new Map(controls.map((c) => [c.lid, c])), activeControls: controls.map(publicControl) };
 }
 
 export class LayoutCache {

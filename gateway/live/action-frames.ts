@@ -35,6 +35,16 @@ export class FrameAnswer implements IntakeWaiter {
     this.answers.push(this.ws, this.data, ackFrame(this.ref));
   }
 
+  held(settled: Promise<void>): void {
+    settled.then(
+      () => {
+        this.data.refusedInARow = 0;
+        this.answers.push(this.ws, this.data, ackFrame(this.ref, true));
+      },
+      (e: unknown) => this.failed(e),
+    );
+  }
+
   failed(e: unknown): void {
     if (!(e instanceof AppError)) this.onError(e);
     this.answers.push(this.ws, this.data, errorFrame(this.ref, e));

@@ -24,8 +24,9 @@ export function errorFrame(ref: string | null, e: unknown): string {
   return JSON.stringify({ op: SERVER_OP.error, ref, error: { code: err.code, message: err.message, ...(retry && { retryAfterMs: Number(retry[1]) * 1000 }) } });
 }
 
-export function ackFrame(ref: string): string {
-  return `{"op":"${SERVER_OP.ack}","ref":${JSON.stringify(ref)}}`;
+/** An action stored; `held`: a String held for moderation. */
+export function ackFrame(ref: string, held = false): string {
+  return `{"op":"${SERVER_OP.ack}","ref":${JSON.stringify(ref)}${held ? ',"held":true' : ''}}`;
 }
 
 /** The layout's active page (its id and name), its controls as GET /layout returns them, and when it was switched to (or imported). */

@@ -204,8 +204,8 @@ export function buildOpenApiDocument(): Json {
     ],
     requestBody: { required: true, content: { 'application/json': { schema: ref('ActionRequest') } } },
     responses: withCors({
-      '200': jsonAnswer('The action is in the layout’s stream.', 'ActionAccepted'),
-      ...errorResponses(['layout_not_found', 'control_not_found', 'type_mismatch', 'invalid_value', 'idempotency_key_invalid', 'idempotency_key_reused', 'rate_limited', ...TOKEN_ERRORS, ...BODY_ERRORS, ...ALWAYS], { layout_not_found: 400 }),
+      '200': jsonAnswer('The action is in the layout’s stream; with `held: true`, a String of a control in moderation mode `hold` waits for a moderator instead (it plays once approved).', 'ActionAccepted'),
+      ...errorResponses(['layout_not_found', 'control_not_found', 'type_mismatch', 'invalid_value', 'moderated', 'idempotency_key_invalid', 'idempotency_key_reused', 'rate_limited', ...TOKEN_ERRORS, ...BODY_ERRORS, ...ALWAYS], { layout_not_found: 400 }),
     }),
   };
   const preflight: Json = {

@@ -14,6 +14,7 @@ import type { GatewayMetrics } from '../metrics.js';
 import type { RouteDeps } from './deps.js';
 
 const OK = prepared(ok({ success: true }));
+const HELD = prepared(ok({ success: true, held: true }));
 
 /** The token of `Authorization: Bearer <token>`, or token_missing. */
 export function bearerToken(header: string): string {
@@ -118,6 +119,16 @@ class Answer implements IntakeWaiter {
   stored(): void {
     this.outcomes.accepted();
     this.respond.reply(OK);
+  }
+
+  held(settled: Promise<void>): void {
+    settled.then(
+      () => {
+        this.outcomes.accepted();
+        this.respond.reply(HELD);
+      },
+      (e: unknown) => this.failed(e),
+    );
   }
 
   failed(e: unknown): void {

@@ -8,6 +8,7 @@ import type { DestinationCounts } from '../layouts/destinations.js';
 import type { LayoutCache } from '../layouts/layout-cache.js';
 import type { ActionRates, MintLimits, ParticipantLimits } from '../limits/participant-limits.js';
 import type { GatewayMetrics } from '../metrics.js';
+import type { TextModeration } from '../moderation/moderation.js';
 import type { RedisKeys } from '../store/keys.js';
 
 export interface RouteDeps {
@@ -28,6 +29,8 @@ export interface RouteDeps {
   participants: ParticipantLimits;
   /** the gateway's default per-participant rates (a layout's `limits` override them) */
   actionRates: ActionRates;
+  /** String moderation: refusals, muted participants, the hold queue */
+  moderation: TextModeration;
   /** what one API key may mint (per process) */
   mints: MintLimits;
 }

@@ -32,6 +32,19 @@ export class RedisKeys {
   revokedSubs(layoutId: string): string {
     return `${this.prefix}layout:{${layoutId}}:revoked-subs`;
   }
+  /** Hash sub -> until (ms): participants whose Strings are refused (moderation mute). */
+  mutedSubs(layoutId: string): string {
+    return `${this.prefix}layout:{${layoutId}}:muted-subs`;
+  }
+  /**
+   * The layout's moderation queue: `queue` (sorted set id -> held at), `items` (hash id -> JSON),
+   * `subs` (hash sub -> JSON array of the participant's queued ids), `decided` (hash id -> the
+   * decision's JSON) and `decidedOrder` (sorted set id -> decided at).
+   */
+  moderation(layoutId: string): { queue: string; items: string; subs: string; decided: string; decidedOrder: string } {
+    const base = `${this.prefix}layout:{${layoutId}}:moderation`;
+    return { queue: base, items: `${base}:items`, subs: `${base}:subs`, decided: `${base}:decided`, decidedOrder: `${base}:decided-order` };
+  }
   actions(layoutId: string): string {
     return actionStreamKey(this.prefix, layoutId);
   }

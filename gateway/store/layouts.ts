@@ -31,6 +31,8 @@ export interface StoredLayout {
   tokensRevokedBefore: number;
   /** participants (subs) whose tokens are revoked */
   revokedSubs: ReadonlySet<string>;
+  /** participants (subs) whose Strings are refused, and until when (ms) */
+  mutedSubs: ReadonlyMap<string, number>;
   updatedAt: number;
   /** Incremented on every write; caches compare it to notice a change. */
   version: number;
@@ -43,7 +45,11 @@ export class LayoutStore {
   ) {}
 
   async get(layoutId: string): Promise<StoredLayout | null> {
-    const [h, revoked] = await Promise.all([this.redis.hgetall(this.keys.layout(layoutId)), this.redis.hkeys(this.keys.revokedSubs(layoutId))]);
+    const [h, revoked, muted] = await Promise.all([
+      this.redis.hgetall(this.keys.layout(layoutId)),
+      this.redis.hkeys(this.keys.revokedSubs(layoutId)),
+      this.redis.hgetall(this.keys.mutedSubs(layoutId)),
+    ]);
     if (!h.team || !h.pages || !h.activePageId) return null;
     return {
       layoutId,
@@ -55,6 +61,7 @@ export class LayoutStore {
       zones: h.zones ? (JSON.parse(h.zones) as string[]) : [],
       tokensRevokedBefore: Number(h.tokensRevokedBefore ?? 0),
       revokedSubs: new Set(revoked),
+      mutedSubs: new Map(Object.entries(muted).map(([sub, until]) => [sub, Number(until)])),
       updatedAt: Number(h.updatedAt ?? 0),
       version: Number(h.version ?? 0),
     };

@@ -5,6 +5,7 @@ import { CueStore } from './cues.js';
 import { ApiKeyStore } from './api-keys.js';
 import { RedisKeys } from './keys.js';
 import { LayoutStore } from './layouts.js';
+import { ModerationStore } from './moderation.js';
 import type { Kek } from './signing-kek.js';
 import { SigningKeyStore } from './signing-keys.js';
 import { TeamStore } from './teams.js';
@@ -18,6 +19,7 @@ export interface Stores {
   signingKeys: SigningKeyStore;
   admins: AdminStore;
   cues: CueStore;
+  moderation: ModerationStore;
 }
 
 /** `kek`: the key-encryption key of the signing secrets; null where none is held (their secrets then cannot be read or made). */
@@ -33,5 +35,6 @@ export function createStores(redis: RedisClient, prefix: string, kek: Kek | null
     signingKeys: new SigningKeyStore(redis, keys, kek),
     admins: new AdminStore(redis, keys),
     cues: new CueStore(redis, keys, layouts),
+    moderation: new ModerationStore(redis, keys),
   };
 }

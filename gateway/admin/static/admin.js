@@ -1,5 +1,6 @@
 // The team management page. Plain DOM, no framework, no inline code (the CSP forbids it); every
 // value from the server is set as text, never as HTML.
+import { MODERATION_POLL_MS, createModeration } from './moderation.js';
 const $ = (id) => document.getElementById(id);
 const state = { csrf: null, layouts: [], pendingRevoke: null, poll: null };
 
@@ -46,6 +47,7 @@ async function onExpired(e) {
     state.csrf = null;
     clearInterval(state.poll);
     clearInterval(state.crowdPoll);
+    clearInterval(state.moderationPoll);
     document.cookie = 'ac_signed_in=; Path=/; Max-Age=0; SameSite=Strict';
     show(false);
     say('Your session has ended. Please sign in again.');
@@ -62,6 +64,8 @@ async function guarded(action) {
     if (!(await onExpired(e))) say(`Error: ${e.message}`);
   }
 }
+
+const moderation = createModeration({ api, el, say, guarded });
 
 // --- keys ------------------------------------------------------------------------------------
 
@@ -330,6 +334,7 @@ function renderLayouts() {
         l.tokensRevokedBefore ? el('span', { class: 'muted', text: ` Tokens minted before ${new Date(l.tokensRevokedBefore).toLocaleString()} are revoked.` }) : '',
       ),
       crowdSection(l),
+      moderation.section(l),
       el('div', { class: 'pages', role: 'group', 'aria-label': `Pages of ${l.name}` }, ...l.pages.map((p) => renderPage(l, p))),
     ),
   );
@@ -396,6 +401,14 @@ async function enter(session) {
       guarded(loadCrowds).finally(() => (state.crowdLoading = false));
     }
   }, CROWD_POLL_MS);
+  await guarded(() => moderation.load(state.layouts));
+  clearInterval(state.moderationPoll);
+  state.moderationPoll = setInterval(() => {
+    if (!document.hidden && !state.moderationLoading) {
+      state.moderationLoading = true;
+      guarded(() => moderation.load(state.layouts)).finally(() => (state.moderationLoading = false));
+    }
+  }, MODERATION_POLL_MS);
 }
 
 $('signin-form').addEventListener('submit', async (ev) => {
@@ -417,6 +430,7 @@ $('signout').addEventListener('click', () =>
     state.csrf = null;
     clearInterval(state.poll);
     clearInterval(state.crowdPoll);
+    clearInterval(state.moderationPoll);
     $('secret-value').value = '';
     $('secret').hidden = true;
     show(false);

@@ -1,0 +1,91 @@
+// The moderators' part of the admin API: a layout's moderation queue and recent decisions (the team
+// page asks every second, so several operators see the same queue), one decision per held text,
+// and muting a participant. Decisions are recorded with the administrator's email.
+import { AppError, orUnavailable } from '../errors.js';
+import type { Reply } from '../http/reply.js';
+import { parseJson } from '../http/body.js';
+import type { RequestHead, Route } from '../http/route.js';
+import type { Decision, DecisionRecord, HeldItem, QueueBounds, StreamTrimSettings } from '../store/moderation.js';
+import type { StoredLayout } from '../store/layouts.js';
+import type { AdminDeps } from './api.js';
+
+export interface ModerationDeps {
+  bounds: QueueBounds;
+  trim: StreamTrimSettings;
+  /** the longest an audience token can live (ms): a mute without a text at hand lasts this long */
+  tokenTtlMs: number;
+  onDecided: (decision: Decision) => void;
+}
+
+const NO_STORE = [['cache-control', 'no-store']] as const;
+const json = (body: unknown): Reply => ({ status: 200, body, headers: NO_STORE });
+const ADMIN_HEADERS = ['cookie', 'x-csrf-token', 'origin', 'host', 'x-forwarded-proto', 'x-forwarded-for'] as const;
+const ITEM_ID = /^[A-Za-z0-9_-]{1,32}$/;
+const SUB = /^[A-Za-z0-9_.:-]{1,128}$/;
+
+/** A control's label by lid, on any page of the layout. */
+function labels(layout: StoredLayout): Map<number, string> {
+  return new Map(layout.pages.flatMap((p) => p.controls.map((c) => [c.lid, c.props.label] as const)));
+}
+
+const iso = (ms: number) => new Date(ms).toISOString();
+
+export function itemView(item: HeldItem, label: Map<number, string>) {
+  return { id: item.id, sub: item.sub, lid: item.lid, label: label.get(item.lid) ?? '', text: item.text, heldAt: iso(item.heldAt) };
+}
+
+export function decisionView(r: DecisionRecord, label: Map<number, string>) {
+  return { id: r.id, decision: r.decision, by: r.by, at: iso(r.at), sub: r.sub, lid: r.lid, label: label.get(r.lid) ?? '', text: r.text, heldAt: iso(r.heldAt) };
+}
+
+export function moderationApiRoutes(d: AdminDeps, m: ModerationDeps): Route[] {
+  const ownedLayout = async (head: RequestHead, write: boolean) => {
+    const { session } = await d.guard.require(head, write);
+    const layout = await orUnavailable(d.stores.layouts.requireOwned(session.teamId, head.params[0] ?? ''));
+    return { layout, by: `admin:${session.email}` };
+  };
+  const api = (route: Omit<Route, 'replyHeaders' | 'headers'>): Route => ({ ...route, headers: ADMIN_HEADERS, replyHeaders: () => NO_STORE });
+  return [
+    api({
+      method: 'get',
+      pattern: '/admin/api/layouts/:layoutId/moderation',
+      params: 1,
+      async handle(head) {
+        const { layout } = await ownedLayout(head, false);
+        const now = d.now();
+        const { queue, decided } = await orUnavailable(d.stores.moderation.list(layout.layoutId, m.bounds.holdMs, now));
+        const label = labels(layout);
+        return json({ layoutId: layout.layoutId, at: iso(now), bounds: m.bounds, queue: queue.map((i) => itemView(i, label)), decided: decided.map((r) => decisionView(r, label)) });
+      },
+    }),
+    api({
+      method: 'post',
+      pattern: '/admin/api/layouts/:layoutId/moderation/:id/:decision',
+      params: 3,
+      async handle(head) {
+        const { layout, by } = await ownedLayout(head, true);
+        const [, id = '', decision = ''] = head.params;
+        if (decision !== 'approve' && decision !== 'reject' && decision !== 'mute') throw new AppError('not_found');
+        if (!ITEM_ID.test(id)) throw new AppError('item_not_found');
+        const { first, record } = await orUnavailable(d.stores.moderation.decide(layout.layoutId, id, decision, by, m.trim));
+        if (first) m.onDecided(decision);
+        return json({ layoutId: layout.layoutId, first, ...decisionView(record, labels(layout)) });
+      },
+    }),
+    api({
+      method: 'post',
+      pattern: '/admin/api/layouts/:layoutId/mute',
+      params: 1,
+      body: true,
+      async handle(head, raw) {
+        const { layout, by } = await ownedLayout(head, true);
+        const body = parseJson(raw) as { sub?: unknown } | null;
+        const sub = typeof body?.sub === 'string' && SUB.test(body.sub) ? body.sub : null;
+        if (sub === null) throw new AppError('invalid_body', 'send {"sub": "<the participant\'s sub>"}');
+        const { until, rejected } = await orUnavailable(d.stores.moderation.mute(layout.layoutId, sub, by, d.now() + m.tokenTtlMs, m.trim));
+        m.onDecided('mute');
+        return json({ layoutId: layout.layoutId, sub, mutedUntil: iso(until), rejected });
+      },
+    }),
+  ];
+}

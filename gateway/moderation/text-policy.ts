@@ -1,0 +1,182 @@
+// What the crowd may write: a String control's moderation policy, compiled once per control.
+// Every String loses its control, bidi and zero-width characters before it is stored (cleanText),
+// whatever the mode. A policy then folds the text for matching (NFKC, case folding, diacritics and
+// invisibles off) and looks for a word of its lists, a link, an email address or a phone number.
+// The word matching is obscenity's (its English dataset with its whitelist, and its handling of
+// leetspeak, look-alike letters and repeated letters); the other languages' words come from the
+// List of Dirty, Naughty, Obscene and Otherwise Bad Words (npm naughty-words). Links and email
+// addresses are linkify-it's (it knows the top-level domains).
+import { createRequire } from 'node:module';
+import LinkifyIt from 'linkify-it';
+import {
+  DataSet,
+  RegExpMatcher,
+  collapseDuplicatesTransformer,
+  englishDataset,
+  englishRecommendedTransformers,
+  parseRawPattern,
+  resolveConfusablesTransformer,
+  resolveLeetSpeakTransformer,
+  toAsciiLowerCaseTransformer,
+} from 'obscenity';
+import type { Control, Moderation } from '../../schemas/types.js';
+
+export type ModerationMode = 'open' | 'filter' | 'hold';
+/** Why a text was refused: a word of the layout's blocklist, of the word lists, a link, an email address, a phone number, its length. */
+export type RefusalReason = 'blocklist' | 'profanity' | 'url' | 'email' | 'phone' | 'too_long';
+export const REFUSAL_REASONS: readonly RefusalReason[] = ['blocklist', 'profanity', 'url', 'email', 'phone', 'too_long'];
+
+/** The languages of the word lists: `en` is obscenity's English dataset, the others naughty-words' lists. */
+export const WORD_LIST_LANGUAGES = ['en', 'ar', 'cs', 'da', 'de', 'eo', 'es', 'fa', 'fi', 'fil', 'fr', 'fr-CA-u-sd-caqc', 'hi', 'hu', 'it', 'ja', 'kab', 'ko', 'nl', 'no', 'pl', 'pt', 'ru', 'sv', 'th', 'tlh', 'tr', 'zh'] as const;
+
+// C0 and C1 controls, bidi marks, embeddings, overrides and isolates, and the invisible characters
+// (zero-width space, non-joiner and joiner, word joiner, invisible operators, BOM, soft hyphen,
+// combining grapheme joiner, Mongolian vowel separator, Hangul fillers).
+const LINE_CONTROLS = /[\t\n\v\f\r\u0085\u2028\u2029]+/g;
+const STRIPPED = /[\u0000-\u001f\u007f-\u009f\u061c\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff\u00ad\u034f\u180e\u115f\u1160\u3164\uffa0]/g;
+
+/**
+ * The text as stored, in every mode: line breaks and tabs become one space, every other control,
+ * bidi and zero-width character is removed.
+ */
+export function cleanText(text: string): string {
+  return text.replace(LINE_CONTROLS, ' ').replace(STRIPPED, '');
+}
+
+/** Code points of a text (what maxLength counts). */
+export function codePoints(text: string): number {
+  let n = 0;
+  for (const _ of text) n++;
+  return n;
+}
+
+/** The text as matched: NFKC, case-folded, Latin diacritics off, invisibles off. */
+export function foldForMatching(text: string): string {
+  const folded = cleanText(text).normalize('NFKC').toUpperCase().toLowerCase(); // upper then lower folds ß to ss and final sigma
+  return folded.normalize('NFD').replace(/[\u0300-\u036f]/g, '').normalize('NFC');
+}
+
+/** "f.u.c.k", "f u c k", "f_u_c_k": single letters with separators between them, joined ("fuck"). */
+export function joinSpelledOut(folded: string): string {
+  return folded.replace(/(?<![\p{L}\p{N}])[\p{L}\p{N}](?:[^\p{L}\p{N}]{1,3}[\p{L}\p{N}](?![\p{L}\p{N}])){2,}/gu, (run) => run.replace(/[^\p{L}\p{N}]/gu, ''));
+}
+
+const require = createRequire(import.meta.url);
+const lists = new Map<string, string[]>();
+function wordList(language: string): string[] {
+  let words = lists.get(language);
+  if (!words) lists.set(language, (words = require(`naughty-words/${language}.json`) as string[]));
+  return words;
+}
+
+/** An obscenity pattern that matches the word literally, as a whole word. */
+function wordPattern(word: string): ReturnType<typeof parseRawPattern> {
+  return parseRawPattern(`|${word.replace(/[[\]?|\\]/g, (c) => `\\${c}`)}|`);
+}
+
+const ASCII = /^[\x20-\x7e]*$/;
+
+/** A word's letters with every run of one letter made one ("arschloch", "asesment"): how list words are matched. */
+function collapsed(word: string): string {
+  return word.replace(/(.)\1+/gu, '$1');
+}
+
+// List words are matched as obscenity matches its own dataset: look-alike letters, leetspeak and
+// case resolved (Latin script only), then every run of a repeated letter made one, in the text and
+// in the word alike ("arschllloch" is "arschloch").
+const LATIN_TRANSFORMERS = [resolveConfusablesTransformer(), resolveLeetSpeakTransformer(), toAsciiLowerCaseTransformer(), collapseDuplicatesTransformer({ defaultThreshold: 1 })];
+const OTHER_TRANSFORMERS = [collapseDuplicatesTransformer({ defaultThreshold: 1 })];
+
+/** A matcher of whole words, each as its collapsed form, minus what the layout allows. */
+function listMatcher(words: Iterable<string>, allow: ReadonlySet<string>): (text: string) => boolean {
+  const latin = new DataSet<{ word: string }>();
+  const other = new DataSet<{ word: string }>();
+  for (const raw of words) {
+    const word = foldForMatching(raw).trim();
+    if (word === '' || allow.has(word)) continue;
+    (ASCII.test(word) ? latin : other).addPhrase((p) => p.setMetadata({ word }).addPattern(wordPattern(collapsed(word))));
+  }
+  const whitelistedTerms = [...allow].map(collapsed);
+  const m = (set: DataSet<{ word: string }>, transformers: typeof LATIN_TRANSFORMERS) =>
+    new RegExpMatcher({ ...set.build(), whitelistedTerms, blacklistMatcherTransformers: transformers, whitelistMatcherTransformers: transformers });
+  const [l, o] = [m(latin, LATIN_TRANSFORMERS), m(other, OTHER_TRANSFORMERS)];
+  return (text) => l.hasMatch(text) || o.hasMatch(text);
+}
+
+interface WordMatchers {
+  /** the layout's blocklist */
+  own: (text: string) => boolean;
+  /** obscenity's English dataset, with its own whitelist and transformers */
+  english: RegExpMatcher | null;
+  /** the other languages' lists */
+  lists: (text: string) => boolean;
+}
+
+function compileWords(m: Moderation): WordMatchers {
+  const allow = new Set((m.allow ?? []).map(foldForMatching));
+  const languages = m.languages ?? ['en'];
+  let english: RegExpMatcher | null = null;
+  if (languages.includes('en')) {
+    const set = new DataSet<{ originalWord?: string }>().addAll(englishDataset).removePhrasesIf((p) => allow.has(String(p.metadata?.originalWord)));
+    const built = set.build();
+    english = new RegExpMatcher({ ...built, whitelistedTerms: [...(built.whitelistedTerms ?? []), ...allow], ...englishRecommendedTransformers });
+  }
+  return {
+    own: listMatcher(m.blocklist ?? [], allow),
+    english,
+    lists: listMatcher(languages.filter((l) => l !== 'en').flatMap(wordList), allow),
+  };
+}
+
+const linkify = new LinkifyIt({ fuzzyLink: true, fuzzyEmail: true, fuzzyIP: true });
+// Seven or more digits with at most two separators between neighbours: "+44 20 7946 0958", "(555) 123-4567", "555.123.4567".
+const PHONE = /(?:\+|\b)\d(?:[\s().\-/]{0,2}\d){6,}/u;
+
+export class TextPolicy {
+  readonly mode: ModerationMode;
+  readonly maxLength: number | undefined;
+  private readonly block: ReadonlySet<string>;
+  private words: WordMatchers | undefined; // compiled on first use
+
+  constructor(private readonly m: Moderation) {
+    this.mode = m.mode;
+    this.maxLength = m.maxLength;
+    this.block = new Set(m.block ?? []);
+  }
+
+  /** Why the (cleaned) text is refused, or null when it may be shown (open: only its length is checked). */
+  refusal(text: string): RefusalReason | null {
+    if (this.maxLength !== undefined && codePoints(text) > this.maxLength) return 'too_long';
+    if (this.mode === 'open') return null;
+    const folded = foldForMatching(text);
+    const joined = joinSpelledOut(folded);
+    const views = joined === folded ? [folded] : [folded, joined];
+    const words = (this.words ??= compileWords(this.m));
+    if (views.some((v) => words.own(v))) return 'blocklist';
+    if (views.some((v) => words.english?.hasMatch(v) || words.lists(v))) return 'profanity';
+    if (this.block.size > 0) {
+      const links = linkify.match(folded) ?? [];
+      if (this.block.has('emails') && links.some((l) => l.schema === 'mailto:')) return 'email';
+      if (this.block.has('urls') && links.some((l) => l.schema !== 'mailto:')) return 'url';
+      if (this.block.has('phones') && PHONE.test(folded)) return 'phone';
+    }
+    return null;
+  }
+}
+
+const policies = new WeakMap<Control, TextPolicy>();
+
+/** The control's policy (made once per control object: a re-loaded layout brings new ones); null for an unmoderated control. */
+export function policyOf(control: Control): TextPolicy | null {
+  if (!control.moderation) return null;
+  let p = policies.get(control);
+  if (!p) policies.set(control, (p = new TextPolicy(control.moderation)));
+  return p;
+}
+
+/** What discovery and the page frame show of a control's policy: its mode and length, never its lists. */
+export function publicControl(control: Control): Control {
+  if (!control.moderation) return control;
+  const { moderation, ...rest } = control;
+  return { ...rest, moderation: { mode: moderation.mode, ...(moderation.maxLength !== undefined && { maxLength: moderation.maxLength }) } };
+}

@@ -1,0 +1,46 @@
+-- Puts a participant's text in the layout's moderation queue, bounded three ways: items older than
+-- the hold time expire, a participant past its share loses its oldest, a queue past its bound loses
+-- its oldest. An item id already queued (an Idempotency-Key sent again) is not added twice.
+-- KEYS[1]  the queue (sorted set: id -> held at, ms)   KEYS[2] the items (hash: id -> JSON)
+-- KEYS[3]  each participant's queued ids (hash: sub -> JSON array, oldest first)
+-- ARGV[1]  id   ARGV[2] sub   ARGV[3] the item's JSON   ARGV[4] now (ms)
+-- ARGV[5]  items per layout at most   ARGV[6] items per participant at most   ARGV[7] hold time (ms)
+-- returns  {added (1) or already queued (0), expired, dropped for the participant's share, dropped for the queue's bound}
+local function forget(id)
+  local item = redis.call('HGET', KEYS[2], id)
+  redis.call('ZREM', KEYS[1], id)
+  redis.call('HDEL', KEYS[2], id)
+  if not item then return end
+  local sub = cjson.decode(item).sub
+  local ids = cjson.decode(redis.call('HGET', KEYS[3], sub) or '[]')
+  local kept = {}
+  for _, other in ipairs(ids) do if other ~= id then kept[#kept + 1] = other end end
+  if #kept == 0 then redis.call('HDEL', KEYS[3], sub) else redis.call('HSET', KEYS[3], sub, cjson.encode(kept)) end
+end
+
+local now = tonumber(ARGV[4])
+local expired = 0
+for _, id in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', '(' .. (now - tonumber(ARGV[7])), 'LIMIT', 0, 1000)) do
+  forget(id)
+  expired = expired + 1
+end
+if redis.call('HEXISTS', KEYS[2], ARGV[1]) == 1 then return {0, expired, 0, 0} end
+
+redis.call('ZADD', KEYS[1], now, ARGV[1])
+redis.call('HSET', KEYS[2], ARGV[1], ARGV[3])
+local mine = cjson.decode(redis.call('HGET', KEYS[3], ARGV[2]) or '[]')
+mine[#mine + 1] = ARGV[1]
+redis.call('HSET', KEYS[3], ARGV[2], cjson.encode(mine))
+
+local share = 0
+while #mine > tonumber(ARGV[6]) do
+  forget(mine[1])
+  table.remove(mine, 1)
+  share = share + 1
+end
+local full = 0
+while redis.call('ZCARD', KEYS[1]) > tonumber(ARGV[5]) do
+  forget(redis.call('ZRANGE', KEYS[1], 0, 0)[1])
+  full = full + 1
+end
+return {1, expired, share, full}
