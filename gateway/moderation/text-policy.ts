@@ -61,6 +61,14 @@ export function joinSpelledOut(folded: string): string {
   return folded.replace(/(?<![\p{L}\p{N}])[\p{L}\p{N}](?:[^\p{L}\p{N}]{1,3}[\p{L}\p{N}](?![\p{L}\p{N}])){2,}/gu, (run) => run.replace(/[^\p{L}\p{N}]/gu, ''));
 }
 
+/** Punctuation that ends a word: before a space or the end. */
+const TRAILING_PUNCTUATION = /[^\p{L}\p{N}\s]+(?=\s|$)/gu;
+
+/** The text with every word made of digits only blanked out. */
+export function withoutNumbers(folded: string): string {
+  return folded.replace(/(?<![\p{L}\p{N}])\p{N}+(?![\p{L}\p{N}])/gu, ' ');
+}
+
 const require = createRequire(import.meta.url);
 const lists = new Map<string, string[]>();
 function wordList(language: string): string[] {
@@ -69,9 +77,13 @@ function wordList(language: string): string[] {
   return words;
 }
 
-/** An obscenity pattern that matches the word literally, as a whole word. */
-function wordPattern(word: string): ReturnType<typeof parseRawPattern> {
-  return parseRawPattern(`|${word.replace(/[[\]?|\\]/g, (c) => `\\${c}`)}|`);
+/**
+ * An obscenity pattern that matches the word literally: as a whole word in ASCII; anywhere in other
+ * scripts (obscenity's word boundaries are ASCII's, and Chinese, Japanese and Thai have no spaces).
+ */
+function wordPattern(word: string, whole: boolean): ReturnType<typeof parseRawPattern> {
+  const literal = word.replace(/[[\]?|\\]/g, (c) => `\\${c}`);
+  return parseRawPattern(whole ? `|${literal}|` : literal);
 }
 
 const ASCII = /^[\x20-\x7e]*$/;
@@ -94,7 +106,8 @@ function listMatcher(words: Iterable<string>, allow: ReadonlySet<string>): (text
   for (const raw of words) {
     const word = foldForMatching(raw).trim();
     if (word === '' || allow.has(word)) continue;
-    (ASCII.test(word) ? latin : other).addPhrase((p) => p.setMetadata({ word }).addPattern(wordPattern(collapsed(word))));
+    const ascii = ASCII.test(word);
+    (ascii ? latin : other).addPhrase((p) => p.setMetadata({ word }).addPattern(wordPattern(collapsed(word), ascii)));
   }
   const whitelistedTerms = [...allow].map(collapsed);
   const m = (set: DataSet<{ word: string }>, transformers: typeof LATIN_TRANSFORMERS) =>
@@ -149,11 +162,14 @@ export class TextPolicy {
     if (this.maxLength !== undefined && codePoints(text) > this.maxLength) return 'too_long';
     if (this.mode === 'open') return null;
     const folded = foldForMatching(text);
-    const joined = joinSpelledOut(folded);
-    const views = joined === folded ? [folded] : [folded, joined];
-    const words = (this.words ??= compileWords(this.m));
-    if (views.some((v) => words.own(v))) return 'blocklist';
-    if (views.some((v) => words.english?.hasMatch(v) || words.lists(v))) return 'profanity';
+    // a word of digits only is a number ("row 455", "gate 717"), not leetspeak
+    const words = withoutNumbers(folded);
+    const joined = withoutNumbers(joinSpelledOut(folded));
+    // and as leetspeak reads "!" as "i", each also with the punctuation that ends a word taken off ("go rival fc!")
+    const views = [...new Set([words, joined].flatMap((v) => [v, v.replace(TRAILING_PUNCTUATION, ' ')]))];
+    const lists = (this.words ??= compileWords(this.m));
+    if (views.some((v) => lists.own(v))) return 'blocklist';
+    if (views.some((v) => lists.english?.hasMatch(v) || lists.lists(v))) return 'profanity';
     if (this.block.size > 0) {
       const links = linkify.match(folded) ?? [];
       if (this.block.has('emails') && links.some((l) => l.schema === 'mailto:')) return 'email';
