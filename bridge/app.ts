@@ -4,6 +4,7 @@ import type { RedisClient } from '../runtime/redis.js';
 import { bridgeRedisTarget, type BridgeConfig } from './config.js';
 import { LayoutConsumer } from './consumer.js';
 import { LayoutCues } from './cues.js';
+import { CrowdRecord } from './crowd-record.js';
 import { streamAcker } from './stream-group.js';
 import { BridgeCounters } from './counters.js';
 import type { Logger } from '../runtime/log.js';
@@ -103,6 +104,7 @@ export async function startBridge(config: BridgeConfig, opts: BridgeOptions): Pr
   const schedulers: LayoutScheduler[] = [];
   const consumers: LayoutConsumer[] = [];
   const cues: LayoutCues[] = [];
+  const records: CrowdRecord[] = [];
   for (const layout of config.layouts) {
     // a read may wait behind the one in flight (consumer.ts): two BLOCKs and a round trip
     const readTimeoutMs = 2 * blockMs + Math.max(500, blockMs);
@@ -121,6 +123,7 @@ export async function startBridge(config: BridgeConfig, opts: BridgeOptions): Pr
     );
     await consumer.ensureGroup();
     cues.push(new LayoutCues(ops, config.redisPrefix, layout.layoutId, config.bridgeId, scheduler, log, now));
+    records.push(new CrowdRecord(ops, config.redisPrefix, layout.layoutId, () => scheduler.crowdValues(), log, now));
     schedulers.push(scheduler);
     consumers.push(consumer);
   }
@@ -163,6 +166,7 @@ export async function startBridge(config: BridgeConfig, opts: BridgeOptions): Pr
   }
   for (const s of schedulers) s.start();
   for (const c of cues) c.start();
+  for (const r of records) r.start();
   for (const c of consumers) c.start();
   drops.start();
   const status = () => `STATUS=${counters.status()}${clockNote() === null ? '' : `; ${clockNote()}`}`;
@@ -201,6 +205,7 @@ export async function startBridge(config: BridgeConfig, opts: BridgeOptions): Pr
       clock.stop();
       await notifier.notify('STOPPING=1', 'STATUS=stopping: sending what is queued');
       for (const c of cues) c.stop();
+      for (const r of records) r.stop();
       await Promise.all(consumers.map((c) => c.stop()));
       await Promise.all(schedulers.map((s) => s.stop()));
       await presence.stop().catch((e: unknown) => log.warn({ err: (e as Error).message }, 'could not deregister destinations'));

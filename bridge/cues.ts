@@ -1,6 +1,7 @@
 // A layout's crowd cues in the bridge. Every CUE_STEP_MS the cue machine of each aggregated control
 // with a cue (schemas/crowd-cue.ts) reads the control's merged crowd value; a firing is recorded in
-// the layout's cue hash in Redis by a script (bridge/lua/fireCue-1.lua) before it is sent as
+// the layout's cue hash in Redis by a script (bridge/lua/fireCue-3.lua), and in its show record
+// with the crowd at that moment, before it is sent as
 // `<address>/cue ,i <value>`. The hash is the latch: a bridge that restarts takes the firings of the
 // current arm from it and fires none of them again; two bridges on one layout record one firing and
 // both send it (the second when its own machine decides, or when it reads the hash, within
@@ -9,7 +10,8 @@
 import { readFileSync } from 'node:fs';
 import { CueMachine, cueArm, cueProblem, cueRecord, type CuePhase, type FiredRecord, type PhaseRecord } from '../schemas/crowd-cue.js';
 import type { CrowdValue } from '../schemas/crowd-merge.js';
-import { cueStateKey } from '../schemas/redis-keys.js';
+import { cueStateKey, showRecordKey, showRecordStateKey } from '../schemas/redis-keys.js';
+import { RECORD_DEFAULTS, withIncludes } from '../schemas/show-record.js';
 import type { Logger } from '../runtime/log.js';
 import type { RedisClient } from '../runtime/redis.js';
 
@@ -19,7 +21,7 @@ export const CUE_STEP_MS = 20;
 export const CUE_POLL_MS = 250;
 /** Another bridge's firing read from the hash is sent here too if it is at most this old (and this bridge was running then). */
 const LATE_SEND_MS = 2000;
-const FIRE = readFileSync(new URL('./lua/fireCue-1.lua', import.meta.url), 'utf8');
+const FIRE = withIncludes(readFileSync(new URL('./lua/fireCue-3.lua', import.meta.url), 'utf8'));
 
 interface Cue {
   lid: number;
@@ -48,6 +50,7 @@ export class LayoutCues {
   /** when the hash was last read */
   private hashAt = -Infinity;
   private readonly key: string;
+  private readonly record: { stream: string; state: string };
   private readonly startedAt: number;
   private stepTimer: NodeJS.Timeout | null = null;
   private pollTimer: NodeJS.Timeout | null = null;
@@ -66,6 +69,7 @@ export class LayoutCues {
     private readonly now: () => number = Date.now,
   ) {
     this.key = cueStateKey(prefix, layoutId);
+    this.record = { stream: showRecordKey(prefix, layoutId), state: showRecordStateKey(prefix, layoutId) };
     this.startedAt = now();
   }
 
@@ -114,16 +118,19 @@ export class LayoutCues {
       if (cue.firing || cue.arm === '' || (live && !live.has(v.lid))) continue;
       const before = { output: cue.machine.output, at: cue.machine.firedAt };
       const value = cue.machine.step(v, now);
-      if (value !== null) void this.fire(cue, value, now, before);
+      if (value !== null) void this.fire(cue, value, now, before, v);
     }
   }
 
-  /** Records a firing in Redis, then sends it (or the firing another bridge recorded first). */
-  private async fire(cue: Cue, value: number, at: number, before: { output: number | null; at: number | null }): Promise<void> {
+  /** Records a firing in Redis (and in the show record, with `crowd`), then sends it (or the firing another bridge recorded first). */
+  private async fire(cue: Cue, value: number, at: number, before: { output: number | null; at: number | null }, crowd: CrowdValue): Promise<void> {
     cue.firing = true;
     const arm = cue.arm;
     try {
-      const [result, text] = (await this.redis.eval(FIRE, 1, this.key, cue.lid, arm, cue.seq, value, at, this.bridgeId)) as [number, string];
+      const [result, text] = (await this.redis.eval(
+        FIRE, 3, this.key, this.record.stream, this.record.state,
+        cue.lid, arm, cue.seq, value, at, this.bridgeId, JSON.stringify(crowd.value), crowd.n, RECORD_DEFAULTS.retentionMs, RECORD_DEFAULTS.maxBytes,
+      )) as [number, string];
       if (result === 0) {
         cue.arm = ''; // re-armed meanwhile: the next read of the hash starts the new arm
         cue.machine.reset();

@@ -16,7 +16,7 @@ import { SessionStore } from './admin/sessions.js';
 import { ApiKeyAuth } from './auth/api-keys.js';
 import { AudienceTokens } from './auth/audience-tokens.js';
 import { SigningKeyring } from './auth/signing-keyring.js';
-import { redisTarget, type GatewayConfig } from './config.js';
+import { recordBounds, redisTarget, type GatewayConfig } from './config.js';
 import { CorsPolicy } from './http/cors.js';
 import { HttpServer } from './http/server.js';
 import { DestinationCounts } from './layouts/destinations.js';
@@ -28,6 +28,7 @@ import { MintLimits, ParticipantLimits } from './limits/participant-limits.js';
 import { SummaryLog } from './summary-log.js';
 import { TextModeration } from './moderation/moderation.js';
 import { moderationApiRoutes } from './admin/moderation-api.js';
+import { recordApiRoute } from './admin/record-api.js';
 import { WriteHealth } from './store/write-health.js';
 import type { Logger } from '../runtime/log.js';
 import { GatewayMetrics } from './metrics.js';
@@ -98,7 +99,7 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
   const metrics = new GatewayMetrics();
   registerClockMetrics(metrics.registry, 'audience_gateway_', () => clock.reading());
   const timed = <T>(command: string, p: Promise<T>) => metrics.redis(command, p);
-  const stores = createStores(redis, config.redisPrefix, kek);
+  const stores = createStores(redis, config.redisPrefix, kek, recordBounds(config));
   // Data of version 0.1 moves to the tagged key names before anything reads it (idempotent: several
   // gateways starting at once all finish the same job).
   if (await hasLegacyKeys(redis, config.redisPrefix)) {
@@ -234,7 +235,7 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
     tokenTtlMs: config.tokenTtlSeconds * 1000,
     onDecided: (decision: string) => metrics.moderationDecisions.inc({ decision }),
   };
-  for (const r of [...actionRoutes(deps), ...adminApiRoutes(admin), ...moderationApiRoutes(admin, moderationAdmin), ...adminPageRoutes(), ...playPageRoutes()]) server.mount(r);
+  for (const r of [...actionRoutes(deps), ...adminApiRoutes(admin), ...moderationApiRoutes(admin, moderationAdmin), recordApiRoute(admin), ...adminPageRoutes(), ...playPageRoutes()]) server.mount(r);
   const liveServices = { layouts: deps.layouts, destinations: deps.destinations, tokens: deps.tokens, cors: deps.cors, intake: new ActionIntake(deps) };
   const live = new LiveChannel(liveServices, liveCrowd, {
     maxFrameBytes: config.maxBodyBytes, maxSockets: config.liveMaxSockets, newSocketsPerSecond: config.liveNewSocketsPerSecond,

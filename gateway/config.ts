@@ -56,6 +56,8 @@ export interface GatewayConfig {
   readonly moderationQueueMax: number;
   readonly moderationQueuePerParticipant: number;
   readonly moderationHoldSeconds: number;
+  readonly showRecordRetentionSeconds: number;
+  readonly showRecordMaxBytes: number;
   readonly redisMemoryReadyShare: number;
   readonly maxBodyBytes: number;
   readonly adminSessionIdleSeconds: number;
@@ -124,4 +126,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
 export function redisTarget(c: Pick<GatewayConfig, 'redisUrl' | 'redisClusterNodes' | 'redisTlsCaFile' | 'redisTlsCertFile' | 'redisTlsKeyFile' | 'redisTlsServername'>): RedisTarget {
   const tls = { caFile: c.redisTlsCaFile || undefined, certFile: c.redisTlsCertFile || undefined, keyFile: c.redisTlsKeyFile || undefined, servername: c.redisTlsServername || undefined };
   return { url: c.redisUrl, clusterNodes: parseClusterNodes(c.redisClusterNodes), ...(hasTlsSettings(tls) && { tls }) };
+}
+
+/** The show record's bounds of a configuration, as the stores take them. */
+export function recordBounds(c: Pick<GatewayConfig, 'showRecordRetentionSeconds' | 'showRecordMaxBytes'>): { retentionMs: number; maxBytes: number } {
+  return { retentionMs: c.showRecordRetentionSeconds * 1000, maxBytes: c.showRecordMaxBytes };
 }

@@ -26,3 +26,17 @@ export function deadLetterKey(prefix: string, layoutId: string): string {
 export function cueStateKey(prefix: string, layoutId: string): string {
   return `${prefix}layout:{${layoutId}}:cues`;
 }
+
+/** A layout's show record (schemas/show-record.ts): a stream of what decided the show. */
+export function showRecordKey(prefix: string, layoutId: string): string {
+  return `${prefix}layout:{${layoutId}}:record`;
+}
+
+/**
+ * The show record's state: `bytes` (the JSON the record holds), `retentionMs` and `maxBytes` (set
+ * by the gateways), and per aggregated control `v:<lid>` (its last sampled crowd value, JSON
+ * `{"value":[...],"n":N}`) and `at:<lid>` (when, ms).
+ */
+export function showRecordStateKey(prefix: string, layoutId: string): string {
+  return `${prefix}layout:{${layoutId}}:record-state`;
+}

@@ -190,9 +190,10 @@ export function adminApiRoutes(d: AdminDeps): Route[] {
       params: 1,
       body: true,
       async handle(head, raw) {
-        const layout = await ownedLayout(head, true);
+        const { session } = await d.guard.require(head, true);
+        const layout = await orUnavailable(d.stores.layouts.requireOwned(session.teamId, owned(head)));
         const { pageId } = parseBody(raw, validateAdminActivate);
-        await orUnavailable(d.stores.layouts.activate(layout.layoutId, pageId));
+        await orUnavailable(d.stores.layouts.activate(layout.layoutId, pageId, `admin:${session.email}`));
         return json({ layoutId: layout.layoutId, activePageId: pageId });
       },
     }),

@@ -4,7 +4,7 @@
 import { readFileSync } from 'node:fs';
 import { Command, CommanderError } from 'commander';
 import type { RedisClient, RedisTarget } from '../../runtime/redis.js';
-import { loadConfig, redisTarget } from '../config.js';
+import { loadConfig, recordBounds, redisTarget } from '../config.js';
 import { generatePassword } from '../admin/passwords.js';
 import { AppError } from '../errors.js';
 import { describeAggregate } from '../../schemas/aggregate.js';
@@ -14,8 +14,8 @@ import { bridgeRedisUrl, grantBridge, revokeBridge } from '../store/bridge-acl.j
 import { migrateLegacyKeys } from '../store/migrate.js';
 import { loadKek } from '../store/signing-kek.js';
 import { createStores, type Stores } from '../store/stores.js';
-import { addModerationCommands } from './moderation.js';
-import { CliOutput, isoOrDash, table } from './output.js';
+import { addModerationCommands, addShowCommands } from './show-commands.js';
+import { CliOutput, isoOrDash, operator, table } from './output.js';
 
 interface Ctx {
   stores: Stores;
@@ -38,13 +38,13 @@ function run(body: Action) {
       const config = loadConfig({
         REDIS_URL: env.REDIS_URL, REDIS_CLUSTER_NODES: env.REDIS_CLUSTER_NODES, REDIS_PREFIX: env.REDIS_PREFIX,
         REDIS_TLS_CA_FILE: env.REDIS_TLS_CA_FILE, REDIS_TLS_CERT_FILE: env.REDIS_TLS_CERT_FILE, REDIS_TLS_KEY_FILE: env.REDIS_TLS_KEY_FILE, REDIS_TLS_SERVERNAME: env.REDIS_TLS_SERVERNAME,
-        SIGNING_KEK_FILE: env.SIGNING_KEK_FILE,
+        SIGNING_KEK_FILE: env.SIGNING_KEK_FILE, SHOW_RECORD_RETENTION_SECONDS: env.SHOW_RECORD_RETENTION_SECONDS, SHOW_RECORD_MAX_BYTES: env.SHOW_RECORD_MAX_BYTES,
       });
       // only the commands that read or make a signing secret need it
       const kek = config.signingKekFile ? loadKek(config.signingKekFile) : null;
       const target = redisTarget(config);
       redis = await connectToolRedis(target);
-      await body({ stores: createStores(redis, config.redisPrefix, kek), out, target }, ...(args.slice(0, -1) as never[]));
+      await body({ stores: createStores(redis, config.redisPrefix, kek, recordBounds(config)), out, target }, ...(args.slice(0, -1) as never[]));
     } catch (e) {
       process.exitCode = out.failure(e);
     } finally {
@@ -152,9 +152,10 @@ leaf(layout, 'show', 'show a layout with all its pages')
 leaf(layout, 'activate', 'make a page the active one (every gateway switches at once)')
   .argument('<layoutId>')
   .argument('<pageId>')
+  .option('--by <name>', 'who switched, as the show record says it (default: cli:<user>@<host>)')
   .action(
-    run(async ({ stores, out }, layoutId: string, pageId: string) => {
-      await stores.layouts.activate(layoutId, pageId);
+    run(async ({ stores, out }, layoutId: string, pageId: string, opts: { by?: string }) => {
+      await stores.layouts.activate(layoutId, pageId, operator(opts.by));
       out.result({ layoutId, activePageId: pageId }, `layout ${layoutId}: page ${pageId} is active`);
     }),
   );
@@ -187,6 +188,7 @@ leaf(crowd, 'cues', "each crowd cue of a layout and what it is doing (armed, hol
   );
 
 addModerationCommands(program, leaf, run);
+addShowCommands(program, leaf, run);
 
 const token = program.command('token').description('audience tokens');
 leaf(token, 'revoke', "revoke a layout's audience tokens: all minted before now (or --before), or one participant's (--sub)")

@@ -1,5 +1,6 @@
 // How audiencectl speaks: one JSON object on stdout with --json, readable lines otherwise; errors
 // on stderr (and as {"error": {...}} with --json) with a non-zero exit.
+import { hostname, userInfo } from 'node:os';
 import { AppError, isRedisOutage } from '../errors.js';
 import { KekError } from '../store/signing-kek.js';
 
@@ -35,4 +36,19 @@ export function table(rows: string[][]): string {
 
 export function isoOrDash(ms: number | null): string {
   return ms === null ? '-' : new Date(ms).toISOString();
+}
+
+/** Who made a change, as the show record and the moderation decisions say it: `cli:<--by>`, or `cli:<user>@<host>`. */
+export function operator(by: string | undefined): string {
+  if (by !== undefined) {
+    if (!/^[^\s]{1,100}$/.test(by)) throw new AppError('invalid_argument', '--by must be 1 to 100 characters without spaces');
+    return `cli:${by}`;
+  }
+  let user = 'unknown';
+  try {
+    user = userInfo().username;
+  } catch {
+    // no passwd entry (a container's arbitrary uid): the host still says where it came from
+  }
+  return `cli:${user}@${hostname()}`;
 }

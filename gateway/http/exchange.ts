@@ -27,6 +27,8 @@ export class Exchange implements RequestHead, Responder, BodySink {
   private readonly started = performance.now();
   /** the route's headers on every reply, errors included (CORS) */
   private readonly extra: readonly Header[];
+  /** the query string, when the route asked for it (`query: true`) */
+  query = '';
 
   constructor(
     private readonly hooks: ExchangeHooks,

@@ -34,6 +34,8 @@ export interface RequestHead {
   readonly receivedAt: number;
   /** the peer's address, when the route asked for it */
   readonly remoteAddress: string;
+  /** the query string (without "?"), when the route asked for it; '' otherwise */
+  readonly query: string;
   /** True once the client is gone: its answer can no longer be sent (a closed or pipelined connection) */
   aborted(): boolean;
 }
@@ -62,6 +64,8 @@ export interface Route {
   maxBodyBytes?: number;
   /** capture the peer's address (uWS only gives it before the first await) */
   remoteAddress?: boolean;
+  /** capture the query string (likewise) */
+  query?: boolean;
   /** extra headers on every reply of this route, errors included (CORS) */
   replyHeaders?: (head: RequestHead) => readonly Header[];
   handle: (head: RequestHead, body: Buffer | null, respond: Responder) => Promise<Reply> | Reply | typeof LATER;

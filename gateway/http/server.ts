@@ -95,6 +95,7 @@ export class HttpServer {
     const params = route.params ? paramsOf(req, route.params) : NO_PARAMS;
     const remoteAddress = route.remoteAddress === true ? Buffer.from(res.getRemoteAddressAsText()).toString() : '';
     const ex = new Exchange(this.hooks, route, res, id, method, params, headers, this.now(), remoteAddress);
+    if (route.query === true) ex.query = req.getQuery() ?? '';
     res.onAborted(() => ex.abort());
     if (!route.body) return ex.run(null);
     // RFC 9112 6.3: several Content-Length headers frame the body ambiguously (a proxy in front may

@@ -8,6 +8,7 @@
 // addresses are linkify-it's (it knows the top-level domains).
 import { createRequire } from 'node:module';
 import LinkifyIt from 'linkify-it';
+import { LRUCache } from 'lru-cache';
 import {
   DataSet,
   RegExpMatcher,
@@ -103,17 +104,21 @@ const OTHER_TRANSFORMERS = [collapseDuplicatesTransformer({ defaultThreshold: 1 
 function listMatcher(words: Iterable<string>, allow: ReadonlySet<string>): (text: string) => boolean {
   const latin = new DataSet<{ word: string }>();
   const other = new DataSet<{ word: string }>();
+  const counts = { latin: 0, other: 0 };
   for (const raw of words) {
     const word = foldForMatching(raw).trim();
     if (word === '' || allow.has(word)) continue;
     const ascii = ASCII.test(word);
     (ascii ? latin : other).addPhrase((p) => p.setMetadata({ word }).addPattern(wordPattern(collapsed(word), ascii)));
+    counts[ascii ? 'latin' : 'other']++;
   }
   const whitelistedTerms = [...allow].map(collapsed);
   const m = (set: DataSet<{ word: string }>, transformers: typeof LATIN_TRANSFORMERS) =>
     new RegExpMatcher({ ...set.build(), whitelistedTerms, blacklistMatcherTransformers: transformers, whitelistMatcherTransformers: transformers });
-  const [l, o] = [m(latin, LATIN_TRANSFORMERS), m(other, OTHER_TRANSFORMERS)];
-  return (text) => l.hasMatch(text) || o.hasMatch(text);
+  // a matcher with no words still transforms every text it is given: none is made
+  const l = counts.latin > 0 ? m(latin, LATIN_TRANSFORMERS) : null;
+  const o = counts.other > 0 ? m(other, OTHER_TRANSFORMERS) : null;
+  return (text) => (l?.hasMatch(text) ?? false) || (o?.hasMatch(text) ?? false);
 }
 
 interface WordMatchers {
@@ -165,11 +170,12 @@ export class TextPolicy {
     // a word of digits only is a number ("row 455", "gate 717"), not leetspeak
     const words = withoutNumbers(folded);
     const joined = withoutNumbers(joinSpelledOut(folded));
-    // and as leetspeak reads "!" as "i", each also with the punctuation that ends a word taken off ("go rival fc!")
-    const views = [...new Set([words, joined].flatMap((v) => [v, v.replace(TRAILING_PUNCTUATION, ' ')]))];
+    const views = words === joined ? [words] : [words, joined];
+    // as leetspeak reads "!" as "i", list words are also matched with the punctuation that ends a word taken off ("go rival fc!")
+    const listViews = [...new Set(views.flatMap((v) => [v, v.replace(TRAILING_PUNCTUATION, ' ')]))];
     const lists = (this.words ??= compileWords(this.m));
-    if (views.some((v) => lists.own(v))) return 'blocklist';
-    if (views.some((v) => lists.english?.hasMatch(v) || lists.lists(v))) return 'profanity';
+    if (listViews.some((v) => lists.own(v))) return 'blocklist';
+    if (views.some((v) => lists.english?.hasMatch(v)) || listViews.some((v) => lists.lists(v))) return 'profanity';
     if (this.block.size > 0) {
       const links = linkify.match(folded) ?? [];
       if (this.block.has('emails') && links.some((l) => l.schema === 'mailto:')) return 'email';
@@ -181,12 +187,23 @@ export class TextPolicy {
 }
 
 const policies = new WeakMap<Control, TextPolicy>();
+/**
+ * Policies by their JSON: a layout re-loaded (every page switch) brings new control objects, and
+ * compiling a policy's lists takes milliseconds (bench:moderation), so one that did not change is
+ * not compiled again.
+ */
+const byText = new LRUCache<string, TextPolicy>({ max: 1000 });
 
-/** The control's policy (made once per control object: a re-loaded layout brings new ones); null for an unmoderated control. */
+/** The control's policy, compiled once per process for each distinct policy; null for an unmoderated control. */
 export function policyOf(control: Control): TextPolicy | null {
   if (!control.moderation) return null;
   let p = policies.get(control);
-  if (!p) policies.set(control, (p = new TextPolicy(control.moderation)));
+  if (!p) {
+    const key = JSON.stringify(control.moderation);
+    p = byText.get(key);
+    if (!p) byText.set(key, (p = new TextPolicy(control.moderation)));
+    policies.set(control, p);
+  }
   return p;
 }
 

@@ -1,5 +1,5 @@
 // A least-privilege Redis user for one venue bridge: `bridge-<ID>` may touch only its layouts'
-// action streams, presence sets, dead-letter streams and cue hashes, with only the commands the
+// action streams, presence sets, dead-letter streams, cue hashes and show records, with only the commands the
 // bridge sends (reading its consumer group, acking, dead-lettering, its two scripts, presence, cue
 // state, the clock). Nothing else: no signing keys, API keys, teams, admin sessions, layouts'
 // definitions or another layout's keys, no pub/sub, no admin commands. On Redis Cluster the user is
@@ -7,15 +7,16 @@
 import { randomBytes } from 'node:crypto';
 import { Cluster, type Redis } from 'ioredis';
 import type { RedisClient } from '../../runtime/redis.js';
-import { actionStreamKey, cueStateKey, deadLetterKey, presenceKey } from '../../schemas/redis-keys.js';
+import { actionStreamKey, cueStateKey, deadLetterKey, presenceKey, showRecordKey, showRecordStateKey } from '../../schemas/redis-keys.js';
 import { AppError } from '../errors.js';
 
 /**
  * The commands a bridge sends, each needed: the connection (ioredis: AUTH/HELLO, CLIENT SETNAME,
  * the INFO ready check, the cluster's slot map), its consumer group (XREADGROUP, XACK, XAUTOCLAIM,
  * XINFO, XGROUP CREATE and SETID, XRANGE in the lost-entry count, XPENDING), dead letters (XADD),
- * its scripts (EVAL, EVALSHA: the lost-entry count and the cue firing), presence (ZADD,
- * ZREMRANGEBYSCORE, PEXPIRE, ZREM), cue state (HGETALL, HGET, HSET) and the server's clock (TIME).
+ * its scripts (EVAL, EVALSHA: the lost-entry count, the cue firing and the crowd samples, which
+ * also append to the show record: XDEL, HINCRBY, HMGET), presence (ZADD, ZREMRANGEBYSCORE, PEXPIRE,
+ * ZREM), cue state (HGETALL, HGET, HSET) and the server's clock (TIME).
  */
 export const BRIDGE_COMMANDS = [
   'auth', 'hello', 'ping', 'quit', 'select', 'info', 'time', 'readonly',
@@ -24,6 +25,7 @@ export const BRIDGE_COMMANDS = [
   'eval', 'evalsha',
   'zadd', 'zremrangebyscore', 'pexpire', 'zrem',
   'hgetall', 'hget', 'hset',
+  'xdel', 'hincrby', 'hmget',
 ] as const;
 
 const BRIDGE_ID = /^[A-Za-z0-9_.-]{1,64}$/;
@@ -34,9 +36,9 @@ export function bridgeUser(bridgeId: string): string {
   return `bridge-${bridgeId}`;
 }
 
-/** The keys a bridge may touch: four per layout, named exactly (no pattern reaches another layout's). */
+/** The keys a bridge may touch: six per layout, named exactly (no pattern reaches another layout's). */
 export function bridgeKeys(prefix: string, layoutIds: readonly string[]): string[] {
-  return layoutIds.flatMap((l) => [actionStreamKey(prefix, l), presenceKey(prefix, l), deadLetterKey(prefix, l), cueStateKey(prefix, l)]);
+  return layoutIds.flatMap((l) => [actionStreamKey(prefix, l), presenceKey(prefix, l), deadLetterKey(prefix, l), cueStateKey(prefix, l), showRecordKey(prefix, l), showRecordStateKey(prefix, l)]);
 }
 
 /** Escapes Redis glob characters, so a key pattern matches only that key. */

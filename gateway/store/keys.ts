@@ -3,7 +3,7 @@
 // tag: {layoutId}, {teamId}, {keyId}, {email}, {session hash}, or one fixed tag for the signing
 // keys and for the team registry. A command, transaction or Lua script touches the keys of one
 // owner only, so the same code runs on one Redis and on Redis Cluster (where a tag is a slot).
-import { actionStreamKey, presenceKey, cueStateKey } from '../../schemas/redis-keys.js';
+import { actionStreamKey, presenceKey, cueStateKey, showRecordKey, showRecordStateKey } from '../../schemas/redis-keys.js';
 
 export class RedisKeys {
   constructor(readonly prefix: string) {}
@@ -57,6 +57,10 @@ export class RedisKeys {
   }
   cues(layoutId: string): string {
     return cueStateKey(this.prefix, layoutId);
+  }
+  /** The layout's show record (a stream) and its state (a hash): schemas/show-record.ts. */
+  showRecord(layoutId: string): { stream: string; state: string } {
+    return { stream: showRecordKey(this.prefix, layoutId), state: showRecordStateKey(this.prefix, layoutId) };
   }
   destinations(layoutId: string): string {
     return presenceKey(this.prefix, layoutId);

@@ -9,6 +9,8 @@ import { checkLayoutDefinition } from '../layouts/check-definition.js';
 import { publishInvalidation } from './invalidation.js';
 import type { RedisKeys } from './keys.js';
 import { runScript } from './scripts.js';
+import type { RecordBounds } from './show-record.js';
+import { RECORD_DEFAULTS } from '../../schemas/show-record.js';
 
 /**
  * A revoked participant is remembered this long: the longest an audience token can live
@@ -42,6 +44,7 @@ export class LayoutStore {
   constructor(
     private readonly redis: RedisClient,
     private readonly keys: RedisKeys,
+    private readonly record: RecordBounds = RECORD_DEFAULTS,
   ) {}
 
   async get(layoutId: string): Promise<StoredLayout | null> {
@@ -126,12 +129,14 @@ export class LayoutStore {
   }
 
   /**
-   * Switches the active page and re-arms the layout's crowd cues (one script on the layout's hash
-   * slot); every gateway learns it through the invalidation channel, every bridge at its next look
-   * at the cues (every 250 ms).
+   * Switches the active page and re-arms the layout's crowd cues, and records the switch with the
+   * crowd values of the page left (one script on the layout's hash slot); every gateway learns it
+   * through the invalidation channel, every bridge at its next look at the cues (every 250 ms).
+   * `by`: who switched, as the show record says it (`admin:<email>`, `cli:<user>@<host>`).
    */
-  async activate(layoutId: string, pageId: string, now = Date.now()): Promise<void> {
-    const r = await runScript(this.redis, 'activatePage', [this.keys.layout(layoutId), this.keys.cues(layoutId)], [pageId, now]);
+  async activate(layoutId: string, pageId: string, by = 'unknown', now = Date.now()): Promise<void> {
+    const rec = this.keys.showRecord(layoutId);
+    const r = await runScript(this.redis, 'activatePage', [this.keys.layout(layoutId), this.keys.cues(layoutId), rec.stream, rec.state], [pageId, now, by, this.record.retentionMs, this.record.maxBytes]);
     if (r === 0) throw new AppError('layout_not_found', `no layout ${JSON.stringify(layoutId)}`);
     if (r === -1) throw new AppError('page_not_found', `layout "${layoutId}" has no page ${JSON.stringify(pageId)}`);
     await publishInvalidation(this.redis, this.keys, { kind: 'layout', id: layoutId });

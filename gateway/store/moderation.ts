@@ -8,6 +8,7 @@ import { AppError } from '../errors.js';
 import type { RedisKeys } from './keys.js';
 import { publishInvalidation } from './invalidation.js';
 import { runScript } from './scripts.js';
+import type { RecordBounds } from './show-record.js';
 
 /** A text waiting for a moderator. */
 export interface HeldItem {
@@ -69,6 +70,7 @@ export class ModerationStore {
   constructor(
     private readonly redis: RedisClient,
     private readonly keys: RedisKeys,
+    private readonly record: RecordBounds,
   ) {}
 
   async hold(item: HeldItem, bounds: QueueBounds): Promise<HoldResult> {
@@ -83,11 +85,12 @@ export class ModerationStore {
    */
   async decide(layoutId: string, id: string, decision: Decision, by: string, trim: StreamTrimSettings): Promise<{ first: boolean; record: DecisionRecord }> {
     const k = this.keys.moderation(layoutId);
+    const rec = this.keys.showRecord(layoutId);
     const r = (await runScript(
       this.redis,
       'decideText',
-      [k.queue, k.items, k.subs, k.decided, k.decidedOrder, this.keys.actions(layoutId), this.keys.mutedSubs(layoutId), this.keys.layout(layoutId)],
-      [id, decision, by, randomUUID(), ACTION_FIELD, trim.maxLen, trim.retentionMs, DECISIONS_KEPT],
+      [k.queue, k.items, k.subs, k.decided, k.decidedOrder, this.keys.actions(layoutId), this.keys.mutedSubs(layoutId), this.keys.layout(layoutId), rec.stream, rec.state],
+      [id, decision, by, randomUUID(), ACTION_FIELD, trim.maxLen, trim.retentionMs, DECISIONS_KEPT, this.record.retentionMs, this.record.maxBytes],
     )) as [number, string?];
     if (r[0] === 0) throw new AppError('item_not_found', `no held text ${JSON.stringify(id)} in layout "${layoutId}" (never held, or expired)`);
     if (decision === 'mute' && r[0] === 1) await publishInvalidation(this.redis, this.keys, { kind: 'layout', id: layoutId });
@@ -106,7 +109,8 @@ export class ModerationStore {
       const until = Number(await this.redis.hget(this.keys.mutedSubs(layoutId), sub));
       return { until, rejected: ids.length };
     }
-    const until = Number(await runScript(this.redis, 'muteSub', [this.keys.mutedSubs(layoutId), this.keys.layout(layoutId)], [sub, fallbackUntil]));
+    const rec = this.keys.showRecord(layoutId);
+    const until = Number(await runScript(this.redis, 'muteSub', [this.keys.mutedSubs(layoutId), this.keys.layout(layoutId), rec.stream, rec.state], [sub, fallbackUntil, by, this.record.retentionMs, this.record.maxBytes]));
     if (until === 0) throw new AppError('layout_not_found', `no layout ${JSON.stringify(layoutId)}`);
     await publishInvalidation(this.redis, this.keys, { kind: 'layout', id: layoutId });
     return { until, rejected: 0 };

@@ -1,8 +1,10 @@
-// Loads the Lua scripts in lua/ (named verbNoun-N.lua, N = number of KEYS) and runs them with EVALSHA.
+// Loads the Lua scripts in lua/ (named verbNoun-N.lua, N = number of KEYS; a `--!include` line
+// brings in a shared file of schemas/, see schemas/show-record.ts) and runs them with EVALSHA.
 import { readFileSync, readdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { RedisClient } from '../../runtime/redis.js';
+import { withIncludes } from '../../schemas/show-record.js';
 
 const LUA_DIR = join(dirname(fileURLToPath(import.meta.url)), 'lua');
 
@@ -14,7 +16,7 @@ function defineScripts(redis: RedisClient): void {
   for (const file of readdirSync(LUA_DIR)) {
     const m = /^([A-Za-z]+)-(\d+)\.lua$/.exec(file);
     if (!m) continue;
-    redis.defineCommand(m[1]!, { numberOfKeys: Number(m[2]), lua: readFileSync(join(LUA_DIR, file), 'utf8') });
+    redis.defineCommand(m[1]!, { numberOfKeys: Number(m[2]), lua: withIncludes(readFileSync(join(LUA_DIR, file), 'utf8')) });
   }
   defined.add(redis);
 }

@@ -6,6 +6,8 @@ import { ApiKeyStore } from './api-keys.js';
 import { RedisKeys } from './keys.js';
 import { LayoutStore } from './layouts.js';
 import { ModerationStore } from './moderation.js';
+import { ShowRecordStore, type RecordBounds } from './show-record.js';
+import { RECORD_DEFAULTS } from '../../schemas/show-record.js';
 import type { Kek } from './signing-kek.js';
 import { SigningKeyStore } from './signing-keys.js';
 import { TeamStore } from './teams.js';
@@ -20,12 +22,17 @@ export interface Stores {
   admins: AdminStore;
   cues: CueStore;
   moderation: ModerationStore;
+  showRecord: ShowRecordStore;
 }
 
-/** `kek`: the key-encryption key of the signing secrets; null where none is held (their secrets then cannot be read or made). */
-export function createStores(redis: RedisClient, prefix: string, kek: Kek | null = null): Stores {
+/**
+ * `kek`: the key-encryption key of the signing secrets; null where none is held (their secrets then
+ * cannot be read or made). `record`: the show record's bounds (SHOW_RECORD_RETENTION_SECONDS,
+ * SHOW_RECORD_MAX_BYTES), set on every layout the stores write a record entry of.
+ */
+export function createStores(redis: RedisClient, prefix: string, kek: Kek | null = null, record: RecordBounds = RECORD_DEFAULTS): Stores {
   const keys = new RedisKeys(prefix);
-  const layouts = new LayoutStore(redis, keys);
+  const layouts = new LayoutStore(redis, keys, record);
   return {
     redis,
     keys,
@@ -35,6 +42,7 @@ export function createStores(redis: RedisClient, prefix: string, kek: Kek | null
     signingKeys: new SigningKeyStore(redis, keys, kek),
     admins: new AdminStore(redis, keys),
     cues: new CueStore(redis, keys, layouts),
-    moderation: new ModerationStore(redis, keys),
+    moderation: new ModerationStore(redis, keys, record),
+    showRecord: new ShowRecordStore(redis, keys),
   };
 }

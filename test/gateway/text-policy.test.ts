@@ -1,7 +1,7 @@
 // A String control's moderation policy on its own (gateway/moderation/text-policy.ts): what every
 // String loses, how a text is folded for matching, and what each list, block and allowance does.
 import { describe, expect, it } from 'vitest';
-import { TextPolicy, cleanText, codePoints, foldForMatching, joinSpelledOut, publicControl } from '../../gateway/moderation/text-policy.js';
+import { TextPolicy, cleanText, codePoints, foldForMatching, joinSpelledOut, policyOf, publicControl } from '../../gateway/moderation/text-policy.js';
 
 const filter = (extra: object = {}) => new TextPolicy({ mode: 'filter', ...extra });
 
@@ -71,5 +71,16 @@ describe('TextPolicy', () => {
   it('shows apps a control\'s mode and length, never its lists', () => {
     const control = { lid: 1, address: '/001', type: 'String' as const, props: { label: 'x' }, moderation: { mode: 'hold' as const, maxLength: 9, blocklist: ['secret'], allow: ['x'] } };
     expect(publicControl(control).moderation).toEqual({ mode: 'hold', maxLength: 9 });
+  });
+});
+
+describe('policyOf', () => {
+  it('compiles a policy once per process: a re-loaded layout\'s equal policy is the same one', () => {
+    const control = () => ({ lid: 1, address: '/001', type: 'String' as const, props: { label: 'x' }, moderation: { mode: 'filter' as const, languages: ['en', 'de'] } });
+    const first = policyOf(control());
+    expect(first).not.toBeNull();
+    expect(policyOf(control())).toBe(first);
+    expect(policyOf({ ...control(), moderation: { mode: 'filter', languages: ['en'] } })).not.toBe(first);
+    expect(policyOf({ lid: 2, address: '/002', type: 'String', props: { label: 'y' } })).toBeNull();
   });
 });

@@ -1,14 +1,14 @@
-// audiencectl moderation: a layout's queue of held texts, one decision per text, muting a
-// participant. A decision is recorded as by `cli:<user>@<host>` (or --by); the settings that bound
+// audiencectl moderation and show: a layout's queue of held texts, one decision per text, muting a
+// participant; the layout's show record as CSV or JSON. A decision is recorded as by `cli:<user>@<host>` (or --by); the settings that bound
 // the queue and trim the stream are the gateway's (MODERATION_HOLD_SECONDS, STREAM_MAXLEN,
 // STREAM_RETENTION_SECONDS, TOKEN_TTL_SECONDS), read from the same environment.
-import { hostname, userInfo } from 'node:os';
 import type { Command } from 'commander';
 import { redisTimeMs } from '../../runtime/redis-clock.js';
 import { loadConfig } from '../config.js';
 import { AppError } from '../errors.js';
 import type { Stores } from '../store/stores.js';
-import { table, type CliOutput } from './output.js';
+import { parseTime, recordCsv, recordJson } from '../show/export.js';
+import { operator, table, type CliOutput } from './output.js';
 
 type Run = (body: (ctx: { stores: Stores; out: CliOutput }, ...args: never[]) => Promise<void>) => (...args: unknown[]) => Promise<void>;
 type Leaf = (parent: Command, name: string, description: string) => Command;
@@ -19,19 +19,6 @@ function settings() {
   return { holdMs: c.moderationHoldSeconds * 1000, trim: { maxLen: c.streamMaxLen, retentionMs: c.streamRetentionSeconds * 1000 }, tokenTtlMs: c.tokenTtlSeconds * 1000 };
 }
 
-function operator(by: string | undefined): string {
-  if (by !== undefined) {
-    if (!/^[^\s]{1,100}$/.test(by)) throw new AppError('invalid_argument', '--by must be 1 to 100 characters without spaces');
-    return `cli:${by}`;
-  }
-  let user = 'unknown';
-  try {
-    user = userInfo().username;
-  } catch {
-    // no passwd entry (a container's arbitrary uid): the host still says where it came from
-  }
-  return `cli:${user}@${hostname()}`;
-}
 
 const iso = (ms: number) => new Date(ms).toISOString();
 const oneLine = (text: string) => (text.length > 60 ? `${text.slice(0, 59)}…` : text);
@@ -82,6 +69,25 @@ export function addModerationCommands(program: Command, leaf: Leaf, run: Run): v
         const now = await redisTimeMs(stores.redis);
         const { until, rejected } = await stores.moderation.mute(layoutId, opts.sub, operator(opts.by), now + s.tokenTtlMs, s.trim);
         out.result({ layoutId, sub: opts.sub, mutedUntil: iso(until), rejected }, `layout ${layoutId}: ${opts.sub} muted until ${iso(until)}; ${rejected} held texts of theirs rejected`);
+      }),
+    );
+}
+
+export function addShowCommands(program: Command, leaf: Leaf, run: Run): void {
+  const show = program.command('show').description("a layout's show record: page switches, cue firings, moderation decisions, crowd values");
+  leaf(show, 'export', 'print the show record between two moments, oldest first, as CSV or JSON')
+    .argument('<layoutId>')
+    .option('--from <time>', 'the first moment (ISO 8601, or ms since the epoch; default: the record\'s start)')
+    .option('--to <time>', 'the last moment (default: now)')
+    .requiredOption('--format <format>', 'csv or json')
+    .action(
+      run(async ({ stores }, layoutId: string, opts: { from?: string; to?: string; format: string }) => {
+        if (opts.format !== 'csv' && opts.format !== 'json') throw new AppError('invalid_argument', `--format must be csv or json, not ${JSON.stringify(opts.format)}`);
+        const [from, to] = [parseTime(opts.from), parseTime(opts.to)];
+        if (Number.isNaN(from) || Number.isNaN(to)) throw new AppError('invalid_argument', '--from and --to take an ISO 8601 time or ms since the epoch');
+        if (!(await stores.layouts.get(layoutId))) throw new AppError('layout_not_found', `no layout ${JSON.stringify(layoutId)}`);
+        const entries = await stores.showRecord.read(layoutId, from ?? 0, to ?? undefined);
+        process.stdout.write(opts.format === 'csv' ? recordCsv(entries) : `${recordJson(layoutId, from, to, entries)}\n`);
       }),
     );
 }

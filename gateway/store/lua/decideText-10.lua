@@ -3,14 +3,17 @@
 -- appends the text to the layout's action stream as the participant's String action, stamped now
 -- (Redis's clock); reject drops it; mute drops it and every other text the participant has queued,
 -- and refuses the participant's Strings until its token expires (the layout's version is bumped so
--- every gateway re-reads its muted participants).
+-- every gateway re-reads its muted participants). Each decision goes into the layout's show record.
 -- KEYS[1]  the queue (sorted set)   KEYS[2] the items (hash)   KEYS[3] each participant's queued ids (hash)
 -- KEYS[4]  decisions (hash: id -> JSON)   KEYS[5] decisions in order (sorted set: id -> at)
 -- KEYS[6]  the layout's action stream   KEYS[7] muted participants (hash: sub -> until, ms)   KEYS[8] the layout hash
+-- KEYS[9]  the show record   KEYS[10] its state
 -- ARGV[1]  id   ARGV[2] approve | reject | mute   ARGV[3] who decided
 -- ARGV[4]  the new entry's id   ARGV[5] the entry's field name   ARGV[6] MAXLEN (approximate trim)
 -- ARGV[7]  the stream's retention (ms)   ARGV[8] decisions kept at most
+-- ARGV[9]  the show record's retention (ms)   ARGV[10] its byte bound
 -- returns  {1, decision JSON} decided now; {2, decision JSON} decided before; {0} no such item (never held, or expired)
+--!include show-record.lua
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 
@@ -30,6 +33,7 @@ local function record(id, decision, it)
   local d = cjson.encode({ id = id, decision = decision, by = ARGV[3], at = now, sub = it.sub, lid = it.lid, text = it.text, heldAt = it.heldAt })
   redis.call('HSET', KEYS[4], id, d)
   redis.call('ZADD', KEYS[5], now, id)
+  show_record_append(KEYS[9], KEYS[10], cjson.encode({ kind = 'moderation', decision = decision, item = id, by = ARGV[3], sub = it.sub, lid = it.lid, text = it.text }), ARGV[9], ARGV[10], true)
   return d
 end
 

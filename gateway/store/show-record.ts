@@ -1,0 +1,44 @@
+// Reading a layout's show record (schemas/show-record.ts): its entries between two moments, each
+// with the moment its stream id says. The writers are the scripts that make the events (page
+// switches, moderation decisions, in gateway/store/lua; cue firings and crowd samples, in bridge/lua).
+import type { RedisClient } from '../../runtime/redis.js';
+import { RECORD_FIELD, type RecordEntry } from '../../schemas/show-record.js';
+import type { RedisKeys } from './keys.js';
+
+/** The record's bounds: how long an entry is kept (ms), the JSON a layout's record holds at most. */
+export interface RecordBounds {
+  retentionMs: number;
+  maxBytes: number;
+}
+
+export type TimedEntry = RecordEntry & { at: number };
+
+/** Entries read per XRANGE call. */
+const PAGE = 1000;
+
+export class ShowRecordStore {
+  constructor(
+    private readonly redis: RedisClient,
+    private readonly keys: RedisKeys,
+  ) {}
+
+  /** The entries from `from` to `to` (ms, both included), oldest first; an entry that is not JSON is skipped. */
+  async read(layoutId: string, from = 0, to = Number.MAX_SAFE_INTEGER): Promise<TimedEntry[]> {
+    const key = this.keys.showRecord(layoutId).stream;
+    const out: TimedEntry[] = [];
+    let start = `${Math.max(0, Math.floor(from))}-0`;
+    for (;;) {
+      const page = await this.redis.xrange(key, start, `${Math.floor(to)}-18446744073709551615`, 'COUNT', PAGE);
+      for (const [id, fields] of page) {
+        const text = fields[fields.indexOf(RECORD_FIELD) + 1];
+        try {
+          out.push({ ...(JSON.parse(text ?? '') as RecordEntry), at: Number(id.slice(0, id.indexOf('-'))) });
+        } catch {
+          // written by hand or by another version: not part of the record
+        }
+      }
+      if (page.length < PAGE) return out;
+      start = `(${page[page.length - 1]![0]}`;
+    }
+  }
+}
