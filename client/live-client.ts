@@ -83,7 +83,7 @@ const FAILED_OPENS_BEFORE_RENEWAL = 2;
 
 interface Pending {
   frame: string;
-  resolve: () => void;
+  resolve: (answer: { held: boolean }) => void;
   reject: (e: LiveError) => void;
   timer: ReturnType<typeof setTimeout>;
 }
@@ -157,18 +157,20 @@ export class LiveClient {
   }
 
   /**
-   * Sends an action; resolves once the gateway stored it (its ack), rejects with a LiveError
+   * Sends an action; resolves once the gateway stored it (its ack; `held`: a String of a control in
+   * moderation mode hold waits for a moderator, so the app can say "your message will be
+   * reviewed"), rejects with a LiveError
    * (the API's code, or `timeout`). An idempotency key goes with it (a new one, or the one given),
    * so the resends after a reconnect are stored once; a `timeout` carries it, so that the app can
    * send the action again with it and learn the truth: an action stored already is acked, not
    * stored twice (within IDEMPOTENCY_TTL_SECONDS).
    */
-  send(action: Action, options: { idempotencyKey?: string } = {}): Promise<void> {
+  send(action: Action, options: { idempotencyKey?: string } = {}): Promise<{ held: boolean }> {
     if (this.state === 'stopped' || this.state === 'unauthorized') return Promise.reject(new LiveError(this.state, `The client is ${this.state}.`));
     const ref = `${++this.refs}`;
     const idempotencyKey = options.idempotencyKey ?? randomKey();
     const frame = JSON.stringify({ op: CLIENT_OP.action, ref, ...action, idempotencyKey });
-    return new Promise<void>((resolve, reject) => {
+    return new Promise<{ held: boolean }>((resolve, reject) => {
       const timer = setTimeout(() => {
         this.pending.delete(ref);
         reject(new LiveError('timeout', `No answer within ${this.o.ackTimeoutMs} ms; it may have been stored: send it again with its idempotencyKey to know.`, undefined, idempotencyKey));
@@ -291,7 +293,7 @@ export class LiveClient {
         if (!p) return;
         this.pending.delete(frame.ref);
         clearTimeout(p.timer);
-        if (frame.op === SERVER_OP.ack) p.resolve();
+        if (frame.op === SERVER_OP.ack) p.resolve({ held: frame.held === true });
         else p.reject(new LiveError(frame.error?.code ?? 'internal', frame.error?.message ?? 'refused', frame.error?.retryAfterMs));
       }
     }

@@ -12,7 +12,9 @@ import { signIn, type AdminClient } from '../helpers/admin.js';
 import { startTestBridge } from '../helpers/bridge.js';
 import { audiencectlJson } from '../helpers/cli.js';
 import { eventually, getLayout, mintToken, postAction, startTestGateway, type TestGateway } from '../helpers/gateway.js';
-import { connectLive } from '../helpers/live.js';
+import { connectLive, liveUrl } from '../helpers/live.js';
+import { LiveClient } from '../../client/live-client.js';
+import WebSocket from 'ws';
 import { sample, scrape } from '../helpers/metrics.js';
 import { startOscdump, type Oscdump } from '../helpers/oscdump.js';
 import { useRedis } from '../helpers/redis.js';
@@ -139,6 +141,19 @@ describe('hold', () => {
     expect((await stored()).some((e) => e.lid === 3)).toBe(false);
     const q = await queue();
     expect(q.queue.map((i) => [i.text, i.label])).toEqual([['hello from row 12', 'Held'], ['second from row 12', 'Held']]);
+  });
+
+  it('the live client library resolves a held text as held, and rejects a refused one as moderated', async () => {
+    const live = new LiveClient({ url: liveUrl(t.url), token, WebSocket });
+    try {
+      expect(await live.send({ lid: 3, type: 'String', value: 'via the client library' })).toEqual({ held: true });
+      expect(await live.send({ lid: 4, type: 'String', value: 'plain' })).toEqual({ held: false });
+      await expect(live.send({ lid: 2, type: 'String', value: 'sh1t' })).rejects.toMatchObject({ code: 'moderated' });
+    } finally {
+      live.stop();
+    }
+    const q = await queue();
+    for (const i of q.queue.filter((x) => x.text === 'via the client library')) await admin.req('POST', `/admin/api/layouts/${t.layoutId}/moderation/${i.id}/reject`);
   });
 
   it('still refuses what its lists refuse (a link), before holding it', async () => {
