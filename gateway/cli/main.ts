@@ -14,7 +14,7 @@ import { bridgeRedisUrl, grantBridge, revokeBridge } from '../store/bridge-acl.j
 import { migrateLegacyKeys } from '../store/migrate.js';
 import { loadKek } from '../store/signing-kek.js';
 import { createStores, type Stores } from '../store/stores.js';
-import { addModerationCommands, addShowCommands } from './show-commands.js';
+import { addCrowdCommands, addModerationCommands, addShowCommands } from './show-commands.js';
 import { CliOutput, isoOrDash, operator, table } from './output.js';
 
 interface Ctx {
@@ -160,33 +160,7 @@ leaf(layout, 'activate', 'make a page the active one (every gateway switches at 
     }),
   );
 
-const crowd = program.command('crowd').description("a layout's crowd cues");
-leaf(crowd, 'rearm', "re-arm a control's crowd cue so it can fire again (every bridge follows within a second)")
-  .argument('<layoutId>')
-  .argument('<lid>', 'the control with the cue')
-  .action(
-    run(async ({ stores, out }, layoutId: string, lidText: string) => {
-      const lid = Number(lidText);
-      if (!/^\d{1,10}$/.test(lidText) || lid > 2147483647) throw new AppError('invalid_argument', `lid must be a control's lid (a whole number), not ${JSON.stringify(lidText)}`);
-      await stores.cues.rearm(layoutId, lid);
-      out.result({ layoutId, lid, rearmed: true }, `layout ${layoutId}: the cue of lid ${lid} is armed again`);
-    }),
-  );
-leaf(crowd, 'cues', "each crowd cue of a layout and what it is doing (armed, holding, fired with its value and time)")
-  .argument('<layoutId>')
-  .action(
-    run(async ({ stores, out }, layoutId: string) => {
-      const l = await stores.layouts.get(layoutId);
-      if (!l) throw new AppError('layout_not_found', `no layout ${JSON.stringify(layoutId)}`);
-      const cues = await stores.cues.states(l);
-      const rows = cues.map((c) => [String(c.lid), c.phase, c.value === null ? '-' : String(c.value), isoOrDash(c.firedAt), isoOrDash(c.holdingSince)]);
-      out.result(
-        { layoutId, cues: cues.map((c) => ({ ...c, firedAt: c.firedAt === null ? null : new Date(c.firedAt).toISOString(), holdingSince: c.holdingSince === null ? null : new Date(c.holdingSince).toISOString() })) },
-        cues.length === 0 ? `layout ${layoutId} has no crowd cues` : table([['LID', 'PHASE', 'VALUE', 'FIRED AT', 'HOLDING SINCE'], ...rows]),
-      );
-    }),
-  );
-
+addCrowdCommands(program, leaf, run);
 addModerationCommands(program, leaf, run);
 addShowCommands(program, leaf, run);
 

@@ -1,5 +1,6 @@
-// audiencectl moderation and show: a layout's queue of held texts, one decision per text, muting a
-// participant; the layout's show record as CSV or JSON. A decision is recorded as by `cli:<user>@<host>` (or --by); the settings that bound
+// audiencectl's commands for a running show: crowd cues (re-arm, what each is doing), the
+// moderation queue of held texts (one decision per text, muting a participant), and the layout's
+// show record as CSV or JSON. A decision is recorded as by `cli:<user>@<host>` (or --by); the settings that bound
 // the queue and trim the stream are the gateway's (MODERATION_HOLD_SECONDS, STREAM_MAXLEN,
 // STREAM_RETENTION_SECONDS, TOKEN_TTL_SECONDS), read from the same environment.
 import type { Command } from 'commander';
@@ -8,7 +9,7 @@ import { loadConfig } from '../config.js';
 import { AppError } from '../errors.js';
 import type { Stores } from '../store/stores.js';
 import { parseTime, recordCsv, recordJson } from '../show/export.js';
-import { operator, table, type CliOutput } from './output.js';
+import { isoOrDash, operator, table, type CliOutput } from './output.js';
 
 type Run = (body: (ctx: { stores: Stores; out: CliOutput }, ...args: never[]) => Promise<void>) => (...args: unknown[]) => Promise<void>;
 type Leaf = (parent: Command, name: string, description: string) => Command;
@@ -22,6 +23,35 @@ function settings() {
 
 const iso = (ms: number) => new Date(ms).toISOString();
 const oneLine = (text: string) => (text.length > 60 ? `${text.slice(0, 59)}…` : text);
+
+export function addCrowdCommands(program: Command, leaf: Leaf, run: Run): void {
+  const crowd = program.command('crowd').description("a layout's crowd cues");
+  leaf(crowd, 'rearm', "re-arm a control's crowd cue so it can fire again (every bridge follows within a second)")
+    .argument('<layoutId>')
+    .argument('<lid>', 'the control with the cue')
+    .action(
+      run(async ({ stores, out }, layoutId: string, lidText: string) => {
+        const lid = Number(lidText);
+        if (!/^\d{1,10}$/.test(lidText) || lid > 2147483647) throw new AppError('invalid_argument', `lid must be a control's lid (a whole number), not ${JSON.stringify(lidText)}`);
+        await stores.cues.rearm(layoutId, lid);
+        out.result({ layoutId, lid, rearmed: true }, `layout ${layoutId}: the cue of lid ${lid} is armed again`);
+      }),
+    );
+  leaf(crowd, 'cues', "each crowd cue of a layout and what it is doing (armed, holding, fired with its value and time)")
+    .argument('<layoutId>')
+    .action(
+      run(async ({ stores, out }, layoutId: string) => {
+        const l = await stores.layouts.get(layoutId);
+        if (!l) throw new AppError('layout_not_found', `no layout ${JSON.stringify(layoutId)}`);
+        const cues = await stores.cues.states(l);
+        const rows = cues.map((c) => [String(c.lid), c.phase, c.value === null ? '-' : String(c.value), isoOrDash(c.firedAt), isoOrDash(c.holdingSince)]);
+        out.result(
+          { layoutId, cues: cues.map((c) => ({ ...c, firedAt: c.firedAt === null ? null : new Date(c.firedAt).toISOString(), holdingSince: c.holdingSince === null ? null : new Date(c.holdingSince).toISOString() })) },
+          cues.length === 0 ? `layout ${layoutId} has no crowd cues` : table([['LID', 'PHASE', 'VALUE', 'FIRED AT', 'HOLDING SINCE'], ...rows]),
+        );
+      }),
+    );
+}
 
 export function addModerationCommands(program: Command, leaf: Leaf, run: Run): void {
   const moderation = program.command('moderation').description("a layout's moderation queue: texts of String controls in mode hold, waiting for a decision");

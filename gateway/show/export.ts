@@ -16,7 +16,7 @@ function cell(value: string | number | null | undefined, written: boolean): stri
   if (value === null || value === undefined) return '';
   let s = String(value);
   if (written && /^[=+\-@\t\r]/.test(s)) s = `'${s}`;
-  return /[",\r\n]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
+  return /[\x22,\r\n]/.test(s) ? `"${s.replace(/\x22/g, '""')}"` : s; // \x22: the double quote
 }
 
 const numbers = (xs: readonly number[]) => xs.join(' ');
