@@ -6,7 +6,6 @@
 import { LRUCache } from 'lru-cache';
 import type { Control, LayoutLimits, Page } from '../../schemas/types.js';
 import { orUnavailable } from '../errors.js';
-import { publicControl } from '../moderation/text-policy.js';
 import type { LayoutStore, StoredLayout } from '../store/layouts.js';
 import { untimed, type RedisTimer } from '../store/redis.js';
 
@@ -33,6 +32,13 @@ export interface LiveLayout {
   controls: ReadonlyMap<number, Control>;
   /** The controls array of the active page, as discovery returns it (a moderation policy shows only its mode and length). */
   activeControls: readonly Control[];
+}
+
+/** What discovery and the page frame show of a control's policy: its mode and length, never its lists. */
+export function publicControl(control: Control): Control {
+  if (!control.moderation) return control;
+  const { moderation, ...rest } = control;
+  return { ...rest, moderation: { mode: moderation.mode, ...(moderation.maxLength !== undefined && { maxLength: moderation.maxLength }) } };
 }
 
 function toLive(s: StoredLayout): LiveLayout {

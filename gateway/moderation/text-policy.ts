@@ -206,10 +206,3 @@ export function policyOf(control: Control): TextPolicy | null {
   }
   return p;
 }
-
-/** What discovery and the page frame show of a control's policy: its mode and length, never its lists. */
-export function publicControl(control: Control): Control {
-  if (!control.moderation) return control;
-  const { moderation, ...rest } = control;
-  return { ...rest, moderation: { mode: moderation.mode, ...(moderation.maxLength !== undefined && { maxLength: moderation.maxLength }) } };
-}

@@ -1,7 +1,8 @@
 // A String control's moderation policy on its own (gateway/moderation/text-policy.ts): what every
 // String loses, how a text is folded for matching, and what each list, block and allowance does.
 import { describe, expect, it } from 'vitest';
-import { TextPolicy, cleanText, codePoints, foldForMatching, joinSpelledOut, policyOf, publicControl } from '../../gateway/moderation/text-policy.js';
+import { publicControl } from '../../gateway/layouts/layout-cache.js';
+import { TextPolicy, cleanText, codePoints, foldForMatching, joinSpelledOut, policyOf } from '../../gateway/moderation/text-policy.js';
 
 const filter = (extra: object = {}) => new TextPolicy({ mode: 'filter', ...extra });
 
