@@ -30,7 +30,7 @@ export interface AdminDeps {
 }
 
 const NO_STORE = [['cache-control', 'no-store']] as const;
-const json = (body: unknown, extra: readonly (readonly [string, string])[] = []): Reply => ({ status: 200, body, headers: extra });
+export const json = (body: unknown, extra: readonly (readonly [string, string])[] = []): Reply => ({ status: 200, body, headers: extra });
 
 function parseBody<T>(raw: Buffer | null, validate: ((v: unknown) => v is T) & { errors?: Parameters<typeof describeFirstError>[0] }): T {
   const body = parseJson(raw);
@@ -42,7 +42,7 @@ function parseBody<T>(raw: Buffer | null, validate: ((v: unknown) => v is T) & {
 const ADMIN_HEADERS = ['cookie', 'x-csrf-token', 'origin', 'host', 'x-forwarded-proto', 'x-forwarded-for'] as const;
 
 /** An admin route: reads the guard's headers; every reply, errors included, carries no-store. */
-function api(route: Omit<Route, 'replyHeaders' | 'headers'>): Route {
+export function api(route: Omit<Route, 'replyHeaders' | 'headers'>): Route {
   return { ...route, headers: ADMIN_HEADERS, replyHeaders: () => NO_STORE };
 }
 

@@ -2,12 +2,11 @@
 // page asks every second, so several operators see the same queue), one decision per held text,
 // and muting a participant. Decisions are recorded with the administrator's email.
 import { AppError, orUnavailable } from '../errors.js';
-import type { Reply } from '../http/reply.js';
 import { parseJson } from '../http/body.js';
 import type { RequestHead, Route } from '../http/route.js';
 import type { Decision, DecisionRecord, HeldItem, QueueBounds, StreamTrimSettings } from '../store/moderation.js';
 import type { StoredLayout } from '../store/layouts.js';
-import type { AdminDeps } from './api.js';
+import { api, json, type AdminDeps } from './api.js';
 
 export interface ModerationDeps {
   bounds: QueueBounds;
@@ -17,9 +16,6 @@ export interface ModerationDeps {
   onDecided: (decision: Decision) => void;
 }
 
-const NO_STORE = [['cache-control', 'no-store']] as const;
-const json = (body: unknown): Reply => ({ status: 200, body, headers: NO_STORE });
-const ADMIN_HEADERS = ['cookie', 'x-csrf-token', 'origin', 'host', 'x-forwarded-proto', 'x-forwarded-for'] as const;
 const ITEM_ID = /^[A-Za-z0-9_-]{1,32}$/;
 const SUB = /^[A-Za-z0-9_.:-]{1,128}$/;
 
@@ -44,7 +40,6 @@ export function moderationApiRoutes(d: AdminDeps, m: ModerationDeps): Route[] {
     const layout = await orUnavailable(d.stores.layouts.requireOwned(session.teamId, head.params[0] ?? ''));
     return { layout, by: `admin:${session.email}` };
   };
-  const api = (route: Omit<Route, 'replyHeaders' | 'headers'>): Route => ({ ...route, headers: ADMIN_HEADERS, replyHeaders: () => NO_STORE });
   return [
     api({
       method: 'get',

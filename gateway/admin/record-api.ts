@@ -4,19 +4,16 @@
 import { AppError, orUnavailable } from '../errors.js';
 import type { Route } from '../http/route.js';
 import { parseTime, recordCsv, recordJson } from '../show/export.js';
-import type { AdminDeps } from './api.js';
+import { api, type AdminDeps } from './api.js';
 
-const ADMIN_HEADERS = ['cookie', 'x-csrf-token', 'origin', 'host', 'x-forwarded-proto', 'x-forwarded-for'] as const;
 const TYPES = { csv: 'text/csv; charset=utf-8', json: 'application/json' } as const;
 
 export function recordApiRoute(d: AdminDeps): Route {
-  return {
+  return api({
     method: 'get',
     pattern: '/admin/api/layouts/:layoutId/record',
     params: 1,
     query: true,
-    headers: ADMIN_HEADERS,
-    replyHeaders: () => [['cache-control', 'no-store']],
     async handle(head) {
       const { session } = await d.guard.require(head, false);
       const layout = await orUnavailable(d.stores.layouts.requireOwned(session.teamId, head.params[0] ?? ''));
@@ -34,5 +31,5 @@ export function recordApiRoute(d: AdminDeps): Route {
         raw: { contentType: TYPES[format], data: format === 'csv' ? recordCsv(entries) : recordJson(layout.layoutId, from, to, entries) },
       };
     },
-  };
+  });
 }

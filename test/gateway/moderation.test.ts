@@ -19,7 +19,7 @@ import { sample, scrape } from '../helpers/metrics.js';
 import { startOscdump, type Oscdump } from '../helpers/oscdump.js';
 import { useRedis } from '../helpers/redis.js';
 
-export const MODERATED_LAYOUT: LayoutDefinition = {
+const MODERATED_LAYOUT: LayoutDefinition = {
   layoutId: 'wall',
   name: 'The wall',
   activePageId: 'main',
