@@ -249,6 +249,7 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
     onLostAtUpgrade: () => metrics.liveLostAtUpgrade.inc(),
   });
   metrics.watchLive(() => live.sockets);
+  metrics.liveSocketsLimit.set(config.liveMaxSockets);
   live.mount(server.app);
   sockets.live = live;
   for (const r of fallbackRoutes(server.patterns())) server.mount(r); // 405 with Allow on known paths, 404 elsewhere
