@@ -24,6 +24,8 @@ if [ "$job" = test ]; then
   need+=([promtool]=prometheus) # promtool check metrics on both /metrics outputs
   need+=([dpkg-deb]=dpkg)       # the bridge's Debian package is built, installed into a scratch root and removed
   need+=([faketime]=faketime)   # a gateway or a bridge whose host clock is seconds off
+  need+=([nginx]=nginx)         # deploy/nginx/audience-control.conf in front of two gateways, over TLS
+  need+=([haproxy]=haproxy)     # deploy/haproxy/audience-control.cfg, the same
 fi
 if [ "$job" = bench ]; then
   need+=([redis-cli]=redis-tools) # the scaling bench starts a Redis Cluster
