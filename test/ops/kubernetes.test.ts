@@ -1,0 +1,115 @@
+// deploy/kubernetes, offline (no cluster runs here): every manifest of the base and the example
+// overlay validates against the Kubernetes schemas (npm kubernetes-models); the kustomizations
+// name files that exist and objects the base has; and the manifests agree with the gateway: every
+// ConfigMap key is one of its settings with a value it accepts, the container ports and the probes
+// are the ones those settings open, the Service keeps the ops port off, the NetworkPolicy lets
+// both ports in, and the grace period outlasts the preStop pause and the live channel's drain. A
+// real gateway process started with the ConfigMap's settings answers the probes' paths.
+import { readFileSync, existsSync } from 'node:fs';
+import type { ChildProcess } from 'node:child_process';
+import { dirname, join } from 'node:path';
+import { Deployment } from 'kubernetes-models/apps/v1';
+import { HorizontalPodAutoscaler } from 'kubernetes-models/autoscaling/v2';
+import { NetworkPolicy } from 'kubernetes-models/networking.k8s.io/v1';
+import { PodDisruptionBudget } from 'kubernetes-models/policy/v1';
+import { ConfigMap, Secret, Service } from 'kubernetes-models/v1';
+import { parse } from 'yaml';
+import { afterAll, describe, expect, it } from 'vitest';
+import { configProperties, loadConfig } from '../../gateway/config.js';
+import { freePort } from '../../gateway/dev/redis-server.js';
+import { stopProcess } from '../helpers/bridge.js';
+import { seedLayout, spawnGateway } from '../helpers/gateway-process.js';
+import { DEMO_LAYOUT } from '../helpers/gateway.js';
+import { randomPrefix, useRedis } from '../helpers/redis.js';
+
+const BASE = 'deploy/kubernetes/base';
+const OVERLAY = 'deploy/kubernetes/overlays/example';
+const KINDS: Record<string, new (o: any) => { validate(): void }> = { Deployment, ConfigMap, Secret, Service, PodDisruptionBudget, HorizontalPodAutoscaler, NetworkPolicy };
+
+/** A parsed manifest or kustomization (its fields are checked by the tests, not by this type). */
+interface Manifest {
+  kind: string;
+  metadata: { name: string };
+  [field: string]: any;
+}
+
+const read = (file: string) => parse(readFileSync(file, 'utf8')) as Manifest;
+const kustomization = (dir: string) => read(join(dir, 'kustomization.yaml'));
+const base = (): Manifest[] => (kustomization(BASE).resources as string[]).map((f) => read(join(BASE, f)));
+const one = (kind: string): Manifest => base().find((o) => o.kind === kind)!;
+
+const redis = useRedis();
+const children: ChildProcess[] = [];
+afterAll(async () => {
+  for (const c of children) await stopProcess(c, 'SIGKILL');
+});
+
+describe('deploy/kubernetes', () => {
+  it('every manifest validates against the Kubernetes schemas; a wrong one does not', () => {
+    const objects: Manifest[] = [...base(), ...(kustomization(OVERLAY).patches as { path: string }[]).map((p) => read(join(OVERLAY, p.path)))];
+    expect(objects.map((o) => o.kind).sort()).toEqual(['ConfigMap', 'ConfigMap', 'Deployment', 'HorizontalPodAutoscaler', 'NetworkPolicy', 'PodDisruptionBudget', 'Secret', 'Service']);
+    for (const o of objects) expect(() => new KINDS[o.kind]!(o).validate(), `${o.kind} ${o.metadata?.name}`).not.toThrow();
+    const wrong = structuredClone(one('Deployment'));
+    wrong.spec.template.spec.containers[0].ports[0].containerPort = '8080';
+    expect(() => new Deployment(wrong).validate()).toThrow(/containerPort must be integer/);
+  });
+
+  it('the kustomizations name files that exist, and the overlay names what the base has', () => {
+    for (const dir of [BASE, OVERLAY]) {
+      const k = kustomization(dir);
+      expect(k.apiVersion).toBe('kustomize.config.k8s.io/v1beta1');
+      for (const r of k.resources as string[]) expect(existsSync(join(dir, r)), `${dir}: ${r}`).toBe(true);
+      for (const p of (k.patches ?? []) as { path: string }[]) expect(existsSync(join(dir, p.path)), `${dir}: ${p.path}`).toBe(true);
+    }
+    const overlay = kustomization(OVERLAY);
+    const container = one('Deployment').spec.template.spec.containers[0];
+    expect(overlay.images.map((i: { name: string }) => i.name)).toEqual([container.image.split(':')[0]]);
+    expect(overlay.replicas.map((r: { name: string }) => r.name)).toEqual([one('Deployment').metadata.name]);
+    for (const p of overlay.patches as { path: string }[]) {
+      const patch = read(join(OVERLAY, p.path));
+      expect(base().some((o) => o.kind === patch.kind && o.metadata.name === patch.metadata.name), p.path).toBe(true);
+    }
+  });
+
+  it('agrees with the gateway: settings, ports, probes, the Service, the NetworkPolicy, the grace period', () => {
+    const settings: Record<string, string> = { ...one('ConfigMap').data, ...read(join(OVERLAY, 'settings.yaml')).data };
+    const known = new Set(Object.values(configProperties()).map((p) => p['x-env']));
+    expect(Object.keys(settings).filter((k) => !known.has(k))).toEqual([]);
+    const config = loadConfig({ ...settings, REDIS_URL: 'redis://127.0.0.1:6379' }); // refuses a value the gateway would refuse
+    const pod = one('Deployment').spec.template.spec;
+    const container = pod.containers[0];
+    const port = (name: string) => container.ports.find((p: { name: string }) => p.name === name).containerPort as number;
+    expect([port('http'), port('ops')]).toEqual([config.port, config.opsPort]);
+    expect([config.host, config.opsHost]).toEqual(['0.0.0.0', '0.0.0.0']); // the kubelet and the Service reach them
+    expect(container.readinessProbe.httpGet).toEqual({ path: '/readyz', port: 'ops' });
+    expect(container.livenessProbe.httpGet).toEqual({ path: '/healthz', port: 'ops' });
+    expect(container.envFrom[0].configMapRef.name).toBe(one('ConfigMap').metadata.name);
+    const kek = pod.volumes.find((v: { secret?: unknown }) => v.secret);
+    expect(join(container.volumeMounts.find((m: { name: string }) => m.name === kek.name).mountPath, kek.secret.items[0].path)).toBe(config.signingKekFile);
+    const service = one('Service');
+    expect(service.spec.ports.map((p: { targetPort: string | number }) => p.targetPort)).toEqual(['http']);
+    const policy = one('NetworkPolicy');
+    expect(policy.spec.ingress.flatMap((r: { ports: { port: number }[] }) => r.ports.map((p) => p.port)).sort()).toEqual([config.port, config.opsPort].sort());
+    const pause = container.lifecycle.preStop.sleep.seconds as number;
+    expect(pod.terminationGracePeriodSeconds).toBeGreaterThanOrEqual(pause + config.liveDrainMs / 1000 + 10);
+    expect(container.securityContext).toMatchObject({ readOnlyRootFilesystem: true, allowPrivilegeEscalation: false });
+    expect(container.resources.requests.memory).toBeDefined();
+    expect(container.resources.limits.memory).toBeDefined();
+    expect(one('HorizontalPodAutoscaler').spec.scaleTargetRef.name).toBe(one('Deployment').metadata.name);
+    expect(one('PodDisruptionBudget').spec.selector).toEqual(one('Deployment').spec.selector);
+  });
+
+  it('a gateway started with the ConfigMap\'s settings answers the probes on its ops port', async () => {
+    const settings: Record<string, string> = one('ConfigMap').data;
+    const prefix = randomPrefix();
+    const { admin } = await seedLayout(redis.get().server.url, prefix, DEMO_LAYOUT);
+    admin.disconnect();
+    const { HOST: _h, OPS_HOST: _o, SIGNING_KEK_FILE: _k, ...rest } = settings;
+    const opsPort = await freePort();
+    const g = await spawnGateway({ ...rest, HOST: '127.0.0.1', OPS_HOST: '127.0.0.1', OPS_PORT: String(opsPort), PORT: String(await freePort()), REDIS_URL: redis.get().server.url, REDIS_PREFIX: prefix });
+    children.push(g.child);
+    expect(g.opsPort).toBe(opsPort);
+    for (const path of ['/readyz', '/healthz']) expect((await fetch(`http://127.0.0.1:${opsPort}${path}`)).status, path).toBe(200);
+    expect(dirname(settings.SIGNING_KEK_FILE!)).toBe('/etc/audience/kek');
+  });
+});
