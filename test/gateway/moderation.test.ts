@@ -193,6 +193,18 @@ describe('hold', () => {
     expect(sample(m, 'audience_gateway_moderation_dropped_total{reason="full"}')).toBe(1);
   });
 
+  it('a held text past the hold time expires: out of the list, counted, and no longer decidable', async () => {
+    const store = t.gw.stores.moderation;
+    const bounds = { perLayout: 100, perParticipant: 10, holdMs: 300 };
+    const item = (id: string, heldAt: number) => ({ id, layoutId: 'expiry-show', sub: 'aud_x', lid: 3, address: '/003', text: id, heldAt, exp: heldAt + 60_000 });
+    const now = Date.now();
+    expect((await store.hold(item('old', now), bounds)).expired).toBe(0);
+    expect((await store.list('expiry-show', bounds.holdMs, now + 100)).queue.map((i) => i.id)).toEqual(['old']);
+    expect((await store.list('expiry-show', bounds.holdMs, now + 400)).queue).toEqual([]);
+    expect(await store.hold(item('new', now + 400), bounds)).toEqual({ added: true, expired: 1, droppedParticipant: 0, droppedFull: 0 });
+    await expect(store.decide('expiry-show', 'old', 'approve', 'test', { maxLen: 1000, retentionMs: 60_000 })).rejects.toMatchObject({ code: 'item_not_found' });
+  });
+
   it('the same Idempotency-Key queues a text once', async () => {
     const env = { REDIS_URL: redis.get().server.url, REDIS_PREFIX: t.config.redisPrefix };
     for (const { id } of (await queue()).queue) await audiencectlJson(env, 'moderation', 'reject', t.layoutId, id);
