@@ -26,11 +26,11 @@ function labels(layout: StoredLayout): Map<number, string> {
 
 const iso = (ms: number) => new Date(ms).toISOString();
 
-export function itemView(item: HeldItem, label: Map<number, string>) {
+function itemView(item: HeldItem, label: Map<number, string>) {
   return { id: item.id, sub: item.sub, lid: item.lid, label: label.get(item.lid) ?? '', text: item.text, heldAt: iso(item.heldAt) };
 }
 
-export function decisionView(r: DecisionRecord, label: Map<number, string>) {
+function decisionView(r: DecisionRecord, label: Map<number, string>) {
   return { id: r.id, decision: r.decision, by: r.by, at: iso(r.at), sub: r.sub, lid: r.lid, label: label.get(r.lid) ?? '', text: r.text, heldAt: iso(r.heldAt) };
 }
 

@@ -22,13 +22,16 @@ export function recordApiRoute(d: AdminDeps): Route {
       if (format !== 'csv' && format !== 'json') throw new AppError('invalid_argument', 'format must be csv or json');
       const [from, to] = [parseTime(q.get('from')), parseTime(q.get('to'))];
       if (Number.isNaN(from) || Number.isNaN(to)) throw new AppError('invalid_argument', 'from and to take an ISO 8601 time or ms since the epoch');
-      const entries = await orUnavailable(d.stores.showRecord.read(layout.layoutId, from ?? 0, to ?? undefined));
+      const { entries, unreadable } = await orUnavailable(d.stores.showRecord.read(layout.layoutId, from ?? 0, to ?? undefined));
       const day = new Date(d.now()).toISOString().slice(0, 10);
       return {
         status: 200,
         body: null,
-        headers: [['content-disposition', `attachment; filename="show-${layout.layoutId}-${day}.${format}"`]],
-        raw: { contentType: TYPES[format], data: format === 'csv' ? recordCsv(entries) : recordJson(layout.layoutId, from, to, entries) },
+        headers: [
+          ['content-disposition', `attachment; filename="show-${layout.layoutId}-${day}.${format}"`],
+          ['x-unreadable-entries', String(unreadable)], // entries of the span that were not an entry's JSON, left out
+        ],
+        raw: { contentType: TYPES[format], data: format === 'csv' ? recordCsv(entries) : recordJson(layout.layoutId, from, to, entries, unreadable) },
       };
     },
   });

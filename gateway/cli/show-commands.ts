@@ -116,8 +116,9 @@ export function addShowCommands(program: Command, leaf: Leaf, run: Run): void {
         const [from, to] = [parseTime(opts.from), parseTime(opts.to)];
         if (Number.isNaN(from) || Number.isNaN(to)) throw new AppError('invalid_argument', '--from and --to take an ISO 8601 time or ms since the epoch');
         if (!(await stores.layouts.get(layoutId))) throw new AppError('layout_not_found', `no layout ${JSON.stringify(layoutId)}`);
-        const entries = await stores.showRecord.read(layoutId, from ?? 0, to ?? undefined);
-        process.stdout.write(opts.format === 'csv' ? recordCsv(entries) : `${recordJson(layoutId, from, to, entries)}\n`);
+        const { entries, unreadable } = await stores.showRecord.read(layoutId, from ?? 0, to ?? undefined);
+        if (unreadable > 0) process.stderr.write(`audiencectl: ${unreadable} entries of the record are not readable and are left out\n`);
+        process.stdout.write(opts.format === 'csv' ? recordCsv(entries) : `${recordJson(layoutId, from, to, entries, unreadable)}\n`);
       }),
     );
 }

@@ -44,8 +44,9 @@ export function recordCsv(entries: readonly TimedEntry[]): string {
   return `${lines.join('\r\n')}\r\n`;
 }
 
-export function recordJson(layoutId: string, from: number | null, to: number | null, entries: readonly TimedEntry[]): string {
-  return JSON.stringify({ layoutId, from: from === null ? null : iso(from), to: to === null ? null : iso(to), entries: entries.map((e) => ({ ...e, at: iso(e.at) })) });
+/** `unreadable`: entries of the span that were not an entry's JSON, left out. */
+export function recordJson(layoutId: string, from: number | null, to: number | null, entries: readonly TimedEntry[], unreadable: number): string {
+  return JSON.stringify({ layoutId, from: from === null ? null : iso(from), to: to === null ? null : iso(to), unreadable, entries: entries.map((e) => ({ ...e, at: iso(e.at) })) });
 }
 
 /** A time argument: ISO 8601 or ms since the epoch; null when absent; NaN when unreadable. */

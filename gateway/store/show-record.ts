@@ -22,22 +22,27 @@ export class ShowRecordStore {
     private readonly keys: RedisKeys,
   ) {}
 
-  /** The entries from `from` to `to` (ms, both included), oldest first; an entry that is not JSON is skipped. */
-  async read(layoutId: string, from = 0, to = Number.MAX_SAFE_INTEGER): Promise<TimedEntry[]> {
+  /**
+   * The entries from `from` to `to` (ms, both included), oldest first, and how many entries in
+   * that span were not an entry's JSON (written by hand or by another version): skipped, so one
+   * bad entry cannot stop an export, and counted, so the export says so.
+   */
+  async read(layoutId: string, from = 0, to = Number.MAX_SAFE_INTEGER): Promise<{ entries: TimedEntry[]; unreadable: number }> {
     const key = this.keys.showRecord(layoutId).stream;
-    const out: TimedEntry[] = [];
+    const entries: TimedEntry[] = [];
+    let unreadable = 0;
     let start = `${Math.max(0, Math.floor(from))}-0`;
     for (;;) {
       const page = await this.redis.xrange(key, start, `${Math.floor(to)}-18446744073709551615`, 'COUNT', PAGE);
       for (const [id, fields] of page) {
         const text = fields[fields.indexOf(RECORD_FIELD) + 1];
         try {
-          out.push({ ...(JSON.parse(text ?? '') as RecordEntry), at: Number(id.slice(0, id.indexOf('-'))) });
+          entries.push({ ...(JSON.parse(text ?? '') as RecordEntry), at: Number(id.slice(0, id.indexOf('-'))) });
         } catch {
-          // written by hand or by another version: not part of the record
+          unreadable++;
         }
       }
-      if (page.length < PAGE) return out;
+      if (page.length < PAGE) return { entries, unreadable };
       start = `(${page[page.length - 1]![0]}`;
     }
   }
