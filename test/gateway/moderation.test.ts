@@ -15,6 +15,8 @@ import { eventually, getLayout, mintToken, postAction, startTestGateway, type Te
 import { connectLive, liveUrl } from '../helpers/live.js';
 import { LiveClient } from '../../client/live-client.js';
 import WebSocket from 'ws';
+import { Writable } from 'node:stream';
+import { pino } from 'pino';
 import { sample, scrape } from '../helpers/metrics.js';
 import { startOscdump, type Oscdump } from '../helpers/oscdump.js';
 import { useRedis } from '../helpers/redis.js';
@@ -46,9 +48,11 @@ let bridge: Bridge;
 let dump: Oscdump;
 let admin: AdminClient;
 let token: string;
+const logLines: string[] = [];
 
 beforeAll(async () => {
-  t = await startTestGateway({ redisUrl: redis.get().server.url, layout: MODERATED_LAYOUT, overrides: { moderationQueuePerParticipant: 3, moderationQueueMax: 5 } });
+  const sink = new Writable({ write: (chunk: Buffer, _e, done) => (logLines.push(...chunk.toString().split('\n').filter(Boolean)), done()) });
+  t = await startTestGateway({ redisUrl: redis.get().server.url, layout: MODERATED_LAYOUT, log: pino({ level: 'info' }, sink), overrides: { moderationQueuePerParticipant: 3, moderationQueueMax: 5 } });
   token = await mintToken(t, t.layoutId, t.apiKey);
   dump = await startOscdump();
   ({ bridge } = await startTestBridge({ redisUrl: redis.get().server.url, prefix: t.config.redisPrefix, layouts: [{ layoutId: t.layoutId, playoutDelayMs: 0, targets: [{ host: '127.0.0.1', port: dump.port }] }] }));
@@ -118,6 +122,16 @@ describe('filter', () => {
       expect((await say(2, text)).body).toEqual({ success: true });
     }
     await eventually(() => shown('Grüße aus Köln') === 1, 5000);
+  });
+
+  it('logs refusals at most once per reason and interval, however many come', async () => {
+    const before = logLines.length;
+    const answers = await Promise.all(Array.from({ length: 200 }, () => say(2, 'visit example.com')));
+    expect(answers.every((a) => a.status === 400)).toBe(true);
+    const said = logLines.slice(before).filter((l) => l.includes('refused by moderation') && (JSON.parse(l) as { kind: string }).kind === 'url');
+    expect(said.length).toBeLessThanOrEqual(2); // at once if it is the interval's first refusal, else summed when the interval ends
+    // and refusals are logged: the first of the run at once (with its reason)
+    expect(logLines.some((l) => l.includes('refused by moderation') && (JSON.parse(l) as { kind: string; count: number }).count >= 1)).toBe(true);
   });
 
   it('is answered with an error frame, code moderated, on the live channel', async () => {
