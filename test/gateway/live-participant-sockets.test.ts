@@ -39,8 +39,15 @@ describe('one participant\'s sockets', () => {
     const opened = attempts.filter((a) => a.ws).map((a) => a.ws!);
     await eventually(() => opened.filter((ws) => ws.readyState === WebSocket.OPEN).length <= 2, 3000);
     const codes = await Promise.all(opened.filter((ws) => ws.readyState !== WebSocket.OPEN).map((ws) => (ws.readyState === WebSocket.CLOSED ? Promise.resolve(-1) : new Promise<number>((r) => ws.once('close', (c) => r(c))))));
-    expect(codes.filter((c) => c !== -1).every((c) => c === CLOSE.replaced)).toBe(true);
-    expect(opened.filter((ws) => ws.readyState === WebSocket.OPEN).length).toBe(2);
+    // Every close is a replacement (4009). A 1006 is a socket uWS dropped right after its
+    // asynchronous upgrade, which the gateway counts (uNetworking/uWebSockets#1928, docs/live.md).
+    const lostAtUpgrade = Number(/audience_gateway_live_lost_at_upgrade_total (\d+)/.exec(await (await fetch(`http://127.0.0.1:${t.gw.opsPort}/metrics`)).text())?.[1] ?? 0);
+    const dropped = codes.filter((c) => c === 1006).length;
+    expect(codes.filter((c) => c !== -1 && c !== 1006).every((c) => c === CLOSE.replaced)).toBe(true);
+    expect(dropped).toBeLessThanOrEqual(lostAtUpgrade);
+    const open = opened.filter((ws) => ws.readyState === WebSocket.OPEN).length;
+    expect(open).toBeLessThanOrEqual(2);
+    expect(open).toBeGreaterThanOrEqual(2 - dropped);
 
     // another participant opens and acts as usual
     const other = await connectLive(t.url, await mintToken(t, t.layoutId, t.apiKey));
