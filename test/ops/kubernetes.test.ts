@@ -33,7 +33,8 @@ interface Manifest {
   [field: string]: any;
 }
 
-const read = (file: string) => parse(readFileSync(file, 'utf8')) as Manifest;
+// YAML 1.1, as Kubernetes reads manifests: 0440 is octal there
+const read = (file: string) => parse(readFileSync(file, 'utf8'), { version: '1.1' }) as Manifest;
 const kustomization = (dir: string) => read(join(dir, 'kustomization.yaml'));
 const base = (): Manifest[] => (kustomization(BASE).resources as string[]).map((f) => read(join(BASE, f)));
 const one = (kind: string): Manifest => base().find((o) => o.kind === kind)!;
@@ -86,6 +87,14 @@ describe('deploy/kubernetes', () => {
     expect(container.envFrom[0].configMapRef.name).toBe(one('ConfigMap').metadata.name);
     const kek = pod.volumes.find((v: { secret?: unknown }) => v.secret);
     expect(join(container.volumeMounts.find((m: { name: string }) => m.name === kek.name).mountPath, kek.secret.items[0].path)).toBe(config.signingKekFile);
+    // the image's user is the pod's; the KEK's files belong to root and, with fsGroup, to that
+    // group: the gateway reads the key through the group, no other user can
+    const user = /^USER (\d+):(\d+)$/m.exec(readFileSync('deploy/Containerfile', 'utf8'))!;
+    expect([pod.securityContext.runAsUser, pod.securityContext.runAsGroup]).toEqual([Number(user[1]), Number(user[2])]);
+    const mode = kek.secret.defaultMode as number;
+    expect(pod.securityContext.fsGroup).toBe(pod.securityContext.runAsGroup);
+    expect(mode & 0o040, `defaultMode ${mode.toString(8)} lets the group read`).toBe(0o040);
+    expect(mode & 0o007, `defaultMode ${mode.toString(8)} keeps other users out`).toBe(0);
     const service = one('Service');
     expect(service.spec.ports.map((p: { targetPort: string | number }) => p.targetPort)).toEqual(['http']);
     const policy = one('NetworkPolicy');
