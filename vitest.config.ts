@@ -2,11 +2,11 @@ import { configDefaults, defineConfig } from 'vitest/config';
 
 /**
  * Tests that load the machine on purpose (hundreds of phones and fault-injecting links, thousands of
- * sockets, an npm install and a tsc run) or that count UDP datagrams (a loaded machine drops some before the sink reads them):
+ * sockets, an npm install and a tsc run, a container image built) or that count UDP datagrams (a loaded machine drops some before the sink reads them):
  * they run after the others, one file at a time, so neither they nor their neighbours measure a
  * machine that another test is busy with.
  */
-const ALONE = ['test/faults/phones-on-bad-networks.test.ts', 'test/faults/live-drain.test.ts', 'test/client/package.test.ts', 'test/bridge/fuzz.test.ts'];
+const ALONE = ['test/faults/phones-on-bad-networks.test.ts', 'test/faults/live-drain.test.ts', 'test/client/package.test.ts', 'test/bridge/fuzz.test.ts', 'test/ops/container.test.ts'];
 
 export default defineConfig({
   test: {

@@ -26,6 +26,9 @@ if [ "$job" = test ]; then
   need+=([faketime]=faketime)   # a gateway or a bridge whose host clock is seconds off
   need+=([nginx]=nginx)         # deploy/nginx/audience-control.conf in front of two gateways, over TLS
   need+=([haproxy]=haproxy)     # deploy/haproxy/audience-control.cfg, the same
+  need+=([podman]=podman)       # deploy/Containerfile built and run as a pod
+  need+=([runc]=runc)           # podman's runtime here (crun refuses this host's hybrid cgroups)
+  need+=([catatonit]=catatonit) # the pause process of a pod's infra container
 fi
 if [ "$job" = bench ]; then
   need+=([redis-cli]=redis-tools) # the scaling bench starts a Redis Cluster
