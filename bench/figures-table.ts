@@ -1,8 +1,10 @@
-// The table of current figures against the targets in bench/README.md: made from one
-// `npm run bench` result (bench/results/<time>.json), never written by hand. `npm run bench` rewrites
-// it after each run; `npm run bench:table` rewrites it from the newest result already there.
+// The table of current figures against the targets in bench/README.md, and the sizing table in
+// docs/operations.md (bench/sizing.ts): made from one `npm run bench` result
+// (bench/results/<time>.json), never written by hand. `npm run bench` rewrites both after each run;
+// `npm run bench:table` rewrites them from the newest result already there.
 import { readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { SIZING_END, SIZING_START, sizingTable, unitFigures, type UnitFigures } from './sizing.js';
 
 export interface BenchRow {
   scenario: string;
@@ -18,6 +20,8 @@ export interface BenchResult {
   /** cores, CPU model, Node, Redis, host steal */
   machine?: string;
   rows: BenchRow[];
+  /** every figure as measured; `units` holds the sizing table's inputs */
+  raw?: Record<string, unknown>;
 }
 
 export const TABLE_START = '<!-- figures: made by npm run bench from bench/results; do not edit -->';
@@ -42,13 +46,23 @@ export function figuresTable(result: BenchResult, file: string): string {
   ].join('\n');
 }
 
+/** Replaces the text between two markers of a Markdown file (the markers included). */
+function replaceBetween(file: string, start: string, end: string, text: string): void {
+  const old = readFileSync(file, 'utf8');
+  const from = old.indexOf(start);
+  const to = old.indexOf(end);
+  if (from < 0 || to < from) throw new Error(`${file} has no ${start} ... ${end} markers`);
+  writeFileSync(file, `${old.slice(0, from)}${text}${old.slice(to + end.length)}`);
+}
+
 /** Replaces the table in a Markdown file (between its markers) with this result's. */
 export function writeFiguresTable(readme: string, result: BenchResult, file: string): void {
-  const text = readFileSync(readme, 'utf8');
-  const start = text.indexOf(TABLE_START);
-  const end = text.indexOf(TABLE_END);
-  if (start < 0 || end < start) throw new Error(`${readme} has no figures table markers`);
-  writeFileSync(readme, `${text.slice(0, start)}${figuresTable(result, file)}${text.slice(end + TABLE_END.length)}`);
+  replaceBetween(readme, TABLE_START, TABLE_END, figuresTable(result, file));
+}
+
+/** Replaces the sizing table in a Markdown file (between its markers) with one from these figures. */
+export function writeSizingTable(doc: string, units: UnitFigures, source: { file: string; commit?: string; startedAt: string }): void {
+  replaceBetween(doc, SIZING_START, SIZING_END, sizingTable(units, source));
 }
 
 /** The newest suite result in a results folder (files named by their start time), or null. */
@@ -57,10 +71,13 @@ export function newestResult(dir: string): string | null {
   return suite.length === 0 ? null : join(dir, suite[suite.length - 1]!);
 }
 
-// npm run bench:table: the README's table from the newest result already there
+// npm run bench:table: the README's table and the sizing table in docs/operations.md from the
+// newest result already there
 if (process.argv[1]?.endsWith('figures-table.js')) {
   const file = newestResult('bench/results');
   if (!file) throw new Error('no bench/results/<time>.json yet: run npm run bench');
-  writeFiguresTable('bench/README.md', JSON.parse(readFileSync(file, 'utf8')) as BenchResult, file);
-  process.stdout.write(`bench/README.md: figures from ${file}\n`);
+  const result = JSON.parse(readFileSync(file, 'utf8')) as BenchResult;
+  writeFiguresTable('bench/README.md', result, file);
+  writeSizingTable('docs/operations.md', unitFigures(result.raw ?? {}), { file, ...result });
+  process.stdout.write(`bench/README.md and docs/operations.md's sizing: figures from ${file}\n`);
 }

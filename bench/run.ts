@@ -10,7 +10,11 @@ import { actionRequests, cpuSeconds, load, medianBy, mintTokens, percentiles, pi
 import { measureEndToEnd } from './end-to-end.js';
 import { openLoop } from './open-loop.js';
 import { BRIDGE_NODE_FLAGS } from '../bridge/node-flags.js';
-import { writeFiguresTable } from './figures-table.js';
+import { writeFiguresTable, writeSizingTable } from './figures-table.js';
+import { unitFigures } from './sizing.js';
+import { ACTION_FIELD } from '../schemas/action-entry.js';
+import { actionStreamKey } from '../schemas/redis-keys.js';
+import { Redis } from 'ioredis';
 import type { LoadtestResult } from './loadtest/result.js';
 
 const BARE = fileURLToPath(new URL('./bare-uws.js', import.meta.url));
@@ -18,6 +22,7 @@ const BRIDGE_BENCH = fileURLToPath(new URL('./bridge.js', import.meta.url));
 const SCALE_BENCH = fileURLToPath(new URL('./scale.js', import.meta.url));
 const CROWD_BENCH = fileURLToPath(new URL('./crowd.js', import.meta.url));
 const REHEARSAL_BENCH = fileURLToPath(new URL('./rehearsal.js', import.meta.url));
+const LIVE_BENCH = fileURLToPath(new URL('./live.js', import.meta.url));
 const CONNECTIONS = 100;
 /** The /action target's wrk runs: this many pairs (bare reply, then /action), each run this long. */
 const RATIO_PAIRS = 3;
@@ -70,6 +75,35 @@ function timerJitter(seconds: number): Promise<Percentiles> {
       resolve(percentiles(late));
     }, seconds * 1000);
   });
+}
+
+/** Actions on the demo layout's aggregated controls (crowd brightness, the vote, the crowd strobe). */
+const CROWD_MIX: ((i: number) => object)[] = [
+  (i) => ({ lid: 10, type: 'Slider', value: (i % 101) / 100 }),
+  (i) => ({ lid: 11, type: 'Index', value: i % 3 }),
+  (i) => ({ lid: 12, type: 'Toggle', value: i % 2 === 0 }),
+];
+
+/**
+ * The mean bytes of the stream's last entries as the bridge reads them (RESP: the entry's id and
+ * its one field and value), actions and crowd summaries apart.
+ */
+async function entryWireBytes(redisUrl: string, key: string): Promise<{ action: number; actions: number; summary: number; summaries: number }> {
+  const redis = new Redis(redisUrl);
+  try {
+    const entries = await redis.xrevrange(key, '+', '-', 'COUNT', 5000);
+    const bulk = (s: string) => `$${Buffer.byteLength(s)}\r\n`.length + Buffer.byteLength(s) + 2;
+    const sums = { action: { bytes: 0, n: 0 }, summary: { bytes: 0, n: 0 } };
+    for (const [id, fields] of entries) {
+      const value = fields[fields.indexOf(ACTION_FIELD) + 1] ?? '';
+      const kind = (JSON.parse(value) as { v?: number }).v === 2 ? sums.summary : sums.action;
+      kind.bytes += '*2\r\n'.length + bulk(id) + '*2\r\n'.length + bulk(ACTION_FIELD) + bulk(value);
+      kind.n += 1;
+    }
+    return { action: sums.action.bytes / sums.action.n, actions: sums.action.n, summary: sums.summary.bytes / sums.summary.n, summaries: sums.summary.n };
+  } finally {
+    redis.disconnect();
+  }
 }
 
 async function main(): Promise<void> {
@@ -157,6 +191,14 @@ async function main(): Promise<void> {
       }
     }
 
+    progress('crowd summaries, and what an entry takes on the bridge\'s Redis link');
+    const crowdRequests = actionRequests(tokens, seed.layoutId, 10_000, (i) => CROWD_MIX[i % CROWD_MIX.length]!(i));
+    let c = 0;
+    await load({ name: 'crowd', url, connections: CONNECTIONS, durationSec: 3, serverPid: gw.child.pid!, request: () => crowdRequests[c++ % crowdRequests.length]! });
+    const entries = await entryWireBytes(redis.url, actionStreamKey('ac:', seed.layoutId));
+    raw.entryBytes = entries;
+    row("an entry on the bridge's Redis link (RESP, as XREADGROUP returns it)", `action ${entries.action.toFixed(0)} B (mean of ${entries.actions}), crowd summary ${entries.summary.toFixed(0)} B (mean of ${entries.summaries})`, 'report', null);
+
     progress('gateway memory with 100,000 live tokens cached');
     const many = await mintTokens(url, seed.apiKey, seed.layoutId, 100_000, 64);
     const warm = actionRequests(many, seed.layoutId, many.length, () => ({ lid: 1, type: 'Button' }));
@@ -234,6 +276,27 @@ async function main(): Promise<void> {
     row("one Redis master, one layout's stream (bench:scale)", `${master[1]} entries/s appended (${master[2]})`, 'report: the ceiling of one show', null);
   }
 
+  // The live channel against bare uWebSockets.js, side by side (bench/live.ts).
+  progress('the live channel against bare uWS (bench/live.ts)');
+  const { stdout: live } = await promisify(execFile)(process.execPath, [LIVE_BENCH], { maxBuffer: 1 << 22, timeout: 900_000 });
+  const usPer = (path: RegExp) => Number(new RegExp(`^\\| ${path.source}[^|]* \\| \\d+ \\| [\\d.]+ \\| ([\\d.]+) \\|$`, 'm').exec(live)?.[1]);
+  const liveFigures = {
+    postUs: usPer(/POST \/action/),
+    socketUs: usPer(/action frame over the live channel/),
+    bareSocketUs: usPer(/bare uWS socket ack/),
+    kib: /^\| memory per socket[^|]*\| ([\d.]+) KB \| ([\d.]+) KB/m.exec(live)?.slice(1).map(Number),
+    crowdUs: /^\| crowd at 4 Hz: µs of CPU per frame delivered \| ([\d.]+) \| ([\d.]+) \|/m.exec(live)?.slice(1).map(Number),
+    switchP99: /^\| page switch, all: p50 \/ p99 \/ max ms \| [\d.]+ \/ ([\d.]+) \/ [\d.]+ \| [\d.]+ \/ ([\d.]+) \/ [\d.]+/m.exec(live)?.slice(1).map(Number),
+    sockets: Number(/^(\d+) sockets open on the gateway/m.exec(live)?.[1]),
+  };
+  raw.live = liveFigures;
+  row('live channel: gateway CPU per action, a socket against POST /action (bench:live)', `${liveFigures.socketUs} µs against ${liveFigures.postUs} µs (${(liveFigures.socketUs / liveFigures.postUs).toFixed(2)}×); bare uWS socket ack ${liveFigures.bareSocketUs} µs`, 'report', null);
+  if (liveFigures.kib && liveFigures.crowdUs && liveFigures.switchP99) {
+    row(`live channel: ${liveFigures.sockets} sockets against bare uWS (bench:live)`, `memory per socket ${liveFigures.kib[1]} KiB (bare ${liveFigures.kib[0]}); crowd frame ${liveFigures.crowdUs[1]} µs (bare ${liveFigures.crowdUs[0]}); page switch p99 ${liveFigures.switchP99[1]} ms (bare ${liveFigures.switchP99[0]})`, 'report', null);
+  } else {
+    row('live channel: sockets against bare uWS (bench:live)', 'no figure: bench/live.ts printed no socket table', 'report', null);
+  }
+
   // The crowd and the page-switch fan-out as a show plays them: bench-show.json played by
   // audience-loadtest (the rehearsal tool, its crowd model and latency method) against the gateway.
   progress('a rehearsed show: bench-show.json through audience-loadtest (bench/rehearsal.ts)');
@@ -252,6 +315,22 @@ async function main(): Promise<void> {
   } else {
     row('a show (rehearsal)', 'no result: bench/rehearsal.ts printed none (its output is above)', 'pass', false);
   }
+
+  // What one unit of each part costs or carries: the sizing table's inputs (bench/sizing.ts).
+  const memory = raw.memory as { tokens: number; rssMiB: number } | undefined;
+  const drains = Object.entries(raw).filter(([k]) => k.startsWith('bridge_')).map(([, v]) => (v as { messagesPerSec: number }).messagesPerSec);
+  raw.units = {
+    liveActionCpuUs: liveFigures.socketUs,
+    crowdFrameCpuUs: liveFigures.crowdUs?.[1],
+    bytesPerSocket: liveFigures.kib ? liveFigures.kib[1]! * 1024 : undefined,
+    gatewayRssMiB: memory?.rssMiB,
+    tokensCached: memory?.tokens,
+    redisEntriesPerSec: raw.redisMasterEntriesPerSec,
+    bridgeMessagesPerSec: drains.length > 0 ? Math.min(...drains) : undefined,
+    summariesPerSecPerProcess: plainMax && crowdMax ? Number(crowdMax[2]) : undefined,
+    actionEntryBytes: (raw.entryBytes as { action?: number } | undefined)?.action,
+    summaryEntryBytes: (raw.entryBytes as { summary?: number } | undefined)?.summary,
+  };
 
   const md = [
     `# Bench results ${startedAt.toISOString()}`,
@@ -272,6 +351,7 @@ async function main(): Promise<void> {
   writeFileSync(file, `${JSON.stringify({ ...result, raw }, null, 2)}\n`);
   writeFileSync(`bench/results/${stamp}.md`, md);
   writeFiguresTable('bench/README.md', result, file);
+  writeSizingTable('docs/operations.md', unitFigures(raw), { file, ...result });
   process.stdout.write(`${md}\nwritten: ${file} and .md; bench/README.md's table of figures is this run's\n`);
 }
 
