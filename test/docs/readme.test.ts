@@ -9,6 +9,7 @@ import { describe, expect, it } from 'vitest';
 import { configProperties } from '../../gateway/config.js';
 import { ERRORS, type ErrorCode } from '../../gateway/errors.js';
 import { TABLE_END, TABLE_START } from '../../bench/figures-table.js';
+import { SIZING_END, SIZING_START } from '../../bench/sizing.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const README = readFileSync(join(ROOT, 'README.md'), 'utf8');
@@ -129,10 +130,12 @@ describe('documentation for its reader', () => {
   });
 
   it.each(pages)('%s: no issue numbers, commit hashes or first-person notes', (doc) => {
-    // the generated table of figures names the commit it measured, as it must; nothing else may
-    const full = readFileSync(join(ROOT, doc), 'utf8');
-    const start = full.indexOf(TABLE_START);
-    const text = start < 0 ? full : full.slice(0, start) + full.slice(full.indexOf(TABLE_END));
+    // the generated tables (figures, sizing) name the commit they measured, as they must; nothing else may
+    let text = readFileSync(join(ROOT, doc), 'utf8');
+    for (const [open, close] of [[TABLE_START, TABLE_END], [SIZING_START, SIZING_END]] as const) {
+      const start = text.indexOf(open);
+      if (start >= 0) text = text.slice(0, start) + text.slice(text.indexOf(close));
+    }
     expect(text.match(/\b[Ii]ssues? #?\d+\b/g) ?? []).toEqual([]);
     expect(text.match(/\bI (did|tried|ran|measured|found|chose|used|looked)\b/g) ?? []).toEqual([]);
     // a commit hash: 7 to 40 hex digits with at least one digit and one letter, standing alone
