@@ -7,11 +7,16 @@ import { redisTlsFromEnv, RedisTlsError, type RedisTlsFiles } from '../runtime/r
 import type { ErrorObject } from 'ajv';
 import { createAjv, jsonPointerToPath } from '../schemas/validators.js';
 import type { BooleanMode } from './osc.js';
+import { routeProblems, type RouteConfig, type Unrouted } from './routes.js';
+import { targetName } from './sender.js';
 
 export interface BridgeTarget {
   readonly host: string;
   readonly port: number;
   readonly booleans: BooleanMode;
+  /** this target's own addresses and values (bridge/routes.ts) */
+  readonly routes?: readonly RouteConfig[];
+  readonly unrouted: Unrouted;
 }
 
 export interface BridgeLayout {
@@ -132,7 +137,13 @@ export function loadBridgeConfig(flags: BridgeFlags, env: NodeJS.ProcessEnv = pr
 
   const validate = createAjv({ defaults: true }).getSchema('bridge-config.schema.json');
   if (!validate) throw new Error('bridge-config.schema.json missing');
-  if (!validate(raw)) throw new BridgeConfigError(inWords(validate.errors?.[0]));
+  if (!validate(raw)) throw new BridgeConfigError(`${whichTarget(raw, validate.errors?.[0]?.instancePath ?? '')}${inWords(validate.errors?.[0])}`);
+  for (const layout of raw.layouts as BridgeLayout[]) {
+    for (const target of layout.targets) {
+      const problem = routeProblems(target.routes ?? [])[0];
+      if (problem) throw new BridgeConfigError(`layout ${layout.layoutId}, target ${targetName(target)}, ${problem}`);
+    }
+  }
   const ids = (raw.layouts as { layoutId: string }[]).map((l) => l.layoutId);
   const dup = ids.find((id, i) => ids.indexOf(id) !== i);
   if (dup) throw new BridgeConfigError(`layout "${dup}" appears twice`);
@@ -144,6 +155,15 @@ export function loadBridgeConfig(flags: BridgeFlags, env: NodeJS.ProcessEnv = pr
     throw e;
   }
   return config;
+}
+
+/** "layout L, target H:P: " for an error inside a target (its list place alone says little), else "". */
+function whichTarget(raw: Record<string, unknown>, pointer: string): string {
+  const m = /^\/layouts\/(\d+)\/targets\/(\d+)\//.exec(pointer);
+  if (!m) return '';
+  const layout = (raw.layouts as { layoutId?: unknown; targets?: { host?: unknown; port?: unknown }[] }[])[Number(m[1])];
+  const target = layout?.targets?.[Number(m[2])];
+  return `layout ${String(layout?.layoutId)}, target ${String(target?.host)}:${String(target?.port)}: `;
 }
 
 /** "line L, column C" of a JSON.parse error: from the position it names, else the end of the text. */

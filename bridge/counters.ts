@@ -8,6 +8,8 @@ export interface TargetCounters {
   datagrams: number;
   bytes: number;
   sendErrors: number;
+  /** messages this target was not sent: nothing routes them and its `unrouted` is drop */
+  unrouted: number;
 }
 
 export interface LayoutCounters {
@@ -88,7 +90,7 @@ export class BridgeCounters {
   target(name: string): TargetCounters {
     let t = this.targets.get(name);
     if (!t) {
-      t = { messages: 0, bundles: 0, datagrams: 0, bytes: 0, sendErrors: 0 };
+      t = { messages: 0, bundles: 0, datagrams: 0, bytes: 0, sendErrors: 0, unrouted: 0 };
       this.targets.set(name, t);
     }
     return t;

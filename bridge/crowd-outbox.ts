@@ -3,18 +3,24 @@
 // gets the newest value of each control (and every cue) when it is back.
 import type { CrowdSummary } from '../schemas/aggregate.js';
 import { CrowdTable, type CrowdValue } from '../schemas/crowd-merge.js';
-import { cueMessage, type CrowdMessage } from './crowd.js';
+
+/** A crowd cue that fired: its control, the control's address, and the value. */
+export interface FiredCue {
+  lid: number;
+  address: string;
+  value: number;
+}
 
 export interface Owed {
   values: CrowdValue[];
-  cues: CrowdMessage[];
+  cues: FiredCue[];
 }
 
 export class CrowdOutbox {
   /** the newest summary of each gateway process, per aggregated control */
   private readonly table = new CrowdTable();
   /** per target: values by lid, and cues in the order they fired */
-  private readonly owed: { values: Map<number, CrowdValue>; cues: CrowdMessage[] }[];
+  private readonly owed: { values: Map<number, CrowdValue>; cues: FiredCue[] }[];
 
   constructor(targets: number) {
     this.owed = Array.from({ length: targets }, () => ({ values: new Map(), cues: [] }));
@@ -34,9 +40,9 @@ export class CrowdOutbox {
     if (this.table.size > 0) for (const v of this.table.changed(now)) for (const o of this.owed) o.values.set(v.lid, v);
   }
 
-  /** A cue fired: `<address>/cue ,i value` is owed to every target. */
-  cue(address: string, value: number): void {
-    for (const o of this.owed) o.cues.push(cueMessage(address, value));
+  /** A cue fired: it is owed to every target (each sends it as its routes say). */
+  cue(fired: FiredCue): void {
+    for (const o of this.owed) o.cues.push(fired);
   }
 
   /** What target `i` is owed, taken out (null: nothing). */

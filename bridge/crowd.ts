@@ -7,11 +7,12 @@
 // out as `<address>/cue` ,i (bridge/cues.ts).
 import { toBuffer, type TimeTag } from 'osc-min';
 import type { CrowdValue } from '../schemas/crowd-merge.js';
+import type { OscArg } from './osc.js';
 
-/** One OSC message of a crowd value: its address and typed numbers. */
+/** One OSC message of a crowd value or cue: its address and typed arguments. */
 export interface CrowdMessage {
   address: string;
-  args: { type: 'float' | 'integer'; value: number }[];
+  args: OscArg[];
 }
 
 const INT32_MAX = 2 ** 31 - 1;
@@ -38,9 +39,11 @@ export function cueMessage(address: string, value: number): CrowdMessage {
   return { address: `${address}/cue`, args: [i(value)] };
 }
 
-/** Crowd values (and cues) as datagrams: one bundle for all of them while it fits in `maxBytes`, else one bundle each. */
-export function crowdDatagrams(values: readonly CrowdValue[], tag: TimeTag, maxBytes: number, cues: readonly CrowdMessage[] = []): { datagrams: Buffer[]; messages: number } {
-  const perValue = [...values.map(crowdMessages), ...cues.map((c) => [c])];
+/**
+ * The messages of crowd values and cues (one list each) as datagrams: one bundle for all of them
+ * while it fits in `maxBytes`, else one bundle each.
+ */
+export function crowdDatagrams(perValue: readonly CrowdMessage[][], tag: TimeTag, maxBytes: number): { datagrams: Buffer[]; messages: number } {
   const bundle = (messages: CrowdMessage[]) => {
     const view = toBuffer({ timetag: tag, elements: messages });
     return Buffer.from(view.buffer, view.byteOffset, view.byteLength);

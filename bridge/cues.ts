@@ -38,8 +38,8 @@ interface Cue {
 }
 
 export interface CueSink {
-  /** sends `<address>/cue ,i value` to every target of the layout */
-  sendCue(address: string, value: number): void;
+  /** sends the cue to every target of the layout (`<address>/cue ,i value`, or as a target's routes say) */
+  sendCue(lid: number, address: string, value: number): void;
   /** the layout's merged crowd values now */
   crowdValues(): CrowdValue[];
 }
@@ -151,7 +151,7 @@ export class LayoutCues {
     cue.seq = f.seq;
     cue.machine.fired(f.value, f.at);
     if (!send) return;
-    this.sink.sendCue(cue.address, f.value);
+    this.sink.sendCue(cue.lid, cue.address, f.value);
     this.firedCount.set(cue.lid, (this.firedCount.get(cue.lid) ?? 0) + 1);
     this.log.info({ layoutId: this.layoutId, lid: cue.lid, value: f.value, by: f.by, arm: f.arm }, 'crowd cue fired');
   }

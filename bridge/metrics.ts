@@ -15,6 +15,7 @@ const PER_TARGET: [keyof TargetCounters, string, string][] = [
   ['datagrams', 'audience_bridge_datagrams_sent_total', 'UDP datagrams sent, by target.'],
   ['bytes', 'audience_bridge_bytes_sent_total', 'UDP payload bytes sent, by target.'],
   ['sendErrors', 'audience_bridge_send_errors_total', 'Failed or refused sends, by target (retried with backoff).'],
+  ['unrouted', 'audience_bridge_unrouted_dropped_total', 'Actions, crowd values and cues a target was not sent because none of its routes takes them and its unrouted is drop, by target.'],
 ];
 
 /** Per-layout counters; read = sent + coalesced + duplicates + dead_lettered + dropped_stale + lost + crowd_summaries + pending. */

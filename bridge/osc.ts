@@ -21,6 +21,19 @@ export function timetag(unixMs: number | null): TimeTag {
 /** What the OSC mapping reads of an entry. */
 export type OscEntry = Pick<ActionEntry, 'address' | 'type' | 'value'>;
 
+/** One OSC argument with its type, in osc-min's terms. */
+export type OscArg = { type: 'integer' | 'float'; value: number } | { type: 'string'; value: string } | { type: 'true' | 'false' };
+
+/** A message a target's route made: an address and typed arguments (bridge/routes.ts). */
+export interface RoutedMessage {
+  address: string;
+  type: 'Args';
+  value: readonly OscArg[];
+}
+
+/** What goes into a datagram: an entry as its control sends it, or a routed message. */
+export type OscMessage = OscEntry | RoutedMessage;
+
 /** Why OSC 1.0 cannot carry this entry, or null. (The entry schema already refuses these; this is the encoder's own guard.) */
 export function oscRefusal(e: OscEntry): string | null {
   if (typeof e.value === 'string' && e.value.includes('\0')) return 'an OSC string cannot contain U+0000';
@@ -42,8 +55,17 @@ const TAG = {
 /** An OSC string's size: its UTF-8 bytes and a NUL, padded to a multiple of 4. */
 const stringSize = (s: string) => (Buffer.byteLength(s, 'utf8') + 4) & ~3;
 
-/** The size in bytes of an entry's OSC message. */
-export function messageSize(e: OscEntry, booleans: BooleanMode): number {
+const ARG_TAG: Record<OscArg['type'], string> = { integer: 'i', float: 'f', string: 's', true: 'T', false: 'F' };
+
+/** The bytes an argument's value takes after the type tags. */
+function argSize(a: OscArg): number {
+  if (a.type === 'string') return stringSize(a.value);
+  return a.type === 'integer' || a.type === 'float' ? 4 : 0;
+}
+
+/** The size in bytes of a message. */
+export function messageSize(e: OscMessage, booleans: BooleanMode): number {
+  if (e.type === 'Args') return stringSize(e.address) + ((e.value.length + 5) & ~3) + e.value.reduce((n, a) => n + argSize(a), 0); // "," and a tag each, NUL-padded
   const head = stringSize(e.address) + 4; // every type tag here fits in 4 bytes
   switch (e.type) {
     case 'String':
@@ -74,11 +96,20 @@ function writeFloat(buf: Buffer, at: number, v: number): number {
 /**
  * Writes the OSC message for an action, to the control's address, at `at` of `buf` (a datagram
  * being filled); returns the offset after it. Button: int 1. Slider: float. Toggle: int 1/0, or T/F.
- * Index: int. String: string. XYPad: two floats.
+ * Index: int. String: string. XYPad: two floats. A routed message: its typed arguments.
  */
-export function writeMessage(buf: Buffer, at: number, e: OscEntry, booleans: BooleanMode): number {
+export function writeMessage(buf: Buffer, at: number, e: OscMessage, booleans: BooleanMode): number {
   at = writeString(buf, at, e.address);
   switch (e.type) {
+    case 'Args': {
+      at = writeString(buf, at, `,${e.value.map((a) => ARG_TAG[a.type]).join('')}`);
+      for (const a of e.value) {
+        if (a.type === 'integer') at = buf.writeInt32BE(a.value, at);
+        else if (a.type === 'float') at = writeFloat(buf, at, a.value);
+        else if (a.type === 'string') at = writeString(buf, at, a.value);
+      }
+      return at;
+    }
     case 'Button':
       TAG.i.copy(buf, at);
       buf.writeInt32BE(1, at + 4);
@@ -109,18 +140,18 @@ export function writeMessage(buf: Buffer, at: number, e: OscEntry, booleans: Boo
   }
 }
 
-/** Entries sharing one timetag, in order. */
-export interface TimedGroup {
+/** Messages sharing one timetag, in order. */
+export interface TimedGroup<M extends OscMessage = OscMessage> {
   timetag: TimeTag;
-  entries: OscEntry[];
+  entries: M[];
 }
 
 /**
  * Consecutive entries with the same play-out time (`ts` + playoutDelayMs; 0: immediately) form one
  * group. `ts` is in Redis's clock; `toLocal` turns it into this host's, which its displays share.
  */
-export function playoutGroups(ds: readonly { entry: OscEntry & { ts: number } }[], playoutDelayMs: number, toLocal: (ms: number) => number = (ms) => ms): TimedGroup[] {
-  const groups: TimedGroup[] = [];
+export function playoutGroups<E extends OscEntry & { ts: number }>(ds: readonly { entry: E }[], playoutDelayMs: number, toLocal: (ms: number) => number = (ms) => ms): TimedGroup<E>[] {
+  const groups: TimedGroup<E>[] = [];
   let lastAt: number | null | undefined;
   for (const d of ds) {
     const at = playoutDelayMs > 0 ? toLocal(d.entry.ts) + playoutDelayMs : null;
@@ -158,7 +189,7 @@ export interface Packed {
 /** A group as packed into one datagram: its entries and their message sizes. */
 interface Planned {
   timetag: TimeTag;
-  entries: OscEntry[];
+  entries: OscMessage[];
   sizes: number[];
 }
 

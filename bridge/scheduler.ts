@@ -16,7 +16,8 @@ import { crowdDatagrams } from './crowd.js';
 import { CrowdOutbox } from './crowd-outbox.js';
 import type { BridgeCounters, LayoutCounters } from './counters.js';
 import type { Logger } from '../runtime/log.js';
-import { oscRefusal, packDatagrams, playoutGroups, timetag, type BooleanMode } from './osc.js';
+import { oscRefusal, packDatagrams, playoutGroups, timetag, type BooleanMode, type TimedGroup } from './osc.js';
+import { Router, type RouteConfig, type Unrouted } from './routes.js';
 import { SeenIds } from './seen-ids.js';
 import { UdpTarget } from './sender.js';
 import { TargetQueue, type Delivery } from './target-queue.js';
@@ -43,12 +44,14 @@ export interface LayoutSettings {
   playoutDelayMs: number;
   maxAgeMs: number;
   maxMessagesPerTick: number;
-  targets: readonly { readonly host: string; readonly port: number; readonly booleans: BooleanMode }[];
+  targets: readonly { readonly host: string; readonly port: number; readonly booleans: BooleanMode; readonly routes?: readonly RouteConfig[]; readonly unrouted?: Unrouted }[];
 }
 
 interface TargetLane {
   udp: UdpTarget;
   booleans: BooleanMode;
+  /** this target's addresses and values (bridge/routes.ts) */
+  router: Router;
   queue: TargetQueue;
   /** the last batch sent, awaiting the next tick to learn whether the display refused it */
   unconfirmed: { ds: Delivery[]; refusals: number } | null;
@@ -83,7 +86,7 @@ export class LayoutScheduler {
     /** a time in `now`'s clock (Redis's) in this host's, which its displays share: for timetags */
     private readonly toLocal: (ms: number) => number = (ms) => ms,
   ) {
-    this.lanes = settings.targets.map((t) => ({ udp: new UdpTarget(t, now), booleans: t.booleans, queue: new TargetQueue(), unconfirmed: null }));
+    this.lanes = settings.targets.map((t) => ({ udp: new UdpTarget(t, now), booleans: t.booleans, router: new Router(t.routes, t.unrouted), queue: new TargetQueue(), unconfirmed: null }));
     this.crowd = new CrowdOutbox(this.lanes.length);
     this.c = counters.layout(settings.layoutId);
     this.acks = new AckQueue(ack, this.c, log, settings.layoutId, now);
@@ -152,9 +155,9 @@ export class LayoutScheduler {
     return this.crowd.values();
   }
 
-  /** A crowd cue fired: `<address>/cue ,i value` to every target with the next tick (kept for a target that is backing off). */
-  sendCue(address: string, value: number): void {
-    this.crowd.cue(address, value);
+  /** A crowd cue fired: to every target with the next tick (kept for a target that is backing off). */
+  sendCue(lid: number, address: string, value: number): void {
+    this.crowd.cue({ lid, address, value });
   }
 
   /** Sends target `i` the crowd values changed and the cues fired, in one bundle (one per control if they do not fit a datagram). */
@@ -163,8 +166,13 @@ export class LayoutScheduler {
     const owed = this.crowd.take(i);
     if (!owed) return;
     const { playoutDelayMs } = this.settings;
+    const { router } = lane;
+    const before = router.dropped;
+    const perValue = [...owed.values.map((v) => router.crowd(v)), ...owed.cues.map((c) => router.cue(c.lid, c.address, c.value))].filter((m) => m.length > 0);
+    this.counters.target(lane.udp.name).unrouted += router.dropped - before;
+    if (perValue.length === 0) return;
     try {
-      const { datagrams, messages } = crowdDatagrams(owed.values, timetag(playoutDelayMs > 0 ? this.toLocal(this.now()) + playoutDelayMs : null), MAX_DATAGRAM_BYTES, owed.cues);
+      const { datagrams, messages } = crowdDatagrams(perValue, timetag(playoutDelayMs > 0 ? this.toLocal(this.now()) + playoutDelayMs : null), MAX_DATAGRAM_BYTES);
       await this.transmit(lane, datagrams, messages, datagrams.length);
     } catch (e) {
       this.crowd.putBack(i, owed); // sent again when the target is back
@@ -237,7 +245,12 @@ export class LayoutScheduler {
       lane.queue.requeue(fresh);
       return;
     }
-    const { datagrams, bundles } = packDatagrams(playoutGroups(fresh, this.settings.playoutDelayMs, this.toLocal), lane.booleans, MAX_DATAGRAM_BYTES);
+    const groups = this.routed(lane, playoutGroups(fresh, this.settings.playoutDelayMs, this.toLocal));
+    if (groups.length === 0) {
+      for (const d of fresh) this.finish(d, 'sent'); // routed to nothing on this target (unrouted: drop)
+      return;
+    }
+    const { datagrams, bundles } = packDatagrams(groups, lane.booleans, MAX_DATAGRAM_BYTES);
     const refusals = lane.udp.refusals;
     try {
       await this.transmit(lane, datagrams, fresh.length, bundles);
@@ -246,6 +259,16 @@ export class LayoutScheduler {
       lane.queue.requeue(fresh);
       this.logSendError(lane, (e as Error).message);
     }
+  }
+
+  /** The groups' actions as this target's routes make them; what they drop is counted. */
+  private routed(lane: TargetLane, groups: TimedGroup<ActionEntry>[]): TimedGroup[] {
+    const { router } = lane;
+    if (router.identity) return groups;
+    const before = router.dropped;
+    const out = groups.map((g) => ({ timetag: g.timetag, entries: g.entries.flatMap((e) => router.action(e)) })).filter((g) => g.entries.length > 0);
+    this.counters.target(lane.udp.name).unrouted += router.dropped - before;
+    return out;
   }
 
   /** One tick: every target's due messages, then one XACK for everything finished (not awaited). */

@@ -2,7 +2,7 @@
 // and the datagrams a crowd value becomes (decoded with osc-min).
 import { fromBuffer } from 'osc-min';
 import { describe, expect, it } from 'vitest';
-import { crowdDatagrams } from '../../bridge/crowd.js';
+import { crowdDatagrams, crowdMessages } from '../../bridge/crowd.js';
 import { CrowdTable } from '../../schemas/crowd-merge.js';
 import { IMMEDIATE } from '../../bridge/osc.js';
 import { CROWD_LEASE_MS, type CrowdSummary } from '../../schemas/aggregate.js';
@@ -63,7 +63,7 @@ describe('crowd datagrams', () => {
     const table = new CrowdTable();
     table.offer(votes('a', 1, 1000, [2 ** 31 - 1, 1, 0]));
     table.offer(votes('b', 1, 1000, [2 ** 31 - 1, 1, 0]));
-    const packed = crowdDatagrams(table.changed(1100), IMMEDIATE, 1400);
+    const packed = crowdDatagrams(table.changed(1100).map(crowdMessages), IMMEDIATE, 1400);
     expect(decoded(packed.datagrams)).toEqual([
       ['/004', [2 ** 31 - 1, 2, 0]],
       ['/004/n', [2 ** 31 - 1]],
@@ -74,7 +74,7 @@ describe('crowd datagrams', () => {
   it('puts every control in one bundle while they fit, else one bundle each', () => {
     const table = new CrowdTable();
     for (let lid = 0; lid < 40; lid++) table.offer({ ...votes('a', 1, 1000, [1, 2, 3]), lid, address: `/${lid}` });
-    const values = table.changed(1100);
+    const values = table.changed(1100).map(crowdMessages);
     expect(crowdDatagrams(values.slice(0, 3), IMMEDIATE, 1400).datagrams).toHaveLength(1);
     const split = crowdDatagrams(values, IMMEDIATE, 1400);
     expect(split.datagrams).toHaveLength(40);

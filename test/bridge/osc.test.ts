@@ -2,14 +2,14 @@
 // its datagram: held to osc-min's encoder (test/helpers/osc-oracle.ts) on seeded random entries.
 import { fromBuffer, type OscPacketInput, type OscPacketOutput } from 'osc-min';
 import { describe, expect, it } from 'vitest';
-import { IMMEDIATE, messageSize, oscRefusal, packDatagrams, timetag, writeMessage, type BooleanMode, type OscEntry, type TimedGroup } from '../../bridge/osc.js';
+import { IMMEDIATE, messageSize, oscRefusal, packDatagrams, timetag, writeMessage, type BooleanMode, type OscEntry, type OscMessage, type TimedGroup } from '../../bridge/osc.js';
 import type { ActionEntry } from '../../schemas/types.js';
 import { oscMinBundle, oscMinEncode, oscMinMessage } from '../helpers/osc-oracle.js';
 import { fuzzSeed, seededRandom } from '../helpers/seeded-random.js';
 
 const hex = (b: Buffer) => b.toString('hex');
 /** The bridge's bytes for one message, written into a buffer of its computed size. */
-function encode(e: OscEntry, booleans: BooleanMode): Buffer {
+function encode(e: OscMessage, booleans: BooleanMode): Buffer {
   const buf = Buffer.alloc(messageSize(e, booleans), 0xee); // not zeroed: the writer must write every byte
   expect(writeMessage(buf, 0, e, booleans)).toBe(buf.length);
   return buf;
@@ -46,13 +46,21 @@ describe('action -> OSC message bytes', () => {
   });
 });
 
-/** A random entry the bridge accepts: every type, odd floats, strings of every UTF-8 length. */
-function randomEntry(rand: () => number): OscEntry {
+/** A random message the bridge sends: an entry of every type, odd floats, strings of every UTF-8 length, or a routed message of typed arguments. */
+function randomEntry(rand: () => number): OscMessage {
   const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rand() * xs.length)]!;
   const address = `/${Math.floor(rand() * 10 ** (1 + Math.floor(rand() * 9)))}`;
   const unit = () => pick([0, -0, 1, 0.5, 1e-9, rand(), Math.fround(rand())]);
   const text = () => Array.from({ length: Math.floor(rand() * 12) }, () => pick(['a', 'é', '€', '😀', ' ', '\n', 'Z'])).join('');
-  switch (pick(['Button', 'Slider', 'Toggle', 'Index', 'String', 'XYPad'] as const)) {
+  switch (pick(['Button', 'Slider', 'Toggle', 'Index', 'String', 'XYPad', 'Args'] as const)) {
+    case 'Args':
+      return {
+        address: `/${text().replace(/[^a-zA-Z]/g, 'x')}/route`,
+        type: 'Args',
+        value: Array.from({ length: Math.floor(rand() * 6) }, () =>
+          pick([{ type: 'integer' as const, value: pick([0, -1, 2 ** 31 - 1, -(2 ** 31), Math.floor(rand() * 1e6)]) }, { type: 'float' as const, value: unit() * 255 }, { type: 'string' as const, value: text() }, { type: 'true' as const }, { type: 'false' as const }]),
+        ),
+      };
     case 'Button':
       return { address, type: 'Button', value: null };
     case 'Slider':

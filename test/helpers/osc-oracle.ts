@@ -3,15 +3,18 @@
 // string, XYPad two floats, -0 sent as 0). The bridge writes its datagrams itself; these tests
 // hold it to what this independent encoder makes of the same messages.
 import { toBuffer, type OscArgInput, type OscPacketInput, type TimeTag } from 'osc-min';
-import type { BooleanMode, OscEntry } from '../../bridge/osc.js';
+import type { BooleanMode, OscMessage } from '../../bridge/osc.js';
 
 const float = (v: number): OscArgInput => ({ type: 'float', value: Object.is(v, -0) ? 0 : v });
 const int = (v: number): OscArgInput => ({ type: 'integer', value: v });
 
-/** The OSC message osc-min would be given for an entry. */
-export function oscMinMessage(e: OscEntry, booleans: BooleanMode): { address: string; args: OscArgInput[] } {
+/** The OSC message osc-min would be given for an entry, or a routed message (its typed arguments as they are). */
+export function oscMinMessage(e: OscMessage, booleans: BooleanMode): { address: string; args: OscArgInput[] } {
   const args: OscArgInput[] = [];
   switch (e.type) {
+    case 'Args':
+      args.push(...e.value.map((a) => (a.type === 'float' ? float(a.value) : a)));
+      break;
     case 'Button':
       args.push(int(1));
       break;
@@ -44,8 +47,8 @@ export function oscMinPacket(packet: OscPacketInput): Buffer {
   return bytes(toBuffer(packet));
 }
 
-/** osc-min's bytes for an entry's message. */
-export function oscMinEncode(e: OscEntry, booleans: BooleanMode): Buffer {
+/** osc-min's bytes for an entry's (or a routed) message. */
+export function oscMinEncode(e: OscMessage, booleans: BooleanMode): Buffer {
   return bytes(toBuffer(oscMinMessage(e, booleans)));
 }
 
