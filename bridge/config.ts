@@ -9,6 +9,7 @@ import { createAjv, jsonPointerToPath } from '../schemas/validators.js';
 import type { BooleanMode } from './osc.js';
 import { routeProblems, type RouteConfig, type Unrouted } from './routes.js';
 import { targetName } from './sender.js';
+import type { TcpFraming } from './tcp-target.js';
 
 export interface BridgeTarget {
   readonly host: string;
@@ -17,6 +18,8 @@ export interface BridgeTarget {
   /** this target's own addresses and values (bridge/routes.ts) */
   readonly routes?: readonly RouteConfig[];
   readonly unrouted: Unrouted;
+  /** udp, or OSC over TCP framed by length (tcp) or SLIP (tcp-slip) */
+  readonly transport: 'udp' | TcpFraming;
 }
 
 export interface BridgeLayout {

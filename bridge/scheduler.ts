@@ -19,7 +19,8 @@ import type { Logger } from '../runtime/log.js';
 import { oscRefusal, packDatagrams, playoutGroups, timetag, type BooleanMode, type TimedGroup } from './osc.js';
 import { Router, type RouteConfig, type Unrouted } from './routes.js';
 import { SeenIds } from './seen-ids.js';
-import { UdpTarget } from './sender.js';
+import { UdpTarget, type OscTarget } from './sender.js';
+import { TcpTarget, type TcpFraming } from './tcp-target.js';
 import { TargetQueue, type Delivery } from './target-queue.js';
 import { sleepUntil, tickClockReady, wakeDue } from './tick-clock.js';
 
@@ -44,11 +45,12 @@ export interface LayoutSettings {
   playoutDelayMs: number;
   maxAgeMs: number;
   maxMessagesPerTick: number;
-  targets: readonly { readonly host: string; readonly port: number; readonly booleans: BooleanMode; readonly routes?: readonly RouteConfig[]; readonly unrouted?: Unrouted }[];
+  targets: readonly { readonly host: string; readonly port: number; readonly booleans: BooleanMode; readonly routes?: readonly RouteConfig[]; readonly unrouted?: Unrouted; readonly transport?: 'udp' | TcpFraming }[];
 }
 
 interface TargetLane {
-  udp: UdpTarget;
+  /** the display, over UDP or TCP */
+  target: OscTarget;
   booleans: BooleanMode;
   /** this target's addresses and values (bridge/routes.ts) */
   router: Router;
@@ -86,14 +88,14 @@ export class LayoutScheduler {
     /** a time in `now`'s clock (Redis's) in this host's, which its displays share: for timetags */
     private readonly toLocal: (ms: number) => number = (ms) => ms,
   ) {
-    this.lanes = settings.targets.map((t) => ({ udp: new UdpTarget(t, now), booleans: t.booleans, router: new Router(t.routes, t.unrouted), queue: new TargetQueue(), unconfirmed: null }));
+    this.lanes = settings.targets.map((t) => ({ target: t.transport === undefined || t.transport === 'udp' ? new UdpTarget(t, now) : new TcpTarget(t, t.transport, now), booleans: t.booleans, router: new Router(t.routes, t.unrouted), queue: new TargetQueue(), unconfirmed: null }));
     this.crowd = new CrowdOutbox(this.lanes.length);
     this.c = counters.layout(settings.layoutId);
     this.acks = new AckQueue(ack, this.c, log, settings.layoutId, now);
   }
 
   get targetNames(): string[] {
-    return this.lanes.map((l) => l.udp.name);
+    return this.lanes.map((l) => l.target.name);
   }
 
   /** The longest target queue: the consumer stops reading while it is large (backpressure). */
@@ -162,14 +164,14 @@ export class LayoutScheduler {
 
   /** Sends target `i` the crowd values changed and the cues fired, in one bundle (one per control if they do not fit a datagram). */
   private async sendCrowd(lane: TargetLane, i: number): Promise<void> {
-    if (!lane.udp.ready()) return;
+    if (!lane.target.ready()) return;
     const owed = this.crowd.take(i);
     if (!owed) return;
     const { playoutDelayMs } = this.settings;
     const { router } = lane;
     const before = router.dropped;
     const perValue = [...owed.values.map((v) => router.crowd(v)), ...owed.cues.map((c) => router.cue(c.lid, c.address, c.value))].filter((m) => m.length > 0);
-    this.counters.target(lane.udp.name).unrouted += router.dropped - before;
+    this.counters.target(lane.target.name).unrouted += router.dropped - before;
     if (perValue.length === 0) return;
     try {
       const { datagrams, messages } = crowdDatagrams(perValue, timetag(playoutDelayMs > 0 ? this.toLocal(this.now()) + playoutDelayMs : null), MAX_DATAGRAM_BYTES);
@@ -182,9 +184,9 @@ export class LayoutScheduler {
 
   /** Sends datagrams to a target and counts them; a failure is counted and thrown for the caller to requeue. */
   private async transmit(lane: TargetLane, datagrams: Buffer[], messages: number, bundles: number): Promise<void> {
-    const c = this.counters.target(lane.udp.name);
+    const c = this.counters.target(lane.target.name);
     try {
-      await lane.udp.send(datagrams);
+      await lane.target.send(datagrams);
     } catch (e) {
       c.sendErrors++;
       throw e;
@@ -213,12 +215,12 @@ export class LayoutScheduler {
     const batch = lane.unconfirmed;
     if (!batch) return;
     lane.unconfirmed = null;
-    if (lane.udp.refusals > batch.refusals) {
-      this.counters.target(lane.udp.name).sendErrors++;
+    if (lane.target.refusals > batch.refusals) {
+      this.counters.target(lane.target.name).sendErrors++;
       lane.queue.requeue(batch.ds);
       this.logSendError(lane, 'the display refused the datagrams (ECONNREFUSED)');
     } else {
-      lane.udp.confirmed();
+      lane.target.confirmed();
       for (const d of batch.ds) this.finish(d, 'sent');
     }
   }
@@ -227,7 +229,7 @@ export class LayoutScheduler {
     const now = this.now();
     if (now - this.lastErrorLog < 5000) return;
     this.lastErrorLog = now;
-    this.log.warn({ target: lane.udp.name, layoutId: this.settings.layoutId, err }, 'send failed; retrying with backoff');
+    this.log.warn({ target: lane.target.name, layoutId: this.settings.layoutId, err }, 'send failed; retrying with backoff');
   }
 
   private async sendLane(lane: TargetLane): Promise<void> {
@@ -241,7 +243,7 @@ export class LayoutScheduler {
       else fresh.push(d);
     }
     if (fresh.length === 0) return;
-    if (!lane.udp.ready()) {
+    if (!lane.target.ready()) {
       lane.queue.requeue(fresh);
       return;
     }
@@ -251,7 +253,7 @@ export class LayoutScheduler {
       return;
     }
     const { datagrams, bundles } = packDatagrams(groups, lane.booleans, MAX_DATAGRAM_BYTES);
-    const refusals = lane.udp.refusals;
+    const refusals = lane.target.refusals;
     try {
       await this.transmit(lane, datagrams, fresh.length, bundles);
       lane.unconfirmed = { ds: fresh, refusals };
@@ -267,7 +269,7 @@ export class LayoutScheduler {
     if (router.identity) return groups;
     const before = router.dropped;
     const out = groups.map((g) => ({ timetag: g.timetag, entries: g.entries.flatMap((e) => router.action(e)) })).filter((g) => g.entries.length > 0);
-    this.counters.target(lane.udp.name).unrouted += router.dropped - before;
+    this.counters.target(lane.target.name).unrouted += router.dropped - before;
     return out;
   }
 
@@ -363,6 +365,6 @@ export class LayoutScheduler {
     // Out of time with a batch still unconfirmed: settle it (acked unless refused by now).
     for (const l of this.lanes) this.settle(l);
     await this.acks.drain();
-    for (const l of this.lanes) l.udp.close();
+    for (const l of this.lanes) l.target.close();
   }
 }

@@ -10,6 +10,21 @@ export interface Target {
   port: number;
 }
 
+/** A display the scheduler sends OSC packets to: over UDP (UdpTarget) or TCP (tcp-target.ts). */
+export interface OscTarget {
+  readonly name: string;
+  /** refused datagrams reported so far (UDP's ICMP port unreachable; 0 over TCP) */
+  readonly refusals: number;
+  /** false while backing off, or (TCP) while not connected or the peer lags */
+  ready(): boolean;
+  /** whether the display is reachable, as far as the transport can tell */
+  up(): boolean;
+  /** a batch went through without a refusal */
+  confirmed(): void;
+  send(packets: Buffer[]): Promise<void>;
+  close(): void;
+}
+
 export function targetName(t: Target): string {
   return isIPv6(t.host) ? `[${t.host}]:${t.port}` : `${t.host}:${t.port}`;
 }
@@ -17,7 +32,7 @@ export function targetName(t: Target): string {
 const BACKOFF_MIN_MS = 100;
 const BACKOFF_MAX_MS = 5000;
 
-export class UdpTarget {
+export class UdpTarget implements OscTarget {
   readonly name: string;
   private socket: Socket | null = null;
   private connecting: Promise<Socket> | null = null;
@@ -36,6 +51,11 @@ export class UdpTarget {
   /** False while backing off after a failure. */
   ready(): boolean {
     return this.now() >= this.retryAt;
+  }
+
+  /** No refusal or failure since the last batch that went through. */
+  up(): boolean {
+    return this.failures === 0;
   }
 
   private connect(): Promise<Socket> {

@@ -24,9 +24,10 @@ export interface Oscdump {
   saw(text: string): boolean;
 }
 
-export async function startOscdump(): Promise<Oscdump> {
-  const port = await freePort();
-  const child = spawn('oscdump', ['-L', String(port)]);
+/** oscdump on a free port (or `port`), over UDP, or over TCP (liblo takes length-prefixed and SLIP-framed packets alike). */
+export async function startOscdump(o: { tcp?: boolean; port?: number } = {}): Promise<Oscdump> {
+  const port = o.port ?? (await freePort());
+  const child = spawn('oscdump', ['-L', o.tcp ? `osc.tcp://:${port}` : String(port)]);
   const lines: OscLine[] = [];
   let rest = '';
   child.stdout.on('data', (chunk: Buffer) => {
