@@ -129,6 +129,8 @@ export async function startBridge(config: BridgeConfig, opts: BridgeOptions): Pr
   }
 
   const pendingOf = (layoutId: string) => schedulers.find((x) => x.settings.layoutId === layoutId)?.pending() ?? 0;
+  /** every (layout, target) and whether its display is reachable */
+  const displays = () => schedulers.flatMap((s) => s.targetStates().map((t) => ({ layoutId: s.settings.layoutId, ...t })));
   const presence = new Presence(
     ops,
     config.redisPrefix,
@@ -137,6 +139,7 @@ export async function startBridge(config: BridgeConfig, opts: BridgeOptions): Pr
     config.presenceTtlMs,
     (e) => log.warn({ err: (e as Error).message }, 'presence heartbeat failed'),
     now,
+    (layoutId, target) => displays().find((d) => d.layoutId === layoutId && d.target === target)?.up ?? true,
   );
   await presence.start();
   const metrics = new BridgeMetrics({
@@ -149,6 +152,7 @@ export async function startBridge(config: BridgeConfig, opts: BridgeOptions): Pr
     newestRead: () => counters.newestRead,
     pending: pendingOf,
     lastHeartbeat: () => presence.lastBeat,
+    displays,
     now,
   });
   counters.onLateness = (ms) => metrics.lateness.observe(ms / 1000);
@@ -169,7 +173,12 @@ export async function startBridge(config: BridgeConfig, opts: BridgeOptions): Pr
   for (const r of records) r.start();
   for (const c of consumers) c.start();
   drops.start();
-  const status = () => `STATUS=${counters.status()}${clockNote() === null ? '' : `; ${clockNote()}`}`;
+  const displaysNote = () => {
+    const all = displays();
+    const down = all.filter((d) => !d.up).map((d) => d.target);
+    return `${all.length - down.length} of ${all.length} displays reachable${down.length > 0 ? ` (not: ${[...new Set(down)].join(', ')})` : ''}`;
+  };
+  const status = () => `STATUS=${counters.status()}; ${displaysNote()}${clockNote() === null ? '' : `; ${clockNote()}`}`;
   await notifier.notify('READY=1', status());
   log.info({ bridgeId: config.bridgeId, layouts: config.layouts.map((l) => l.layoutId), watchdogMs, opsPort: opsServer.port }, 'audience-bridge running');
 

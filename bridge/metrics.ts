@@ -50,6 +50,8 @@ export interface BridgeMetricsSources {
   lastHeartbeat: () => number;
   /** each layout's crowd values and cues */
   crowd?: readonly CrowdSource[];
+  /** each (layout, target) and whether its display is reachable */
+  displays?: () => readonly { layoutId: string; target: string; up: boolean }[];
   now?: () => number;
 }
 
@@ -101,6 +103,16 @@ export class BridgeMetrics {
           this.labels(layout, 'trimmed').inc(s.counters.layout(layout).lostTrimmed);
           this.labels(layout, 'trimmed_unread').inc(s.counters.layout(layout).lostUnread);
         }
+      },
+    });
+    new Gauge({
+      name: 'audience_bridge_target_up',
+      help: 'Whether a display is reachable (1) or not (0), by layout and target: a TCP target while connected; a UDP target while its datagrams (or, when idle, an empty bundle a second) are not refused (ICMP port unreachable).',
+      labelNames: ['layout', 'target'],
+      registers: [this.registry],
+      collect() {
+        this.reset();
+        for (const d of s.displays?.() ?? []) this.labels(d.layoutId, d.target).set(d.up ? 1 : 0);
       },
     });
     new Gauge({

@@ -1,16 +1,13 @@
 // Registers this bridge's (layout, target) pairs as live destinations: one sorted-set member per
-// pair, scored with its expiry. The heartbeat renews them; a graceful stop removes them at once;
-// a crash lets them expire within presenceTtlMs, which the gateway's destinationCount follows.
+// pair, scored with its expiry, marked down while the display is unreachable (presenceMember). The
+// heartbeat renews them and follows each display's state; a graceful stop removes them at once; a
+// crash lets them expire within presenceTtlMs, which the gateway's destinationCount follows.
 import type { RedisClient } from '../runtime/redis.js';
-import { presenceKey } from '../schemas/redis-keys.js';
+import { presenceKey, presenceMember } from '../schemas/redis-keys.js';
 
 export interface PresenceEntry {
   layoutId: string;
   target: string;
-}
-
-export function presenceMember(bridgeId: string, target: string): string {
-  return `${bridgeId}|${target}`;
 }
 
 export class Presence {
@@ -26,6 +23,8 @@ export class Presence {
     private readonly ttlMs: number,
     private readonly onError: (e: unknown) => void,
     private readonly now: () => number = Date.now,
+    /** whether a layout's target is reachable now */
+    private readonly isUp: (layoutId: string, target: string) => boolean = () => true,
   ) {}
 
   /** One pipeline per layout (its keys share the layout's hash tag, so this works on Redis Cluster too). */
@@ -37,7 +36,11 @@ export class Presence {
       [...byLayout].map(async ([layoutId, targets]) => {
         const key = presenceKey(this.prefix, layoutId);
         const pipe = this.redis.pipeline();
-        for (const target of targets) pipe.zadd(key, now + this.ttlMs, presenceMember(this.bridgeId, target));
+        for (const target of targets) {
+          const up = this.isUp(layoutId, target);
+          pipe.zadd(key, now + this.ttlMs, presenceMember(this.bridgeId, target, up));
+          pipe.zrem(key, presenceMember(this.bridgeId, target, !up));
+        }
         pipe.zremrangebyscore(key, '-inf', now);
         pipe.pexpire(key, this.ttlMs * 10);
         const failed = (await pipe.exec())?.find(([err]) => err)?.[0];
@@ -57,6 +60,6 @@ export class Presence {
   /** Stops beating and removes the entries (a graceful stop counts down at once). */
   async stop(): Promise<void> {
     clearInterval(this.timer);
-    await Promise.all(this.entries.map((e) => this.redis.zrem(presenceKey(this.prefix, e.layoutId), presenceMember(this.bridgeId, e.target))));
+    await Promise.all(this.entries.map((e) => this.redis.zrem(presenceKey(this.prefix, e.layoutId), presenceMember(this.bridgeId, e.target), presenceMember(this.bridgeId, e.target, false))));
   }
 }

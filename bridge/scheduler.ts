@@ -273,9 +273,15 @@ export class LayoutScheduler {
     return out;
   }
 
+  /** Each target's name and whether its display is reachable, as its transport can tell. */
+  targetStates(): { target: string; up: boolean }[] {
+    return this.lanes.map((l) => ({ target: l.target.name, up: l.target.up() }));
+  }
+
   /** One tick: every target's due messages, then one XACK for everything finished (not awaited). */
   async tick(): Promise<void> {
     this.crowd.collect(this.now());
+    for (const l of this.lanes) l.target.probe();
     await Promise.all(this.lanes.map((l, i) => Promise.all([this.sendLane(l), this.sendCrowd(l, i)])));
     this.acks.flush();
     this.lastProgress = this.now();

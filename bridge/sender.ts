@@ -22,6 +22,8 @@ export interface OscTarget {
   /** a batch went through without a refusal */
   confirmed(): void;
   send(packets: Buffer[]): Promise<void>;
+  /** called every tick: lets a transport find out whether the display is there while nothing is sent */
+  probe(): void;
   close(): void;
 }
 
@@ -31,6 +33,12 @@ export function targetName(t: Target): string {
 
 const BACKOFF_MIN_MS = 100;
 const BACKOFF_MAX_MS = 5000;
+/** A target sent nothing for this long gets an empty bundle, so that a refusal says it is gone. */
+const PROBE_IDLE_MS = 1000;
+/** A probe not refused within this long means the display is there. */
+const PROBE_ANSWER_MS = 200;
+/** "#bundle", immediately, no element: valid OSC that receivers act on by doing nothing. */
+const EMPTY_BUNDLE = Buffer.from('2362756e646c6500' + '0000000000000001', 'hex');
 
 export class UdpTarget implements OscTarget {
   readonly name: string;
@@ -40,6 +48,9 @@ export class UdpTarget implements OscTarget {
   private retryAt = 0;
   /** ECONNREFUSED reports so far: each means an earlier datagram was refused by the display */
   refusals = 0;
+  private lastSendAt = 0;
+  /** the probe in flight: when it went, and the refusals then */
+  private probing: { at: number; refusals: number } | null = null;
 
   constructor(
     readonly target: Target,
@@ -98,8 +109,29 @@ export class UdpTarget implements OscTarget {
     this.socket = null;
   }
 
+  /**
+   * UDP answers nothing, but a connected socket hears ICMP port unreachable: while nothing else is
+   * sent, an empty bundle a second keeps up() true to whether the display is there.
+   */
+  probe(): void {
+    const now = this.now();
+    if (this.probing) {
+      if (this.refusals > this.probing.refusals) this.probing = null; // refused: backing off, down
+      else if (now - this.probing.at >= PROBE_ANSWER_MS) {
+        this.probing = null;
+        this.confirmed();
+      }
+      return;
+    }
+    if (!this.ready() || now - this.lastSendAt < PROBE_IDLE_MS) return;
+    this.probing = { at: now, refusals: this.refusals };
+    this.lastSendAt = now;
+    this.send([EMPTY_BUNDLE]).catch(() => {}); // a failure backs off, as for any send
+  }
+
   /** Sends the datagrams in order; rejects on the first failure (and starts backing off). */
   async send(datagrams: Buffer[]): Promise<void> {
+    this.lastSendAt = this.now();
     try {
       const socket = await this.connect();
       await Promise.all(datagrams.map((d) => new Promise<void>((resolve, reject) => socket.send(d, (err) => (err ? reject(err) : resolve())))));

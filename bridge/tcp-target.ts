@@ -1,6 +1,6 @@
 // OSC over TCP to one target: `tcp` frames each packet with its int32 length (OSC 1.0), `tcp-slip`
 // with SLIP (OSC 1.1, RFC 1055: escaped, an END byte after each packet). It connects on the first send,
-// reconnects with backoff after a close or an error, and is not ready while it has no connection
+// reconnects with backoff (0.1 s doubling to 1 s) after a close or an error, and is not ready while it has no connection
 // or while the peer has not read what was written (then the scheduler keeps the deliveries, newest
 // value of a Slider only, until they age out: bridge/target-queue.ts).
 import { Socket } from 'node:net';
@@ -45,7 +45,10 @@ export function lengthFrame(packet: Buffer): Buffer {
 }
 
 const BACKOFF_MIN_MS = 100;
-const BACKOFF_MAX_MS = 5000;
+/** at most this between attempts: a display that comes back is found (and up again) within it */
+const BACKOFF_MAX_MS = 1000;
+/** a connection attempt that hears nothing (a host that is off) is given up after this */
+const CONNECT_TIMEOUT_MS = 3000;
 /** Bytes written and not yet taken by the peer past which the target counts as not ready. */
 const MAX_UNREAD_BYTES = 1 << 20;
 
@@ -85,7 +88,9 @@ export class TcpTarget implements OscTarget {
     this.socket = socket;
     socket.setNoDelay(true);
     socket.setKeepAlive(true, 5000);
+    socket.setTimeout(CONNECT_TIMEOUT_MS, () => socket.destroy());
     socket.on('connect', () => {
+      socket.setTimeout(0);
       this.connected = true;
       this.failures = 0;
     });
@@ -102,6 +107,11 @@ export class TcpTarget implements OscTarget {
   }
 
   confirmed(): void {}
+
+  /** A TCP target knows from its connection whether the display is there; ready() reconnects. */
+  probe(): void {
+    this.ready();
+  }
 
   /**
    * Writes the packets, framed, in order, without waiting for the peer (a stalled display must not

@@ -6,9 +6,22 @@ export function actionStreamKey(prefix: string, layoutId: string): string {
   return `${prefix}layout:{${layoutId}}:actions`;
 }
 
-/** Sorted set of the layout's live destinations: member `bridgeId|host:port`, score = expiry (ms epoch). */
+/**
+ * Sorted set of the layout's live destinations: member `bridgeId|host:port` (presenceMember),
+ * score = expiry (ms epoch).
+ */
 export function presenceKey(prefix: string, layoutId: string): string {
   return `${prefix}layout:{${layoutId}}:destinations`;
+}
+
+/** A destination's member in the presence set: `bridgeId|host:port`, with `|down` after it while the bridge cannot reach the display. */
+export function presenceMember(bridgeId: string, target: string, up = true): string {
+  return `${bridgeId}|${target}${up ? '' : '|down'}`;
+}
+
+/** Whether a presence member's display was reachable when its bridge last said. */
+export function presenceUp(member: string): boolean {
+  return !member.endsWith('|down');
 }
 
 /** Where the bridge copies stream entries it cannot use, with the reason. */

@@ -1,13 +1,22 @@
 // destinationCount for GET /layout: the number of live (layout, display) registrations the bridges
-// keep in the layout's presence set. Read at most once a second per layout and refreshed in the
-// background, so discovery never waits on it once warm.
+// keep in the layout's presence set, and how many of those displays their bridge can reach (the
+// team page's "2 of 3 displays reachable"). Read at most once a second per layout and refreshed in
+// the background, so discovery never waits on it once warm.
 import type { RedisClient } from '../../runtime/redis.js';
 import type { RedisKeys } from '../store/keys.js';
+import { presenceUp } from '../../schemas/redis-keys.js';
+
+export interface Destinations {
+  /** live registrations: destinationCount */
+  count: number;
+  /** of those, the displays their bridge can reach */
+  reachable: number;
+}
 
 const FRESH_MS = 1000;
 
 export class DestinationCounts {
-  private readonly counts = new Map<string, { value: number; at: number; refreshing: boolean }>();
+  private readonly counts = new Map<string, { value: Destinations; at: number; refreshing: boolean }>();
 
   constructor(
     private readonly redis: RedisClient,
@@ -15,16 +24,22 @@ export class DestinationCounts {
     private readonly now: () => number = Date.now,
   ) {}
 
-  private async read(layoutId: string): Promise<number> {
-    return this.redis.zcount(this.keys.destinations(layoutId), `(${this.now()}`, '+inf');
+  private async read(layoutId: string): Promise<Destinations> {
+    const members = await this.redis.zrangebyscore(this.keys.destinations(layoutId), `(${this.now()}`, '+inf');
+    return { count: members.length, reachable: members.filter(presenceUp).length };
   }
 
-  /** The count; waits for Redis only the first time a layout is asked for, and reports 0 if that read fails. */
+  /** destinationCount; waits for Redis only the first time a layout is asked for, and reports 0 if that read fails. */
   async count(layoutId: string): Promise<number> {
+    return (await this.both(layoutId)).count;
+  }
+
+  /** The registrations and the reachable displays, as count() reads them. */
+  async both(layoutId: string): Promise<Destinations> {
     const c = this.counts.get(layoutId);
     const now = this.now();
     if (!c) {
-      const value = await this.read(layoutId).catch(() => 0);
+      const value = await this.read(layoutId).catch(() => ({ count: 0, reachable: 0 }));
       this.counts.set(layoutId, { value, at: now, refreshing: false });
       return value;
     }

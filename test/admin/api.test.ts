@@ -229,7 +229,7 @@ describe('keys and layouts of the team', () => {
     expect(limited.body.key.scope).toEqual({ kind: 'layouts', layouts: [t.layoutId] });
     const layouts = await a.req('GET', '/admin/api/layouts');
     expect(layouts.body.layouts).toEqual([
-      { layoutId: t.layoutId, name: 'Demo show', activePageId: 'main', destinationCount: 0, pages: [
+      { layoutId: t.layoutId, name: 'Demo show', activePageId: 'main', destinationCount: 0, displaysReachable: 0, pages: [
         { pageId: 'main', name: 'Main set', controls: [
           { lid: 1, label: 'Fireworks', type: 'Button', address: '/001' },
           { lid: 2, label: 'Brightness', type: 'Slider', address: '/002' },

@@ -215,11 +215,14 @@ describe('team management page', () => {
     expect(d.body.controls.map((c: { lid: number }) => c.lid)).toEqual([7, 8, 9]);
   });
 
-  it('keeps destinationCount up to date while open', async () => {
+  it('keeps the displays up to date while open: how many are registered, and how many their bridge reaches', async () => {
     const count = page.locator(`[data-destinations="${t.layoutId}"]`);
-    expect(await count.textContent()).toBe('0');
-    await redis.get().client.zadd(presenceKey(t.config.redisPrefix, t.layoutId), Date.now() + 60_000, 'test-bridge|10.0.0.9:9000');
-    await eventually(async () => (await count.textContent()) === '1', 8000);
+    expect(await count.textContent()).toBe('none connected');
+    const key = presenceKey(t.config.redisPrefix, t.layoutId);
+    await redis.get().client.zadd(key, Date.now() + 60_000, 'test-bridge|10.0.0.9:9000');
+    await eventually(async () => (await count.textContent()) === '1 of 1 reachable', 8000);
+    await redis.get().client.zadd(key, Date.now() + 60_000, 'test-bridge|10.0.0.10:9000|down');
+    await eventually(async () => (await count.textContent()) === '1 of 2 reachable', 8000);
     await shot('07-destination-count');
   });
 

@@ -205,13 +205,18 @@ function renderPage(layout, page) {
   return el('section', { class: live ? 'page live' : 'page', 'data-page': page.pageId, 'aria-label': `Page ${page.name}${live ? ', live now' : ''}` }, head, el('div', { class: 'table-wrap' }, table));
 }
 
+/** "none connected", or "2 of 3 reachable": the bridges' registered displays, and those they can reach. */
+function displaysText(l) {
+  return l.destinationCount === 0 ? 'none connected' : `${l.displaysReachable} of ${l.destinationCount} reachable`;
+}
+
 function renderLayouts() {
   const items = state.layouts.map((l) =>
     el(
       'li',
       { class: 'layout', 'data-layout-id': l.layoutId },
       el('h3', { text: `${l.name} ` }, el('span', { class: 'muted', text: `(${l.layoutId})` })),
-      el('p', {}, 'Displays connected: ', el('span', { class: 'count', 'data-destinations': l.layoutId, text: String(l.destinationCount) })),
+      el('p', {}, 'Displays: ', el('span', { class: 'count', 'data-destinations': l.layoutId, text: displaysText(l) })),
       el(
         'p',
         { class: 'end-show' },
@@ -245,7 +250,7 @@ async function loadLayouts(full = true) {
     // only the live counts: keep focus and the screen reader's place
     for (const l of layouts) {
       const span = document.querySelector(`[data-destinations="${CSS.escape(l.layoutId)}"]`);
-      if (span && span.textContent !== String(l.destinationCount)) span.textContent = String(l.destinationCount);
+      if (span && span.textContent !== displaysText(l)) span.textContent = displaysText(l);
     }
   }
 }
