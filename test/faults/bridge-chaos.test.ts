@@ -76,7 +76,7 @@ describe('bridge chaos', () => {
     await stopProcess(child, 'SIGTERM');
   });
 
-  it('(e) 40 entries trimmed before the bridge had them, two of them delivered to reads whose replies the link lost: 40 counted as trimmed_unread', async () => {
+  it('(e) 40 entries trimmed before the bridge had them, some delivered to reads whose replies the link lost: 40 counted as trimmed_unread', async () => {
     const s = await sink();
     const proxy = new FaultProxy({ targets: () => [redis.get().server.port] });
     await proxy.start();
@@ -89,12 +89,14 @@ describe('bridge chaos', () => {
     children.push(child);
     await c.xadd(key, '*', ACTION_FIELD, encodeActionEntry(entry('warm')));
     await eventually(() => s.messages.length === 1, 3000);
-    // The link vanishes under the bridge's blocking read and the one queued behind it: Redis hands
-    // the first of the 40 to the one, the second to the other, and their replies never arrive. All
-    // 40 are trimmed away before the link comes back.
+    // The link vanishes under the bridge's blocking read and the one queued behind it (and, on a
+    // slow machine, a read made after a timeout): Redis hands each of them one of the 40, and their
+    // replies never arrive. All 40 are trimmed away before the link comes back.
     proxy.vanish();
     for (let i = 0; i < 40; i++) await c.xadd(key, '*', ACTION_FIELD, encodeActionEntry(entry(`unread-${i}`)));
-    expect(((await c.xpending(key, 'bridge:chaos-e')) as [number])[0]).toBe(2);
+    const lostReads = ((await c.xpending(key, 'bridge:chaos-e')) as [number])[0];
+    expect(lostReads).toBeGreaterThanOrEqual(1);
+    expect(lostReads).toBeLessThan(40);
     await c.xtrim(key, 'MAXLEN', 0);
     for (let i = 0; i < 5; i++) await c.xadd(key, '*', ACTION_FIELD, encodeActionEntry(entry(`kept-${i}`)));
     proxy.cut();
