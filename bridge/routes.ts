@@ -12,7 +12,8 @@
 import type { ActionEntry } from '../schemas/types.js';
 import type { CrowdValue } from '../schemas/crowd-merge.js';
 import { cueMessage, crowdMessages, type CrowdMessage } from './crowd.js';
-import type { OscArg, OscEntry, OscMessage } from './osc.js';
+import type { OscArg, OscEntry, OscMessage, TimedGroup } from './osc.js';
+import type { Owed } from './crowd-outbox.js';
 
 /** A fixed argument as the configuration writes it: a string, a whole number (int), another number (float), a boolean, or one typed explicitly. */
 export type ArgConfig = string | number | boolean | { i: number } | { f: number } | { s: string };
@@ -125,6 +126,17 @@ export class Router {
       }
     }
     return out;
+  }
+
+  /** Timed groups of actions as this target's messages; a group left empty is left out. */
+  groups(groups: TimedGroup<OscEntry & Pick<ActionEntry, 'lid'>>[]): TimedGroup[] {
+    if (this.identity) return groups;
+    return groups.map((g) => ({ timetag: g.timetag, entries: g.entries.flatMap((e) => this.action(e)) })).filter((g) => g.entries.length > 0);
+  }
+
+  /** What the crowd owes this target (values changed, cues fired) as its messages, one list per value or cue. */
+  owed(owed: Owed): CrowdMessage[][] {
+    return [...owed.values.map((v) => this.crowd(v)), ...owed.cues.map((c) => this.cue(c.lid, c.address, c.value))].filter((m) => m.length > 0);
   }
 
   /** The messages of a crowd value for this target. */

@@ -16,7 +16,7 @@ import { crowdDatagrams } from './crowd.js';
 import { CrowdOutbox } from './crowd-outbox.js';
 import type { BridgeCounters, LayoutCounters } from './counters.js';
 import type { Logger } from '../runtime/log.js';
-import { oscRefusal, packDatagrams, playoutGroups, timetag, type BooleanMode, type TimedGroup } from './osc.js';
+import { oscRefusal, packDatagrams, playoutGroups, timetag, type BooleanMode } from './osc.js';
 import { Router, type RouteConfig, type Unrouted } from './routes.js';
 import { SeenIds } from './seen-ids.js';
 import { UdpTarget, type OscTarget } from './sender.js';
@@ -168,10 +168,7 @@ export class LayoutScheduler {
     const owed = this.crowd.take(i);
     if (!owed) return;
     const { playoutDelayMs } = this.settings;
-    const { router } = lane;
-    const before = router.dropped;
-    const perValue = [...owed.values.map((v) => router.crowd(v)), ...owed.cues.map((c) => router.cue(c.lid, c.address, c.value))].filter((m) => m.length > 0);
-    this.counters.target(lane.target.name).unrouted += router.dropped - before;
+    const perValue = this.counted(lane, () => lane.router.owed(owed));
     if (perValue.length === 0) return;
     try {
       const { datagrams, messages } = crowdDatagrams(perValue, timetag(playoutDelayMs > 0 ? this.toLocal(this.now()) + playoutDelayMs : null), MAX_DATAGRAM_BYTES);
@@ -247,7 +244,7 @@ export class LayoutScheduler {
       lane.queue.requeue(fresh);
       return;
     }
-    const groups = this.routed(lane, playoutGroups(fresh, this.settings.playoutDelayMs, this.toLocal));
+    const groups = this.counted(lane, () => lane.router.groups(playoutGroups(fresh, this.settings.playoutDelayMs, this.toLocal)));
     if (groups.length === 0) {
       for (const d of fresh) this.finish(d, 'sent'); // routed to nothing on this target (unrouted: drop)
       return;
@@ -263,13 +260,11 @@ export class LayoutScheduler {
     }
   }
 
-  /** The groups' actions as this target's routes make them; what they drop is counted. */
-  private routed(lane: TargetLane, groups: TimedGroup<ActionEntry>[]): TimedGroup[] {
-    const { router } = lane;
-    if (router.identity) return groups;
-    const before = router.dropped;
-    const out = groups.map((g) => ({ timetag: g.timetag, entries: g.entries.flatMap((e) => router.action(e)) })).filter((g) => g.entries.length > 0);
-    this.counters.target(lane.target.name).unrouted += router.dropped - before;
+  /** What a target's router makes; what it drops (unrouted: drop) is counted. */
+  private counted<T>(lane: TargetLane, route: () => T): T {
+    const before = lane.router.dropped;
+    const out = route();
+    this.counters.target(lane.target.name).unrouted += lane.router.dropped - before;
     return out;
   }
 
