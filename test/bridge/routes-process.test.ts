@@ -6,15 +6,13 @@
 // audience_bridge_unrouted_dropped_total); the target without routes receives the layout's own
 // addresses, as before.
 import type { ChildProcess } from 'node:child_process';
-import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createStores } from '../../gateway/store/stores.js';
 import type { LayoutDefinition } from '../../schemas/types.js';
 import { configFile, spawnBridge, stopProcess } from '../helpers/bridge.js';
 import { eventually, mintToken, postAction } from '../helpers/gateway.js';
-import { spawnGateway, type GatewayProcess } from '../helpers/gateway-process.js';
+import { gatewayWithLayout, type GatewayProcess } from '../helpers/gateway-process.js';
 import { startOscdump, type Oscdump } from '../helpers/oscdump.js';
-import { randomPrefix, useRedis } from '../helpers/redis.js';
+import { useRedis } from '../helpers/redis.js';
 
 const LAYOUT: LayoutDefinition = {
   layoutId: 'routed-show',
@@ -53,14 +51,8 @@ let plain: Oscdump;
 let apiKey: string;
 
 beforeAll(async () => {
-  const prefix = randomPrefix();
-  const admin = new Redis(redis.get().server.url);
-  const stores = createStores(admin, prefix);
-  const team = await stores.teams.create('Routes');
-  await stores.layouts.import(team.teamId, LAYOUT);
-  apiKey = (await stores.apiKeys.create(team.teamId, { name: 'routes' })).apiKey;
-  admin.disconnect();
-  gateway = await spawnGateway({ REDIS_URL: redis.get().server.url, REDIS_PREFIX: prefix });
+  let prefix: string;
+  ({ gateway, apiKey, prefix } = await gatewayWithLayout(redis.get().server.url, LAYOUT));
   routed = await startOscdump();
   plain = await startOscdump();
   const config = configFile({

@@ -8,16 +8,14 @@
 import type { ChildProcess } from 'node:child_process';
 import { createServer, type Server, type Socket } from 'node:net';
 import { fromBuffer, type OscPacketOutput } from 'osc-min';
-import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../../gateway/dev/redis-server.js';
-import { createStores } from '../../gateway/store/stores.js';
 import type { LayoutDefinition } from '../../schemas/types.js';
 import { configFile, spawnBridge, stopProcess } from '../helpers/bridge.js';
 import { eventually, mintToken, postAction } from '../helpers/gateway.js';
-import { spawnGateway, type GatewayProcess } from '../helpers/gateway-process.js';
+import { gatewayWithLayout, type GatewayProcess } from '../helpers/gateway-process.js';
 import { startOscdump, type Oscdump } from '../helpers/oscdump.js';
-import { randomPrefix, useRedis } from '../helpers/redis.js';
+import { useRedis } from '../helpers/redis.js';
 
 const LAYOUT: LayoutDefinition = {
   layoutId: 'tcp-show',
@@ -85,14 +83,8 @@ let apiKey: string;
 let token: string;
 
 beforeAll(async () => {
-  const prefix = randomPrefix();
-  const admin = new Redis(redis.get().server.url);
-  const stores = createStores(admin, prefix);
-  const team = await stores.teams.create('TCP');
-  await stores.layouts.import(team.teamId, LAYOUT);
-  apiKey = (await stores.apiKeys.create(team.teamId, { name: 'tcp' })).apiKey;
-  admin.disconnect();
-  gateway = await spawnGateway({ REDIS_URL: redis.get().server.url, REDIS_PREFIX: prefix });
+  let prefix: string;
+  ({ gateway, apiKey, prefix } = await gatewayWithLayout(redis.get().server.url, LAYOUT));
   lengthDump = await startOscdump({ tcp: true });
   slipDump = await startOscdump({ tcp: true });
   slip = await slipServer(await freePort());

@@ -7,6 +7,7 @@ import { Redis } from 'ioredis';
 import { freePort } from '../../gateway/dev/redis-server.js';
 import { createStores } from '../../gateway/store/stores.js';
 import { testKekFile } from './gateway.js';
+import { randomPrefix } from './redis.js';
 import type { LayoutDefinition } from '../../schemas/types.js';
 
 export const GATEWAY_BIN = fileURLToPath(new URL('../../dist/gateway/main.js', import.meta.url));
@@ -75,4 +76,12 @@ export async function seedLayout(redisUrl: string, prefix: string, layout: Layou
   const team = await stores.teams.create('Spawned gateways');
   await stores.layouts.import(team.teamId, layout);
   return { apiKey: (await stores.apiKeys.create(team.teamId, { name: 'backend' })).apiKey, admin };
+}
+
+/** A gateway process on its own prefix of `redisUrl`, serving `layout` with one API key. */
+export async function gatewayWithLayout(redisUrl: string, layout: LayoutDefinition): Promise<{ gateway: GatewayProcess; apiKey: string; prefix: string }> {
+  const prefix = randomPrefix();
+  const seeded = await seedLayout(redisUrl, prefix, layout);
+  seeded.admin.disconnect();
+  return { gateway: await spawnGateway({ REDIS_URL: redisUrl, REDIS_PREFIX: prefix }), apiKey: seeded.apiKey, prefix };
 }
