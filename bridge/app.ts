@@ -139,7 +139,7 @@ export async function startBridge(config: BridgeConfig, opts: BridgeOptions): Pr
     config.presenceTtlMs,
     (e) => log.warn({ err: (e as Error).message }, 'presence heartbeat failed'),
     now,
-    (layoutId, target) => displays().find((d) => d.layoutId === layoutId && d.target === target)?.up ?? true,
+    () => new Set(displays().filter((d) => !d.up).map((d) => `${d.layoutId}|${d.target}`)),
   );
   await presence.start();
   const metrics = new BridgeMetrics({

@@ -23,13 +23,14 @@ export class Presence {
     private readonly ttlMs: number,
     private readonly onError: (e: unknown) => void,
     private readonly now: () => number = Date.now,
-    /** whether a layout's target is reachable now */
-    private readonly isUp: (layoutId: string, target: string) => boolean = () => true,
+    /** the (layout, target) pairs whose display is unreachable now, as `layoutId|target` */
+    private readonly down: () => ReadonlySet<string> = () => new Set(),
   ) {}
 
   /** One pipeline per layout (its keys share the layout's hash tag, so this works on Redis Cluster too). */
   async beat(): Promise<void> {
     const now = this.now();
+    const down = this.down(); // once a beat: up to 256 layouts of 64 targets each
     const byLayout = new Map<string, string[]>();
     for (const e of this.entries) byLayout.set(e.layoutId, [...(byLayout.get(e.layoutId) ?? []), e.target]);
     await Promise.all(
@@ -37,7 +38,7 @@ export class Presence {
         const key = presenceKey(this.prefix, layoutId);
         const pipe = this.redis.pipeline();
         for (const target of targets) {
-          const up = this.isUp(layoutId, target);
+          const up = !down.has(`${layoutId}|${target}`);
           pipe.zadd(key, now + this.ttlMs, presenceMember(this.bridgeId, target, up));
           pipe.zrem(key, presenceMember(this.bridgeId, target, !up));
         }
