@@ -1,5 +1,13 @@
-// Redis names shared by gateway and bridge: a layout's action stream and its presence set.
+// Redis names shared by gateway and bridge: a layout's record, its action stream and its presence set.
 // Every key of one layout carries the hash tag {layoutId} so Redis Cluster keeps a layout on one shard.
+
+/**
+ * The layout's record, a hash: team, name, activePageId, pages (JSON), zones (JSON), limits,
+ * updatedAt, version (bumped by every write). The gateway writes it; a bridge may read it.
+ */
+export function layoutKey(prefix: string, layoutId: string): string {
+  return `${prefix}layout:{${layoutId}}`;
+}
 
 /** The stream the gateway appends a layout's accepted actions to, and the bridge reads. */
 export function actionStreamKey(prefix: string, layoutId: string): string {

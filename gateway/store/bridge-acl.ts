@@ -1,13 +1,14 @@
 // A least-privilege Redis user for one venue bridge: `bridge-<ID>` may touch only its layouts'
 // action streams, presence sets, dead-letter streams, cue hashes and show records, with only the commands the
 // bridge sends (reading its consumer group, acking, dead-lettering, its two scripts, presence, cue
-// state, the clock). Nothing else: no signing keys, API keys, teams, admin sessions, layouts'
-// definitions or another layout's keys, no pub/sub, no admin commands. On Redis Cluster the user is
+// state, the clock), and read-only its layouts' definitions (OSCQuery describes their controls).
+// Nothing else: no signing keys, API keys, teams, admin sessions, writes to a definition or another
+// layout's keys, no pub/sub, no admin commands. On Redis Cluster the user is
 // set on every node, masters and replicas, since ACLs are per node.
 import { randomBytes } from 'node:crypto';
 import { Cluster, type Redis } from 'ioredis';
 import type { RedisClient } from '../../runtime/redis.js';
-import { actionStreamKey, cueStateKey, deadLetterKey, presenceKey, showRecordKey, showRecordStateKey } from '../../schemas/redis-keys.js';
+import { actionStreamKey, cueStateKey, deadLetterKey, layoutKey, presenceKey, showRecordKey, showRecordStateKey } from '../../schemas/redis-keys.js';
 import { AppError } from '../errors.js';
 
 /**
@@ -16,7 +17,8 @@ import { AppError } from '../errors.js';
  * XINFO, XGROUP CREATE and SETID, XRANGE in the lost-entry count, XPENDING), dead letters (XADD),
  * its scripts (EVAL, EVALSHA: the lost-entry count, the cue firing and the crowd samples, which
  * also append to the show record: XDEL, HINCRBY, HMGET), presence (ZADD, ZREMRANGEBYSCORE, PEXPIRE,
- * ZREM), cue state (HGETALL, HGET, HSET) and the server's clock (TIME).
+ * ZREM), cue state (HGETALL, HGET, HSET), its layouts' definitions (HMGET, HGET) and the server's
+ * clock (TIME).
  */
 export const BRIDGE_COMMANDS = [
   'auth', 'hello', 'ping', 'quit', 'select', 'info', 'time', 'readonly',
@@ -46,9 +48,17 @@ function literal(key: string): string {
   return key.replace(/[*?[\]\\]/g, (c) => `\\${c}`);
 }
 
-/** The ACL SETUSER arguments: reset (so an update drops what the user had), on, the password, its keys, no channels, its commands. */
+/**
+ * The ACL SETUSER arguments: reset (so an update drops what the user had), on, the password, its
+ * keys, its layouts' definitions read-only (%R~, Redis 7), no channels, its commands.
+ */
 export function bridgeAclRules(prefix: string, layoutIds: readonly string[], password: string): string[] {
-  return ['reset', 'on', `>${password}`, ...bridgeKeys(prefix, layoutIds).map((k) => `~${literal(k)}`), 'resetchannels', '-@all', ...BRIDGE_COMMANDS.map((c) => `+${c}`)];
+  return [
+    'reset', 'on', `>${password}`,
+    ...bridgeKeys(prefix, layoutIds).map((k) => `~${literal(k)}`),
+    ...layoutIds.map((l) => `%R~${literal(layoutKey(prefix, l))}`),
+    'resetchannels', '-@all', ...BRIDGE_COMMANDS.map((c) => `+${c}`),
+  ];
 }
 
 /** Every node ACLs must be set on: the one server, or each master and replica of a cluster. */

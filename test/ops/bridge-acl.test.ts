@@ -2,7 +2,8 @@
 // process and a real bridge process whose redisUrl is the one the command printed, it plays an
 // action, the crowd's value and a cue on a liblo oscdump, and registers its display. With its
 // credentials, every key of another owner answers NOPERM to reads and writes: signing keys, API
-// keys, teams, admin sessions, the layout's own definition and another layout's keys. Revoked, it
+// keys, teams, admin sessions and another layout's keys; its own layout's definition it may read
+// (OSCQuery describes the controls from it) but not write. Revoked, it
 // cannot connect. And the gateway's own user, the ACL line docs/operations.md gives, runs a gateway,
 // audiencectl and the live channel with no NOPERM.
 import type { ChildProcess } from 'node:child_process';
@@ -89,7 +90,13 @@ describe('a bridge under its own Redis user', () => {
     expect(bridge.output()).not.toMatch(/NOPERM/);
   }, 30_000);
 
-  it('reads and writes nothing else: NOPERM on signing keys, API keys, teams, admin sessions, layout definitions and another layout', async () => {
+  it("reads its layout's definition (for OSCQuery's descriptions) and cannot change it", async () => {
+    const as = new Redis(grant.redisUrl);
+    expect(await as.hmget(new RedisKeys(prefix).layout(LAYOUT), 'version', 'activePageId')).toEqual([expect.stringMatching(/^\d+$/), expect.any(String)]);
+    as.disconnect();
+  });
+
+  it("reads and writes nothing else: NOPERM on signing keys, API keys, teams, admin sessions, a layout definition's writes and another layout", async () => {
     const k = new RedisKeys(prefix);
     const as = new Redis(grant.redisUrl);
     const refused = async (what: string, command: Promise<unknown>) => {
@@ -106,8 +113,8 @@ describe('a bridge under its own Redis user', () => {
     await refused('admin read', as.hgetall(k.admin('tech@example.com')));
     await refused('admin session read', as.hgetall(k.session('0'.repeat(64))));
     await refused('admin session write', as.hset(k.session('0'.repeat(64)), 'email', 'x'));
-    await refused("the layout's definition read", as.hgetall(k.layout(LAYOUT)));
     await refused("the layout's definition write", as.hset(k.layout(LAYOUT), 'activePageId', 'x'));
+    await refused("another layout's definition read", as.hgetall(k.layout(OTHER)));
     await refused("the layout's revocations", as.hgetall(k.revokedSubs(LAYOUT)));
     await refused("another layout's stream read", as.xrange(k.actions(OTHER), '-', '+'));
     await refused("another layout's stream write", as.xadd(k.actions(OTHER), '*', 'a', '1'));
