@@ -15,6 +15,7 @@ import { startOpsServer } from '../runtime/ops-server.js';
 import { Presence } from './presence.js';
 import { connectBridgeRedis, connectWithRetry, replaceSilentConnection } from '../runtime/redis.js';
 import { LayoutScheduler } from './scheduler.js';
+import { startOscQuery, type OscQuery } from './oscquery/service.js';
 import { SystemdNotifier } from '../runtime/systemd.js';
 import { prioritiseSendPath, sendCpuProblem } from './thread-priority.js';
 import { tickClockReady } from './tick-clock.js';
@@ -30,6 +31,8 @@ export interface Bridge {
   readonly counters: BridgeCounters;
   /** port of /metrics, /healthz, /readyz */
   readonly opsPort: number;
+  /** the OSCQuery server, with oscQueryPort */
+  readonly oscQuery: OscQuery | null;
   readonly schedulers: readonly LayoutScheduler[];
   /** each layout's crowd cues */
   readonly cues: readonly LayoutCues[];
@@ -128,6 +131,9 @@ export async function startBridge(config: BridgeConfig, opts: BridgeOptions): Pr
     consumers.push(consumer);
   }
 
+  const oscQuery = config.oscQueryPort === undefined ? null : await startOscQuery(config, ops, log);
+  if (oscQuery) for (const s of schedulers) s.onPlayed = (target, messages) => oscQuery.played(s.settings.layoutId, target, messages);
+
   const pendingOf = (layoutId: string) => schedulers.find((x) => x.settings.layoutId === layoutId)?.pending() ?? 0;
   /** every (layout, target) and whether its display is reachable */
   const displays = () => schedulers.flatMap((s) => s.targetStates().map((t) => ({ layoutId: s.settings.layoutId, ...t })));
@@ -161,7 +167,7 @@ export async function startBridge(config: BridgeConfig, opts: BridgeOptions): Pr
   const opsServer = await startOpsServer(config.opsHost, config.opsPort, metrics.registry, () => {
     const problems = [...consumers, ...schedulers, drops].map((x) => x.problem()).filter((p): p is string => p !== null);
     return Promise.resolve(problems.length > 0 ? problems.join('; ') : null);
-  }, clockNote);
+  }, () => [clockNote(), oscQuery?.problem() ?? null].filter((n) => n !== null).join('; ') || null);
   registerClockMetrics(metrics.registry, 'audience_bridge_', () => clock.reading());
   if (opts.prioritiseSendPath) {
     const placed = await prioritiseSendPath(await tickClockReady(), config.sendCpu);
@@ -180,7 +186,7 @@ export async function startBridge(config: BridgeConfig, opts: BridgeOptions): Pr
   };
   const status = () => `STATUS=${counters.status()}; ${displaysNote()}${clockNote() === null ? '' : `; ${clockNote()}`}`;
   await notifier.notify('READY=1', status());
-  log.info({ bridgeId: config.bridgeId, layouts: config.layouts.map((l) => l.layoutId), watchdogMs, opsPort: opsServer.port }, 'audience-bridge running');
+  log.info({ bridgeId: config.bridgeId, layouts: config.layouts.map((l) => l.layoutId), watchdogMs, opsPort: opsServer.port, ...(oscQuery && { oscQueryPort: oscQuery.port }) }, 'audience-bridge running');
 
   const statusTimer = setInterval(() => void notifier.notify(status()), STATUS_EVERY_MS);
   statusTimer.unref();
@@ -200,6 +206,7 @@ export async function startBridge(config: BridgeConfig, opts: BridgeOptions): Pr
   return {
     counters,
     opsPort: opsServer.port,
+    oscQuery,
     schedulers,
     cues,
     pending: pendingOf,
@@ -219,6 +226,7 @@ export async function startBridge(config: BridgeConfig, opts: BridgeOptions): Pr
       await Promise.all(schedulers.map((s) => s.stop()));
       await presence.stop().catch((e: unknown) => log.warn({ err: (e as Error).message }, 'could not deregister destinations'));
       await opsServer.close();
+      await oscQuery?.close();
       for (const r of readers) r.disconnect();
       ops.disconnect();
       log.info({ status: counters.status() }, 'audience-bridge stopped');

@@ -47,6 +47,11 @@ export interface BridgeConfig {
   readonly opsHost: string;
   /** the CPU the event loop and the tick clock keep to (thread-priority.ts); absent: no pinning */
   readonly sendCpu?: number;
+  /** the OSCQuery server's port (bridge/oscquery); absent: none */
+  readonly oscQueryPort?: number;
+  readonly oscQueryHost: string;
+  /** advertise it over mDNS; absent: when oscQueryHost is not loopback */
+  readonly oscQueryMdns?: boolean;
   readonly layouts: readonly BridgeLayout[];
 }
 
@@ -68,6 +73,7 @@ export interface BridgeFlags {
   booleans?: string;
   opsPort?: string;
   sendCpu?: string;
+  oscQueryPort?: string;
 }
 
 /** "host:port", "[v6]:port" -> {host, port}; the port stays a string if it is not a number, for the schema to name. */
@@ -127,6 +133,7 @@ export function loadBridgeConfig(flags: BridgeFlags, env: NodeJS.ProcessEnv = pr
   for (const [key, flag, v] of [
     ['opsPort', '--ops-port', flags.opsPort],
     ['sendCpu', '--send-cpu', flags.sendCpu],
+    ['oscQueryPort', '--osc-query-port', flags.oscQueryPort],
   ] as const) {
     if (v === undefined) continue;
     if (!/^\d+$/.test(v)) throw new BridgeConfigError(`${flag} must be a whole number, not ${JSON.stringify(v)}`);

@@ -24,6 +24,7 @@ const program = new Command('audience-bridge')
   .option('--max-age-ms <n>', 'drop actions older than this (default 2000)')
   .option('--ops-port <n>', 'port of /metrics, /healthz, /readyz (default 9465; 0 picks a free one)')
   .option('--send-cpu <n>', 'run the event loop and the tick clock on this CPU only, the other threads on the rest (default: none)')
+  .option('--osc-query-port <n>', 'serve the OSCQuery namespace of the layouts on this port (default: none; 0 picks a free one)')
   .option('--booleans <mode>', 'Toggle encoding for --target: int (1/0) or TF (OSC T/F) (default int)')
   .option('--check-config', 'validate the configuration and exit')
   .exitOverride();

@@ -102,7 +102,7 @@ export function writeMessage(buf: Buffer, at: number, e: OscMessage, booleans: B
   at = writeString(buf, at, e.address);
   switch (e.type) {
     case 'Args': {
-      at = writeString(buf, at, `,${e.value.map((a) => ARG_TAG[a.type]).join('')}`);
+      at = writeString(buf, at, `,${typeTags(e.value)}`);
       for (const a of e.value) {
         if (a.type === 'integer') at = buf.writeInt32BE(a.value, at);
         else if (a.type === 'float') at = writeFloat(buf, at, a.value);
@@ -138,6 +138,34 @@ export function writeMessage(buf: Buffer, at: number, e: OscMessage, booleans: B
       return writeFloat(buf, writeFloat(buf, at + 4, x), y);
     }
   }
+}
+
+/**
+ * A message's arguments as typed values, the same that writeMessage encodes: for OSCQuery's TYPE,
+ * RANGE and VALUE, and the messages it streams to a LISTEN.
+ */
+export function messageArgs(e: OscMessage, booleans: BooleanMode): readonly OscArg[] {
+  switch (e.type) {
+    case 'Args':
+      return e.value;
+    case 'Button':
+      return [{ type: 'integer', value: 1 }];
+    case 'Slider':
+      return [{ type: 'float', value: e.value as number }];
+    case 'Toggle':
+      return booleans === 'TF' ? [{ type: e.value === true ? 'true' : 'false' }] : [{ type: 'integer', value: e.value === true ? 1 : 0 }];
+    case 'Index':
+      return [{ type: 'integer', value: e.value as number }];
+    case 'String':
+      return [{ type: 'string', value: e.value as string }];
+    case 'XYPad':
+      return (e.value as number[]).map((value) => ({ type: 'float', value }));
+  }
+}
+
+/** The OSC type tag string of arguments, without the comma ("ff", "s", "T"). */
+export function typeTags(args: readonly OscArg[]): string {
+  return args.map((a) => ARG_TAG[a.type]).join('');
 }
 
 /** Messages sharing one timetag, in order. */

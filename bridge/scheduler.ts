@@ -16,7 +16,7 @@ import { crowdDatagrams } from './crowd.js';
 import { CrowdOutbox } from './crowd-outbox.js';
 import type { BridgeCounters, LayoutCounters } from './counters.js';
 import type { Logger } from '../runtime/log.js';
-import { oscRefusal, packDatagrams, playoutGroups, timetag, type BooleanMode } from './osc.js';
+import { messageArgs, oscRefusal, packDatagrams, playoutGroups, timetag, type BooleanMode, type OscArg } from './osc.js';
 import { Router, type RouteConfig, type Unrouted } from './routes.js';
 import { SeenIds } from './seen-ids.js';
 import { UdpTarget, type OscTarget } from './sender.js';
@@ -78,6 +78,8 @@ export class LayoutScheduler {
   private lastTickError = '';
   /** last time the tick loop completed a tick (for the watchdog) */
   lastProgress = 0;
+  /** told what each target (by its place in the list) was sent, once it went out (OSCQuery's values and LISTEN) */
+  onPlayed: ((target: number, messages: readonly { address: string; args: readonly OscArg[] }[]) => void) | null = null;
 
   constructor(
     readonly settings: LayoutSettings,
@@ -176,7 +178,9 @@ export class LayoutScheduler {
     } catch (e) {
       this.crowd.putBack(i, owed); // sent again when the target is back
       this.logSendError(lane, (e as Error).message);
+      return;
     }
+    this.onPlayed?.(i, perValue.flat());
   }
 
   /** Sends datagrams to a target and counts them; a failure is counted and thrown for the caller to requeue. */
@@ -229,7 +233,7 @@ export class LayoutScheduler {
     this.log.warn({ target: lane.target.name, layoutId: this.settings.layoutId, err }, 'send failed; retrying with backoff');
   }
 
-  private async sendLane(lane: TargetLane): Promise<void> {
+  private async sendLane(lane: TargetLane, i: number): Promise<void> {
     this.settle(lane);
     const { send, coalesced } = lane.queue.take(this.settings.maxMessagesPerTick);
     for (const d of coalesced) this.finish(d, 'coalesced');
@@ -257,7 +261,9 @@ export class LayoutScheduler {
     } catch (e) {
       lane.queue.requeue(fresh);
       this.logSendError(lane, (e as Error).message);
+      return;
     }
+    if (this.onPlayed) this.onPlayed(i, groups.flatMap((g) => g.entries.map((m) => ({ address: m.address, args: messageArgs(m, lane.booleans) }))));
   }
 
   /** What a target's router makes; what it drops (unrouted: drop) is counted. */
@@ -277,7 +283,7 @@ export class LayoutScheduler {
   async tick(): Promise<void> {
     this.crowd.collect(this.now());
     for (const l of this.lanes) l.target.probe();
-    await Promise.all(this.lanes.map((l, i) => Promise.all([this.sendLane(l), this.sendCrowd(l, i)])));
+    await Promise.all(this.lanes.map((l, i) => Promise.all([this.sendLane(l, i), this.sendCrowd(l, i)])));
     this.acks.flush();
     this.lastProgress = this.now();
   }

@@ -16,6 +16,7 @@ fi
 if [ "$job" = test ]; then
   need+=([redis-cli]=redis-tools) # redis-cli --cluster create joins the tests' Redis Cluster
   need+=([ss]=iproute2)         # the workers test sees which processes listen on the gateway's port
+  need+=([ip]=iproute2)         # the mDNS test runs a bridge in a network namespace of its own
   need+=([curl]=curl)           # the npm start test pastes the walk-through's curl commands into bash
   need+=([oscdump]=liblo-tools) # an independent OSC decoder for the bridge tests
   need+=([systemd-analyze]=systemd) # verify and security-rate the unit files

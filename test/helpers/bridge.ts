@@ -24,12 +24,14 @@ export interface TestBridgeOptions {
   sendCpu?: number;
   /** the config file's redisTls */
   redisTls?: Record<string, string>;
+  /** more top-level keys of the config file (oscQueryPort, ...) */
+  more?: Record<string, unknown>;
 }
 
 /** Writes a config file, as a venue technician would. */
 export function configFile(o: TestBridgeOptions): string {
   const file = join(mkdtempSync(join(tmpdir(), 'ac-bridge-')), 'bridge.json');
-  const body = { bridgeId: o.bridgeId ?? 'test-bridge', redisUrl: o.redisUrl, redisPrefix: o.prefix, logLevel: 'silent', opsPort: 0, ...(o.presenceTtlMs && { presenceTtlMs: o.presenceTtlMs }), ...(o.sendCpu !== undefined && { sendCpu: o.sendCpu }), ...(o.redisTls && { redisTls: o.redisTls }), layouts: o.layouts };
+  const body = { bridgeId: o.bridgeId ?? 'test-bridge', redisUrl: o.redisUrl, redisPrefix: o.prefix, logLevel: 'silent', opsPort: 0, ...(o.presenceTtlMs && { presenceTtlMs: o.presenceTtlMs }), ...(o.sendCpu !== undefined && { sendCpu: o.sendCpu }), ...(o.redisTls && { redisTls: o.redisTls }), ...o.more, layouts: o.layouts };
   writeFileSync(file, JSON.stringify(body));
   return file;
 }

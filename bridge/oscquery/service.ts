@@ -1,0 +1,112 @@
+// OSCQuery for a running bridge: reads its layouts' definitions from Redis (read-only, the
+// `layoutKey` hash: HGET version every POLL_MS, the pages again only when it changed), builds the
+// namespace every target receives (namespace.ts) and serves it (server.ts); the send loops report
+// what they played. A definition it cannot read (a Redis user granted before the bridge could read
+// definitions: NOPERM) leaves that layout out of the namespace and is said in the log and in
+// `problem()`; it never stops the bridge. The server is advertised over mDNS (mdns.ts) unless it
+// listens on loopback or oscQueryMdns is false.
+import type { RedisClient } from '../../runtime/redis.js';
+import type { Logger } from '../../runtime/log.js';
+import { layoutKey } from '../../schemas/redis-keys.js';
+import type { Page } from '../../schemas/types.js';
+import type { BridgeConfig } from '../config.js';
+import { bridgeMethods, type LayoutControls } from './namespace.js';
+import { advertiseOscQuery, isLoopback } from './mdns.js';
+import { startOscQueryServer, type OscQueryServer, type PlayedMessage } from './server.js';
+
+const POLL_MS = 2000;
+
+export interface OscQuery {
+  readonly port: number;
+  readonly server: OscQueryServer;
+  /** The send loop of `layoutId` played these messages to its target `n`. */
+  played(layoutId: string, target: number, messages: readonly PlayedMessage[]): void;
+  /** Why some layout is missing from the namespace, or null. */
+  problem(): string | null;
+  close(): Promise<void>;
+}
+
+interface Known {
+  version: string | null;
+  controls: LayoutControls | null;
+  error: string | null;
+}
+
+/** A layout's definition from its record, or null when there is none. */
+async function readDefinition(redis: RedisClient, key: string): Promise<{ version: string | null; controls: LayoutControls | null }> {
+  const [version, name, pages, zones] = await redis.hmget(key, 'version', 'name', 'pages', 'zones');
+  if (pages === null || pages === undefined) return { version: version ?? null, controls: null };
+  return { version: version ?? null, controls: { name: name ?? '', pages: JSON.parse(pages) as Page[], zones: zones ? (JSON.parse(zones) as string[]) : [] } };
+}
+
+export async function startOscQuery(config: BridgeConfig, redis: RedisClient, log: Logger): Promise<OscQuery> {
+  const first = config.layouts[0]!.targets[0]!;
+  const transport = (t: { transport: string }) => (t.transport === 'udp' ? 'udp' : 'tcp');
+  const server = await startOscQueryServer({
+    host: config.oscQueryHost,
+    port: config.oscQueryPort!,
+    name: `audience-bridge ${config.bridgeId}`,
+    description: `audience-bridge ${config.bridgeId}: what its displays receive (${config.layouts.map((l) => l.layoutId).join(', ')})`,
+    hostInfo: {
+      OSC_IP: first.host,
+      OSC_PORT: first.port,
+      OSC_TRANSPORT: first.transport === 'udp' ? 'UDP' : 'TCP',
+      TARGETS: [...new Set(config.layouts.flatMap((l) => l.targets.map((t) => `${transport(t)}://${t.host.includes(':') ? `[${t.host}]` : t.host}:${t.port}`)))],
+    },
+  });
+  const mdns = (config.oscQueryMdns ?? !isLoopback(config.oscQueryHost)) ? advertiseOscQuery(`audience-bridge ${config.bridgeId}`, server.port, log) : null;
+  const known = new Map<string, Known>(config.layouts.map((l) => [l.layoutId, { version: null, controls: null, error: null }]));
+  let saidConflicts = '';
+
+  const rebuild = () => {
+    const { methods, conflicts } = bridgeMethods(config.layouts.map((l) => ({ layoutId: l.layoutId, targets: l.targets, controls: known.get(l.layoutId)!.controls })));
+    server.setNamespace(methods);
+    const said = conflicts.join('; ');
+    if (said !== '' && said !== saidConflicts) log.warn({ conflicts }, 'OSCQuery: an address is played by more than one source; the first in the configuration describes it');
+    saidConflicts = said;
+  };
+
+  /** Reads the definitions whose version changed; rebuilds the namespace if any did. */
+  const poll = async () => {
+    let changed = false;
+    await Promise.all(
+      config.layouts.map(async ({ layoutId }) => {
+        const k = known.get(layoutId)!;
+        const key = layoutKey(config.redisPrefix, layoutId);
+        try {
+          const version = await redis.hget(key, 'version');
+          if (version !== null && version === k.version && k.controls !== null) return;
+          const read = await readDefinition(redis, key);
+          if (k.error !== null) log.info({ layoutId }, "OSCQuery: the layout's definition is readable again");
+          changed ||= read.version !== k.version || (read.controls === null) !== (k.controls === null);
+          Object.assign(k, read, { error: null });
+        } catch (e) {
+          const message = (e as Error).message;
+          const error = /NOPERM/.test(message) ? `the bridge's Redis user may not read layout ${layoutId}'s definition: grant it again (audiencectl bridge grant)` : `layout ${layoutId}'s definition could not be read: ${message}`;
+          if (error !== k.error) log.warn({ layoutId, err: message }, `OSCQuery: ${error}; its controls are left out of the namespace`);
+          k.error = error;
+        }
+      }),
+    );
+    if (changed) rebuild();
+  };
+  await poll();
+  rebuild();
+  const timer = setInterval(() => void poll().catch((e: unknown) => log.warn({ err: (e as Error).message }, 'OSCQuery: reading the definitions failed')), POLL_MS);
+  timer.unref();
+
+  return {
+    port: server.port,
+    server,
+    played: (layoutId, target, messages) => server.played(`${layoutId}#${target}`, messages),
+    problem: () => {
+      const errors = [...known.values()].map((k) => k.error).filter((e): e is string => e !== null);
+      return errors.length > 0 ? `OSCQuery: ${errors.join('; ')}` : null;
+    },
+    async close() {
+      clearInterval(timer);
+      await mdns?.close();
+      await server.close();
+    },
+  };
+}
