@@ -180,7 +180,8 @@ describe('on a 3-master Redis Cluster', () => {
     expect(await refusal(as.hgetall(`${prefix}{signing-keys}`))).toMatch(/^NOPERM/);
     expect(await refusal(as.hgetall(`${prefix}{teams}`))).toMatch(/^NOPERM/);
     expect(await refusal(as.xadd(`${prefix}layout:{${layouts[0]}}:actions`, '*', 'a', '1'))).toMatch(/^NOPERM/);
-    expect(await refusal(as.hgetall(`${prefix}layout:{crowd-acl}`))).toMatch(/^NOPERM/);
+    expect(await refusal(as.hset(`${prefix}layout:{crowd-acl}`, 'activePageId', 'x'))).toMatch(/^NOPERM/);
+    expect(await refusal(as.hget(`${prefix}layout:{crowd-acl}`, 'version'))).toBe('allowed'); // read-only, for OSCQuery's descriptions
     as.disconnect();
     await stopProcess(bridge.child);
     await own.stop();
