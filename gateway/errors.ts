@@ -11,6 +11,7 @@ export const ERRORS = {
   not_found: { status: 404, message: 'No such route.' },
   method_not_allowed: { status: 405, message: 'That method is not allowed on this route.' },
   protocol_missing: { status: 400, message: 'Offer the subprotocol audience-control.v1 (and the token as bearer.<token>).' },
+  upgrade_invalid: { status: 400, message: 'A WebSocket upgrade sends Connection: Upgrade (RFC 6455).' },
   origin_not_allowed: { status: 403, message: 'This origin may not make this request from a browser.' },
   // API keys (x-api-key)
   api_key_missing: { status: 401, message: 'Send the API key in the x-api-key header.' },

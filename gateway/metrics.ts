@@ -25,7 +25,7 @@ export class GatewayMetrics {
   private crowdParticipants: () => number = () => 0;
   readonly liveSkipped = new Counter({ name: 'audience_gateway_live_frames_skipped_total', help: 'Page and crowd frames skipped for a live socket over LIVE_BUFFER_BYTES (it gets the current state when it drains).', registers: [this.registry] });
   readonly liveCloses = new Counter({ name: 'audience_gateway_live_closes_total', help: `Live sockets the gateway closed, by close code (${Object.entries(CLOSE).filter(([name]) => name !== 'goingAway').map(([name, code]) => `${code} ${name}`).join(', ')}).`, labelNames: ['code'], registers: [this.registry] });
-  readonly liveLostAtUpgrade = new Counter({ name: 'audience_gateway_live_lost_at_upgrade_total', help: 'Live sockets uWS closed (1006) right after an asynchronously completed upgrade, before their first frame (uNetworking/uWebSockets#1928); their clients reconnect.', registers: [this.registry] });
+  readonly liveLostAtUpgrade = new Counter({ name: 'audience_gateway_live_lost_at_upgrade_total', help: 'Live sockets uWS closed (1006) inside an upgrade completed after an await, before the upgrade call returned (uNetworking/uWebSockets#1928); their clients reconnect. A client leaving is never counted.', registers: [this.registry] });
   private liveSockets: () => number = () => 0;
   /** LIVE_MAX_SOCKETS of this process (summed over workers, as the sockets are) */
   readonly liveSocketsLimit = new Gauge({ name: 'audience_gateway_live_sockets_limit', help: 'The live-channel sockets this process may hold (LIVE_MAX_SOCKETS; under workers, the sum of theirs): alert as live_sockets nears it.', registers: [this.registry] });

@@ -8,7 +8,6 @@ import type { TemplatedApp } from 'uWebSockets.js';
 import type { CrowdValue } from '../../schemas/crowd-merge.js';
 import { CLOSE } from '../../schemas/live-protocol.js';
 import { revokedByLayout } from '../auth/audience-tokens.js';
-import { ERRORS } from '../errors.js';
 import type { CrowdFeed } from './crowd-feed.js';
 import { ActionFrames } from './action-frames.js';
 import { Admission } from './admission.js';
@@ -32,6 +31,8 @@ export class LiveChannel {
   private readonly publisher: Publisher;
   private readonly frames: ActionFrames;
   private readonly lifecycle: TokenLifecycle;
+  /** true while an upgrade completed after an await runs (its socket's close then is uWS's own) */
+  private inUpgrade = false;
 
   constructor(
     private readonly s: LiveServices,
@@ -78,8 +79,16 @@ export class LiveChannel {
           deps: this.s,
           admit: () => this.admission.process(),
           admitParticipant: (claims) => this.admission.participant(claims),
-          newSocket: (claims, layoutId) => ({ claims, noticeSent: false, layoutId, version: -1, open: true, refusedInARow: 0, overSince: null, stale: false, openedAt: this.o.now() }),
+          newSocket: (claims, layoutId) => ({ claims, noticeSent: false, layoutId, version: -1, open: true, refusedInARow: 0, overSince: null, stale: false }),
           onError: this.o.onError,
+          upgrading: (run) => {
+            this.inUpgrade = true;
+            try {
+              run();
+            } finally {
+              this.inUpgrade = false;
+            }
+          },
         }),
       open: (ws) => this.opened(ws),
       message: (ws, message, isBinary) => this.frames.received(ws, ws.getUserData(), message, isBinary),
@@ -97,8 +106,9 @@ export class LiveChannel {
 
   private closed(ws: LiveSocket, code: number): void {
     const data = ws.getUserData();
-    // closed by uWS right after an asynchronous upgrade (see upgrade), before its page went out
-    if (code === 1006 && data.open && data.version === -1 && this.o.now() - data.openedAt < 100) this.o.onLostAtUpgrade?.();
+    // closed by uWS inside the corked asynchronous upgrade itself (upgrade.ts): not a client that left,
+    // whose close comes from a later I/O event
+    if (code === 1006 && this.inUpgrade) this.o.onLostAtUpgrade?.();
     this.backpressure.forget(ws);
     this.registry.remove(ws, data);
   }
@@ -115,7 +125,7 @@ export class LiveChannel {
       async (layout) => {
         for (const [ws, data] of this.registry.ofLayout(layoutId)) {
           if (!layout) this.registry.end(ws, data, CLOSE.layoutGone, 'the layout is gone');
-          else if (revokedByLayout(data.claims, layout)) this.registry.end(ws, data, CLOSE.tokenInvalid, ERRORS.token_revoked.message);
+          else if (revokedByLayout(data.claims, layout)) this.registry.end(ws, data, CLOSE.tokenInvalid, 'token_revoked');
         }
         if (layout) await this.publisher.publishPage(layout);
       },
@@ -125,12 +135,12 @@ export class LiveChannel {
 
   /** An API key was revoked: the sockets of the tokens it minted close with CLOSE.tokenInvalid. */
   keyRevoked(keyId: string): void {
-    this.registry.endWhere((d) => d.claims.keyId === keyId, CLOSE.tokenInvalid, ERRORS.token_revoked.message);
+    this.registry.endWhere((d) => d.claims.keyId === keyId, CLOSE.tokenInvalid, 'token_revoked');
   }
 
   /** The signing keys changed: the sockets of tokens signed with a key no longer active close with CLOSE.tokenInvalid. */
   signingKeysChanged(active: (kid: string) => boolean): void {
-    this.registry.endWhere((d) => !active(d.claims.kid), CLOSE.tokenInvalid, ERRORS.token_revoked.message);
+    this.registry.endWhere((d) => !active(d.claims.kid), CLOSE.tokenInvalid, 'token_revoked');
   }
 
   /**

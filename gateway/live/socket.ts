@@ -21,8 +21,7 @@ export interface SocketData {
   overSince: number | null;
   /** a state frame was skipped: the socket gets the current state when it drains */
   stale: boolean;
-  /** when the upgrade completed */
-  openedAt: number;
+
 }
 export type LiveSocket = WebSocket<SocketData>;
 

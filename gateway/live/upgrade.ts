@@ -1,5 +1,6 @@
 // The upgrade to a live socket: everything is checked before it, and a refusal is the HTTP API's
-// error answer (its body and code), never a socket. In order: the process's socket caps (503), the
+// error answer (its body and code), never a socket. In order: Connection: Upgrade (400), the
+// process's socket caps (503), the
 // Origin (as CORS for POST /action), the subprotocol audience-control.v1, the audience token in
 // `bearer.<token>`, the participant's opens a minute (429), and its layout (there, not revoked
 // for this token).
@@ -22,6 +23,11 @@ export interface UpgradeGate {
   newSocket: (claims: AudienceClaims, layoutId: string) => SocketData;
   /** an error that is not an AppError (a bug) */
   onError: (e: unknown) => void;
+  /**
+   * runs the corked upgrade after an await: a socket closed before it returns was closed by uWS
+   * itself (uNetworking/uWebSockets#1928), never by its client
+   */
+  upgrading: (run: () => void) => void;
 }
 
 export function upgradeLive(res: HttpResponse, req: HttpRequest, context: us_socket_context_t, gate: UpgradeGate): void {
@@ -30,6 +36,7 @@ export function upgradeLive(res: HttpResponse, req: HttpRequest, context: us_soc
   const offered = offeredProtocols(req.getHeader('sec-websocket-protocol'));
   const extensions = req.getHeader('sec-websocket-extensions');
   const origin = req.getHeader('origin');
+  const connection = req.getHeader('connection');
   let aborted = false;
   res.onAborted(() => (aborted = true));
   const refuse = (e: unknown) => {
@@ -45,17 +52,20 @@ export function upgradeLive(res: HttpResponse, req: HttpRequest, context: us_soc
     if (aborted) return;
     const upgrade = () => res.upgrade<SocketData>(gate.newSocket(claims, layout.layoutId), key, LIVE_SUBPROTOCOL, extensions, context);
     if (now) upgrade();
-    else res.cork(upgrade);
+    else gate.upgrading(() => res.cork(upgrade));
   };
   try {
+    // RFC 6455 asks for Connection: Upgrade. uWS takes a 5-character Connection value ("close") for
+    // the end of the HTTP connection and, after an asynchronous upgrade, closes the new socket.
+    if (!connection.split(',').some((t) => t.trim().toLowerCase() === 'upgrade')) throw new AppError('upgrade_invalid');
     gate.admit();
     if (origin !== '' && !d.cors.allows(origin)) throw new AppError('origin_not_allowed');
     if (!offered.protocol) throw new AppError('protocol_missing');
     if (offered.token === '') throw new AppError('token_missing', 'Offer the audience token as the subprotocol bearer.<token>, beside audience-control.v1.');
     // A token verified before and a cached layout (a reconnect) upgrade at once, inside this
     // handler. Otherwise the upgrade completes after the await, in res.cork: there uWS (v20.51)
-    // now and then closes the new socket right after it opens (uNetworking/uWebSockets#1928,
-    // about 1 in 400 here); it is counted, and clients reconnect.
+    // now and then closes the new socket right after it opens (uNetworking/uWebSockets#1928); it
+    // is counted, and clients reconnect.
     const verified = d.tokens.verify(offered.token);
     const layout = verified instanceof Promise ? null : d.layouts.get(verified.layoutId);
     if (!(verified instanceof Promise) && !(layout instanceof Promise)) return accept(verified, layout, true);

@@ -33,7 +33,7 @@ const CLOSE_NAMES: Record<number, string> = Object.fromEntries(Object.entries(CL
 const CHANNEL_DESCRIPTION = [
   'One WebSocket per phone: the live page, the crowd’s values, and the phone’s actions with their answers.',
   '',
-  'Connecting: offer two subprotocols, `audience-control.v1` and `bearer.<audience token>` (from POST /token); the server selects `audience-control.v1`. Everything is checked before the upgrade, and a refusal is the HTTP API’s error answer, never a socket: 403 `origin_not_allowed` (an Origin outside CORS_ORIGINS), 400 `protocol_missing`, 401 `token_missing` / `token_invalid` / `token_expired` / `token_revoked`, 404 `layout_not_found`, 503 `unavailable` with Retry-After (the process is at its socket caps).',
+  'Connecting: offer two subprotocols, `audience-control.v1` and `bearer.<audience token>` (from POST /token); the server selects `audience-control.v1`. Everything is checked before the upgrade, and a refusal is the HTTP API’s error answer, never a socket: 400 `upgrade_invalid` (no `Connection: Upgrade`), 403 `origin_not_allowed` (an Origin outside CORS_ORIGINS), 400 `protocol_missing`, 401 `token_missing` / `token_invalid` / `token_expired` / `token_revoked`, 404 `layout_not_found`, 503 `unavailable` with Retry-After (the process is at its socket caps).',
   '',
   `Close codes: ${Object.entries(CLOSE_ACTION)
     .map(([code, what]) => `${code} ${CLOSE_NAMES[Number(code)]} (${CLOSE_WORDS[what]})`)

@@ -165,12 +165,12 @@ describe('GET /live', () => {
     const shown = await connect(await mintToken(t, t.layoutId, t.apiKey));
     await shown.next('page');
     await t.admin.layouts.revokeTokens(t.layoutId, { before: Date.now() });
-    expect((await shown.closed).code).toBe(4001);
+    expect(await shown.closed).toEqual({ code: 4001, reason: 'token_revoked' }); // the error code, whole (a close reason holds 123 bytes)
     const key = await t.admin.apiKeys.create(t.teamId, { name: 'to revoke' });
     const keyed = await connect(await mintToken(t, t.layoutId, key.apiKey));
     await keyed.next('page');
     await t.admin.apiKeys.revoke(key.keyId);
-    expect((await keyed.closed).code).toBe(4001);
+    expect(await keyed.closed).toEqual({ code: 4001, reason: 'token_revoked' });
   });
 
   it('closes with 4001 when the signing key of its token is retired; a token of the new key keeps its socket', async () => {
@@ -185,7 +185,7 @@ describe('GET /live', () => {
     const renewed = await connect(await mintToken(t, t.layoutId, t.apiKey));
     await renewed.next('page');
     await t.admin.signingKeys.retire(retiring);
-    expect((await old.closed).code).toBe(4001);
+    expect(await old.closed).toEqual({ code: 4001, reason: 'token_revoked' });
     await new Promise((r) => setTimeout(r, 100));
     expect(renewed.ws.readyState).toBe(WebSocket.OPEN);
     renewed.ws.close();
