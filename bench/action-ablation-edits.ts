@@ -1,4 +1,4 @@
-// The steps bench/ablation.ts takes out of POST /action, one at a time: each is a text edit of the
+// The steps bench/action-ablation.ts takes out of POST /action, one at a time: each is a text edit of the
 // compiled gateway in dist/ (so the production code carries no bench switch), or a change of Node
 // flags. test/bench/ablation-edits.test.ts checks that every edit still applies to the build, so
 // the accounting cannot quietly stop measuring a step when the code under it changes.
@@ -145,6 +145,6 @@ export const ABLATIONS: Ablation[] = [
 export function editedText(dist: string, a: Ablation, e: Edit): string {
   const text = readFileSync(join(dist, e.file), 'utf8');
   const at = text.indexOf(e.find);
-  if (at < 0 || text.indexOf(e.find, at + 1) >= 0) throw new Error(`ablation ${a.name}: "${e.find}" is not in ${e.file} exactly once; update bench/ablations.ts`);
+  if (at < 0 || text.indexOf(e.find, at + 1) >= 0) throw new Error(`ablation ${a.name}: "${e.find}" is not in ${e.file} exactly once; update bench/action-ablation-edits.ts`);
   return text.replace(e.find, e.replace);
 }

@@ -1,9 +1,9 @@
-// Interleaved A/B of the end-to-end figure (bench/end-to-end.ts): one gateway (this build), and two
+// Interleaved A/B of the end-to-end figure (bench/action-to-display.ts): one gateway (this build), and two
 // bridge builds in the order A B B A at each tick rate, at 2,000 actions/s.
 //   npm run bench:e2e-ab -- --base /path/to/other/dist [--hz 1000,100]
 import { parseArgs } from 'node:util';
 import { join } from 'node:path';
-import { BRIDGE, measureEndToEnd } from './end-to-end.js';
+import { BRIDGE, measureEndToEnd } from './action-to-display.js';
 import { mintTokens, pinProcess, pinnedRedis, seedDemo, spawnPinnedGateway, stopChild } from './harness.js';
 
 const { values } = parseArgs({ options: { base: { type: 'string', default: '' }, hz: { type: 'string', default: '1000,100' } } });

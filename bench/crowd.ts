@@ -22,7 +22,7 @@ import { DEMO_LAYOUT_FILE } from '../gateway/demo/seed.js';
 import { decodeStreamEntry } from '../schemas/action-entry.js';
 import { actionStreamKey } from '../schemas/redis-keys.js';
 import { actionRequests, cpuSeconds, mintTokens, percentiles, pinProcess, pinnedRedis, seedDemo, spawnPinnedGateway, stopChild, wrkLoad } from './harness.js';
-import { oscSink as sink, spawnBenchBridge } from './end-to-end.js';
+import { oscSink as sink, spawnBenchBridge } from './action-to-display.js';
 import { openLoop } from './open-loop.js';
 
 const { values } = parseArgs({ options: { seconds: { type: 'string', default: '6' }, rate: { type: 'string', default: '8000' } } });

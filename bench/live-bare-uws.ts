@@ -4,7 +4,7 @@
 // subscribes the socket to one topic, answers every frame with a fixed ack, and publishes each line
 // `publish <text>` it reads on stdin to the topic (uWS writes it to every socket in C++). Several of
 // these can listen on one port (SO_REUSEPORT), as gateway workers do.
-//   node dist/bench/bare-live.js <port> <first page frame>
+//   node dist/bench/live-bare-uws.js <port> <first page frame>
 import { createInterface } from 'node:readline';
 import { nativeUws } from '../gateway/http/uws.js';
 import { LIVE_SUBPROTOCOL } from '../schemas/live-protocol.js';

@@ -1,6 +1,6 @@
 // What bench:live loads with many sockets: the gateway (GATEWAY_WORKERS processes, a layout with an
 // aggregated slider), or the floor beside it, as many bare uWebSockets.js processes on one port
-// (bench/bare-live.ts). Both switch pages and send crowd values at 4 Hz on request, so one
+// (bench/live-bare-uws.ts). Both switch pages and send crowd values at 4 Hz on request, so one
 // measurement reads both.
 import type { ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -12,7 +12,7 @@ import { mintTokens, seedDemo, spawnPinned, stopChild } from './harness.js';
 import { BENCH_LIMITS } from './limits.js';
 
 const MAIN = fileURLToPath(new URL('../gateway/main.js', import.meta.url));
-const BARE = fileURLToPath(new URL('./bare-live.js', import.meta.url));
+const BARE = fileURLToPath(new URL('./live-bare-uws.js', import.meta.url));
 /** The layout the live benches load: the demo layout, its Brightness slider aggregated (mean). */
 export const BENCH_LAYOUT = 'live-bench';
 const LAYOUT = BENCH_LAYOUT;

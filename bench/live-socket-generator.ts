@@ -4,7 +4,7 @@
 // the page frames showing that page and the crowd frames received since the last report (both then
 // start again from nothing); "close"
 // ends it. Upgrades refused with 503 (the gateway's new-socket rate) are tried again a second later.
-//   node dist/bench/live-sockets.js <ws url> <tokens file> <count> <source address>
+//   node dist/bench/live-socket-generator.js <ws url> <tokens file> <count> <source address>
 import { readFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import WebSocket from 'ws';

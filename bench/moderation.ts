@@ -16,7 +16,7 @@ import { startRedisServer } from '../gateway/dev/redis-server.js';
 import { TextPolicy } from '../gateway/moderation/text-policy.js';
 import { withIncludes } from '../schemas/show-record.js';
 import type { Moderation } from '../schemas/types.js';
-import { seededRandom } from './loadtest/crowd-model.js';
+import { seededRandom } from '../loadtest/crowd-model.js';
 
 const { values } = parseArgs({ options: { texts: { type: 'string', default: '20000' }, entries: { type: 'string', default: '20000' } } });
 const TEXTS = Number(values.texts);

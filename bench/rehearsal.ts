@@ -15,17 +15,17 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { cpuSeconds, pinnedRedis, stopChild } from './harness.js';
-import { spawnBenchBridge } from './end-to-end.js';
-import { gatewayTarget } from './live-targets.js';
-import { loadScenario } from './loadtest/scenario.js';
-import { mergeResults } from './loadtest/result.js';
-import { summaryText } from './loadtest/report.js';
+import { spawnBenchBridge } from './action-to-display.js';
+import { gatewayTarget } from './live-servers.js';
+import { loadScenario } from '../loadtest/scenario.js';
+import { mergeResults } from '../loadtest/result.js';
+import { summaryText } from '../loadtest/report.js';
 
 const { values } = parseArgs({ options: { parts: { type: 'string', default: '2' }, workers: { type: 'string', default: '2' } } });
 const PARTS = Number(values.parts);
 const WORKERS = Number(values.workers);
 export const SCENARIO_FILE = fileURLToPath(new URL('../../bench/scenarios/bench-show.json', import.meta.url));
-const LOADTEST = fileURLToPath(new URL('./loadtest/main.js', import.meta.url));
+const LOADTEST = fileURLToPath(new URL('../loadtest/main.js', import.meta.url));
 /** The operator switches this long after a cue phase begins on the bench's clock (the tools start a moment later). */
 const SWITCH_AFTER_S = 1.5;
 const progress = (what: string) => process.stderr.write(`bench: ${what}\n`);

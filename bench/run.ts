@@ -7,21 +7,21 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { actionRequests, cpuSeconds, load, medianBy, mintTokens, percentiles, pinProcess, pinnedRedis, rssMiB, seedDemo, spawnPinned, stealMeter, stopChild, wrkLoad, type LoadResult, type Percentiles, spawnPinnedGateway } from './harness.js';
-import { measureEndToEnd } from './end-to-end.js';
+import { measureEndToEnd } from './action-to-display.js';
 import { openLoop } from './open-loop.js';
 import { BRIDGE_NODE_FLAGS } from '../bridge/node-flags.js';
 import { writeFiguresTable, writeSizingTable } from './figures-table.js';
 import { unitFigures } from './sizing.js';
 import { actionStreamKey } from '../schemas/redis-keys.js';
 import { CROWD_MIX, entryWireBytes } from './entry-bytes.js';
-import type { LoadtestResult } from './loadtest/result.js';
+import type { LoadtestResult } from '../loadtest/result.js';
 
 const BARE = fileURLToPath(new URL('./bare-uws.js', import.meta.url));
 const BRIDGE_BENCH = fileURLToPath(new URL('./bridge.js', import.meta.url));
 const SCALE_BENCH = fileURLToPath(new URL('./scale.js', import.meta.url));
 const CROWD_BENCH = fileURLToPath(new URL('./crowd.js', import.meta.url));
 const REHEARSAL_BENCH = fileURLToPath(new URL('./rehearsal.js', import.meta.url));
-const LIVE_BENCH = fileURLToPath(new URL('./live.js', import.meta.url));
+const LIVE_BENCH = fileURLToPath(new URL('./live-channel.js', import.meta.url));
 const CONNECTIONS = 100;
 /** The /action target's wrk runs: this many pairs (bare reply, then /action), each run this long. */
 const RATIO_PAIRS = 3;
@@ -246,8 +246,8 @@ async function main(): Promise<void> {
     row("one Redis master, one layout's stream (bench:scale)", `${master[1]} entries/s appended (${master[2]})`, 'report: the ceiling of one show', null);
   }
 
-  // The live channel against bare uWebSockets.js, side by side (bench/live.ts).
-  progress('the live channel against bare uWS (bench/live.ts)');
+  // The live channel against bare uWebSockets.js, side by side (bench/live-channel.ts).
+  progress('the live channel against bare uWS (bench/live-channel.ts)');
   const { stdout: live } = await promisify(execFile)(process.execPath, [LIVE_BENCH], { maxBuffer: 1 << 22, timeout: 900_000 });
   const usPer = (path: RegExp) => Number(new RegExp(`^\\| ${path.source}[^|]* \\| \\d+ \\| [\\d.]+ \\| ([\\d.]+) \\|$`, 'm').exec(live)?.[1]);
   const liveFigures = {
@@ -264,7 +264,7 @@ async function main(): Promise<void> {
   if (liveFigures.kib && liveFigures.crowdUs && liveFigures.switchP99) {
     row(`live channel: ${liveFigures.sockets} sockets against bare uWS (bench:live)`, `memory per socket ${liveFigures.kib[1]} KiB (bare ${liveFigures.kib[0]}); crowd frame ${liveFigures.crowdUs[1]} µs (bare ${liveFigures.crowdUs[0]}); page switch p99 ${liveFigures.switchP99[1]} ms (bare ${liveFigures.switchP99[0]})`, 'report', null);
   } else {
-    row('live channel: sockets against bare uWS (bench:live)', 'no figure: bench/live.ts printed no socket table', 'report', null);
+    row('live channel: sockets against bare uWS (bench:live)', 'no figure: bench/live-channel.ts printed no socket table', 'report', null);
   }
 
   // The crowd and the page-switch fan-out as a show plays them: bench-show.json played by

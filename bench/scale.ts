@@ -11,7 +11,7 @@ import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { startRedisCluster } from '../gateway/dev/redis-cluster.js';
+import { startRedisCluster } from './redis-cluster.js';
 import { freePort } from '../gateway/dev/redis-server.js';
 import { GATEWAY_NODE_FLAGS } from '../gateway/node-flags.js';
 import { RedisKeys } from '../gateway/store/keys.js';

@@ -4,7 +4,7 @@
 // planned moment (ack_ms), beside the time from the actual send (ack_service_ms): a stalled target
 // shows in the first and hides in the second, as coordinated omission would hide it.
 import WebSocket from 'ws';
-import { CLIENT_OP, CLOSE_ACTION, SERVER_OP, liveSubprotocols } from '../../schemas/live-protocol.js';
+import { CLIENT_OP, CLOSE_ACTION, SERVER_OP, liveSubprotocols } from '../schemas/live-protocol.js';
 import type { PlayAction, PlayControl } from './crowd-model.js';
 import type { DisplayWatch } from './display-watch.js';
 import type { Metrics } from './metrics.js';

@@ -3,7 +3,7 @@
 // configuration error that names the field.
 import { readFileSync } from 'node:fs';
 import type { ValidateFunction } from 'ajv';
-import { createAjv, describeFirstError } from '../../schemas/validators.js';
+import { createAjv, describeFirstError } from '../schemas/validators.js';
 import { LoadtestError } from './errors.js';
 import { parseThresholds, type Threshold } from './thresholds.js';
 

@@ -15,10 +15,10 @@ const COMMANDS = {
   audiencectl: 'gateway/cli/main.js',
   'audience-bridge': 'bridge/main.js',
   'audience-osc-monitor': 'bridge/monitor.js',
-  'audience-loadtest': 'bench/loadtest/main.js',
+  'audience-loadtest': 'loadtest/main.js',
 };
 // what the commands load: everything under these folders of dist/
-const SHIPPED = ['gateway', 'bridge', 'runtime', 'schemas', 'bench/loadtest'];
+const SHIPPED = ['gateway', 'bridge', 'runtime', 'schemas', 'loadtest'];
 
 const [mode, a] = process.argv.slice(2);
 if (mode === '--prune-dependencies') pruneDependencies(a);

@@ -137,7 +137,7 @@ async function main(): Promise<void> {
   const minted = await fetch(`${api}/token`, { method: 'POST', headers: { 'x-api-key': seed.apiKey, 'content-type': 'application/json' }, body: JSON.stringify({ layoutId: seed.layoutId }) });
   const { token } = (await minted.json()) as { token: string };
   if (stopping) return; // Ctrl-C came during the start
-  process.stdout.write(walkthrough({ api, ...redis, redisNote, apiKey: seed.apiKey, layoutId: seed.layoutId, teamId: seed.teamId, osc, adminEmail: DEMO_ADMIN_EMAIL, adminPassword: seed.adminPassword, cli: fileURLToPath(new URL('../cli/main.js', import.meta.url)), play: `${api}/play/#token=${token}`, tokenHours: config.tokenTtlSeconds / 3600, reused: seed.reused, loadtest: join(ROOT, 'dist/bench/loadtest/main.js'), crowdScenario: join(ROOT, 'bench/scenarios/demo-crowd.json') }));
+  process.stdout.write(walkthrough({ api, ...redis, redisNote, apiKey: seed.apiKey, layoutId: seed.layoutId, teamId: seed.teamId, osc, adminEmail: DEMO_ADMIN_EMAIL, adminPassword: seed.adminPassword, cli: fileURLToPath(new URL('../cli/main.js', import.meta.url)), play: `${api}/play/#token=${token}`, tokenHours: config.tokenTtlSeconds / 3600, reused: seed.reused, loadtest: join(ROOT, 'dist/loadtest/main.js'), crowdScenario: join(ROOT, 'bench/scenarios/demo-crowd.json') }));
 
 }
 

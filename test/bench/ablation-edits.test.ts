@@ -3,7 +3,7 @@
 // still apply, exactly once, to this build.
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { ABLATIONS, editedText } from '../../bench/ablations.js';
+import { ABLATIONS, editedText } from '../../bench/action-ablation-edits.js';
 
 const DIST = fileURLToPath(new URL('../../dist/', import.meta.url));
 

@@ -1,11 +1,11 @@
-// A real Redis Cluster per test file (gateway/dev/redis-cluster.ts): 3 masters and 3 replicas on
+// A real Redis Cluster per test file (bench/redis-cluster.ts): 3 masters and 3 replicas on
 // free ports, with a short cluster-node-timeout so a failover takes about two seconds. Stopped,
 // data and all, after the file's tests.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll } from 'vitest';
-import { startRedisCluster, type RedisCluster } from '../../gateway/dev/redis-cluster.js';
+import { startRedisCluster, type RedisCluster } from '../../bench/redis-cluster.js';
 
 export type TestCluster = RedisCluster;
 

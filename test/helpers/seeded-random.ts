@@ -4,4 +4,4 @@
 export const fuzzSeed = (): number => Number(process.env.FUZZ_SEED ?? Math.floor(Math.random() * 2 ** 32));
 
 /** mulberry32, the one the load tester's crowd model uses: the same sequence for the same seed. */
-export { seededRandom } from '../../bench/loadtest/crowd-model.js';
+export { seededRandom } from '../../loadtest/crowd-model.js';

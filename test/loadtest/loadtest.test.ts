@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { LoadtestResult } from '../../bench/loadtest/result.js';
+import type { LoadtestResult } from '../../loadtest/result.js';
 import { startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { spawnGateway, type GatewayProcess } from '../helpers/gateway-process.js';
 import { freePort } from '../../gateway/dev/redis-server.js';
@@ -19,7 +19,7 @@ import { configFile, spawnBridge } from '../helpers/bridge.js';
 import { killAfterEach } from '../helpers/processes.js';
 import { randomPrefix, useRedis } from '../helpers/redis.js';
 
-const TOOL = fileURLToPath(new URL('../../dist/bench/loadtest/main.js', import.meta.url));
+const TOOL = fileURLToPath(new URL('../../dist/loadtest/main.js', import.meta.url));
 const DEMO_SCENARIO = fileURLToPath(new URL('../../bench/scenarios/demo-show.json', import.meta.url));
 const redis = useRedis();
 const track = killAfterEach();

@@ -4,7 +4,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { loadScenario } from '../../bench/loadtest/scenario.js';
+import { loadScenario } from '../../loadtest/scenario.js';
 import { DEMO_LAYOUT_FILE } from '../../gateway/demo/seed.js';
 
 const DIR = fileURLToPath(new URL('../../bench/scenarios/', import.meta.url));
