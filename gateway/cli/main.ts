@@ -324,7 +324,7 @@ leaf(signing, 'rewrap', 'seal every signing secret under a new key-encryption ke
     }),
   );
 
-leaf(program, 'migrate', 'move data written by version 0.1 to the key names of Redis Cluster, and seal signing secrets stored in plain (safe to run again)').action(
+leaf(program, 'migrate', 'move data in the untagged key names of the first releases to the key names of Redis Cluster, and seal signing secrets stored in plain (safe to run again)').action(
   run(async ({ stores, out }) => {
     const { moved } = await migrateLegacyKeys(stores.redis, stores.keys.prefix);
     const sealed = await stores.signingKeys.sealPlain();

@@ -26,7 +26,7 @@ const oneLine = (text: string) => (text.length > 60 ? `${text.slice(0, 59)}…` 
 
 export function addCrowdCommands(program: Command, leaf: Leaf, run: Run): void {
   const crowd = program.command('crowd').description("a layout's crowd cues");
-  leaf(crowd, 'rearm', "re-arm a control's crowd cue so it can fire again (every bridge follows within a second)")
+  leaf(crowd, 'rearm', "re-arm a control's crowd cue so it can fire again (every bridge follows within 250 ms)")
     .argument('<layoutId>')
     .argument('<lid>', 'the control with the cue')
     .action(
