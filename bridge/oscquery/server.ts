@@ -84,7 +84,7 @@ interface Client {
   listens: Set<string>;
 }
 
-export async function startOscQueryServer(opts: { host: string; port: number; name: string; hostInfo: Omit<HostInfo, 'NAME'>; description: string }): Promise<OscQueryServer> {
+export async function startOscQueryServer(opts: { host: string; port: number; name: string; hostInfo: Omit<HostInfo, 'NAME'>; description: string; onError?: (e: Error) => void }): Promise<OscQueryServer> {
   let tree = new Tree([], opts.description);
   let methods: ReadonlyMap<string, Method> = new Map();
   const clients = new Set<Client>();
@@ -175,7 +175,7 @@ export async function startOscQueryServer(opts: { host: string; port: number; na
       resolve();
     });
   });
-  server.on('error', () => {}); // after listening: a client's socket error is the client's
+  server.on('error', (e) => opts.onError?.(e)); // after listening (accept failing: out of files, say): said, never thrown
   const address = server.address();
 
   return {

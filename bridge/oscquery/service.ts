@@ -53,6 +53,7 @@ export async function startOscQuery(config: BridgeConfig, redis: RedisClient, lo
       OSC_TRANSPORT: first.transport === 'udp' ? 'UDP' : 'TCP',
       TARGETS: [...new Set(config.layouts.flatMap((l) => l.targets.map((t) => `${transport(t)}://${t.host.includes(':') ? `[${t.host}]` : t.host}:${t.port}`)))],
     },
+    onError: (e) => log.warn({ err: e.message }, 'OSCQuery: the server failed to take a connection'),
   });
   const mdns = (config.oscQueryMdns ?? !isLoopback(config.oscQueryHost)) ? advertiseOscQuery(`audience-bridge ${config.bridgeId}`, server.port, log) : null;
   const known = new Map<string, Known>(config.layouts.map((l) => [l.layoutId, { version: null, controls: null, error: null }]));
