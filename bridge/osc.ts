@@ -163,6 +163,11 @@ export function messageArgs(e: OscMessage, booleans: BooleanMode): readonly OscA
   }
 }
 
+/** An argument's value: numbers and strings as they are, T and F as booleans (as OSCQuery's JSON writes them). */
+export function argValue(a: OscArg): number | string | boolean {
+  return 'value' in a ? a.value : a.type === 'true';
+}
+
 /** The OSC type tag string of arguments, without the comma ("ff", "s", "T"). */
 export function typeTags(args: readonly OscArg[]): string {
   return args.map((a) => ARG_TAG[a.type]).join('');

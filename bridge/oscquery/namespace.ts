@@ -10,7 +10,8 @@
 //     once, by the first in the configuration's order; the others are named in `conflicts`.
 import type { CrowdValue, ZoneValue } from '../../schemas/crowd-merge.js';
 import type { Control, Page } from '../../schemas/types.js';
-import { messageArgs, typeTags, type BooleanMode, type OscArg } from '../osc.js';
+import { MODES_BY_TYPE } from '../../schemas/aggregate.js';
+import { argValue, messageArgs, typeTags, type BooleanMode, type OscArg } from '../osc.js';
 import { Router, type RouteConfig, type Unrouted } from '../routes.js';
 
 /** One item of RANGE: the range of one argument. */
@@ -60,9 +61,6 @@ interface Seen {
   samples: { args: readonly OscArg[]; kind: Kind; what: string }[];
 }
 
-const SLIDER_MODES = new Set(['mean', 'median', 'trimmed-mean']);
-
-const argValue = (a: OscArg): number | string | boolean => ('value' in a ? a.value : a.type === 'true');
 
 /** The RANGE item of argument `j` over the samples. */
 function rangeOf(samples: Seen['samples'], j: number): RangeItem | null {
@@ -134,7 +132,7 @@ function actionDescription(c: Control, s: Seen): string {
 function crowdSamples(c: Control, zones: readonly string[]): { base: CrowdValue; moved: { v: CrowdValue; kind: Kind; what: string }[] } {
   const mode = c.aggregate!.mode;
   const width = mode === 'votes' ? (c.options?.length ?? 0) : mode === 'centroid' ? 2 : 1;
-  const hasSd = SLIDER_MODES.has(mode);
+  const hasSd = MODES_BY_TYPE.Slider.includes(mode); // a Slider's modes carry the spread
   const figures = (value: number, n: number, sd: number): ZoneValue => ({ n, value: Array<number>(width).fill(value), ...(hasSd && { sd }) });
   const make = (whole: ZoneValue, zone?: string, inZone?: ZoneValue): CrowdValue => ({
     lid: c.lid,

@@ -2,7 +2,7 @@
 // ACCESS 0), a method per address (FULL_PATH, TYPE, RANGE, DESCRIPTION, ACCESS 1: the bridge
 // only sends, so a value can be read and listened to, never set) and the last value the bridge
 // played there (VALUE). An address that is also another's prefix (/002 and /002/n) is both.
-import type { OscArg } from '../osc.js';
+import { argValue, type OscArg } from '../osc.js';
 import type { Method } from './namespace.js';
 
 export interface OscNode {
@@ -18,10 +18,6 @@ export interface OscNode {
 /** The attributes a node may be asked for one at a time (`/path?RANGE`). */
 export const ATTRIBUTES = new Set(['FULL_PATH', 'CONTENTS', 'DESCRIPTION', 'ACCESS', 'TYPE', 'RANGE', 'VALUE']);
 
-/** A value as OSCQuery writes it in JSON: numbers and strings as they are, T and F as booleans. */
-export function jsonValue(a: OscArg): number | string | boolean {
-  return 'value' in a ? a.value : a.type === 'true';
-}
 
 export class Tree {
   readonly root: OscNode;
@@ -61,7 +57,7 @@ export class Tree {
   /** The method's last value played (a method only). */
   setValue(address: string, args: readonly OscArg[]): void {
     const node = this.nodes.get(address);
-    if (node && node.ACCESS === 1) node.VALUE = args.map(jsonValue);
+    if (node && node.ACCESS === 1) node.VALUE = args.map(argValue);
   }
 
   /** The tree's shape without values: compared to tell whether a new namespace changed anything. */
