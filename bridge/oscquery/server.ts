@@ -8,7 +8,7 @@
 //     {"COMMAND": "PATH_CHANGED", "DATA": "/"} tells every client when the namespace changes. The
 //     namespace is read-only: OSC a client sends is ignored.
 // A slow client never holds the bridge up: while more than MAX_BUFFERED bytes wait to reach it,
-// what it listens to is dropped for it (counted).
+// what it listens to is not sent to it (its VALUE attributes stay current).
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { toBuffer } from 'osc-min';
@@ -45,8 +45,6 @@ export interface OscQueryServer {
   setNamespace(methods: ReadonlyMap<string, Method>): void;
   /** What a target (`layoutId#n`) was sent: the value of each method it describes, streamed to its listeners. */
   played(source: string, messages: readonly PlayedMessage[]): void;
-  /** Streamed messages a slow client did not get. */
-  readonly dropped: number;
   readonly clients: number;
   close(): Promise<void>;
 }
@@ -90,7 +88,6 @@ export async function startOscQueryServer(opts: { host: string; port: number; na
   const clients = new Set<Client>();
   /** listening clients by address */
   const listeners = new Map<string, Set<Client>>();
-  let dropped = 0;
   const hostInfo: HostInfo = { NAME: opts.name, ...opts.hostInfo };
 
   const answer = (req: IncomingMessage, res: ServerResponse) => {
@@ -180,9 +177,6 @@ export async function startOscQueryServer(opts: { host: string; port: number; na
 
   return {
     port: typeof address === 'object' && address ? address.port : opts.port,
-    get dropped() {
-      return dropped;
-    },
     get clients() {
       return clients.size;
     },
@@ -208,8 +202,7 @@ export async function startOscQueryServer(opts: { host: string; port: number; na
         const view = toBuffer({ address: m.address, args: m.args as OscArg[] });
         const packet = Buffer.from(view.buffer, view.byteOffset, view.byteLength);
         for (const c of set) {
-          if (c.ws.bufferedAmount > MAX_BUFFERED) dropped++;
-          else c.ws.send(packet, { binary: true });
+          if (c.ws.bufferedAmount <= MAX_BUFFERED) c.ws.send(packet, { binary: true });
         }
       }
     },
