@@ -1,9 +1,17 @@
 // The live channel's floor: bare uWebSockets.js WebSockets on this machine, measured with the same
-// generators as the gateway so each live figure can be read against it. It upgrades every request
-// to /live (selecting audience-control.v1, checking nothing), sends a fixed page frame on open and
-// subscribes the socket to one topic, answers every frame with a fixed ack, and publishes each line
-// `publish <text>` it reads on stdin to the topic (uWS writes it to every socket in C++). Several of
-// these can listen on one port (SO_REUSEPORT), as gateway workers do.
+// generators as the gateway so each live figure can be read against it. It does the least the
+// gateway's job takes:
+//  - it upgrades every request to /live (selecting audience-control.v1, checking nothing), sends a
+//    fixed page frame on open and subscribes the socket to one topic;
+//  - it parses every frame (JSON.parse) and acks it with its `ref`, one send per frame; uWS corks
+//    the sends made while it hands over the frames of one read, so acks of one read share a write,
+//    as the gateway's do;
+//  - a line `publish <text>` on stdin (a page) goes to the topic at once (uWS writes it to every
+//    socket in C++);
+//  - a line `crowd <text>` on stdin is the crowd's newest value: its own timer publishes the newest
+//    one, if it changed, 4 times a second. A loop that runs late sends the newest value once, not
+//    every value it missed, as the gateway's crowd tick does.
+// Several of these can listen on one port (SO_REUSEPORT), as gateway workers do.
 //   node dist/bench/live-bare-uws.js <port> <first page frame>
 import { createInterface } from 'node:readline';
 import { nativeUws } from '../gateway/http/uws.js';
@@ -13,7 +21,8 @@ const uws = nativeUws();
 const port = Number(process.argv[2] ?? 0);
 const firstPage = process.argv[3] ?? '{"op":"page"}';
 const TOPIC = 'layout';
-const ACK = '{"op":"ack","ref":"0"}';
+const CROWD_TICK_MS = 250;
+let crowdNewest: string | null = null;
 
 const app = uws.App();
 app
@@ -28,8 +37,9 @@ app
       ws.send(firstPage);
       ws.subscribe(TOPIC);
     },
-    message: (ws) => {
-      ws.send(ACK);
+    message: (ws, message) => {
+      const frame = JSON.parse(Buffer.from(message).toString()) as { ref?: unknown };
+      ws.send(`{"op":"ack","ref":${JSON.stringify(String(frame.ref))}}`);
     },
   })
   .listen('127.0.0.1', port, (socket) => {
@@ -39,5 +49,11 @@ app
 
 createInterface({ input: process.stdin }).on('line', (line) => {
   if (line.startsWith('publish ')) app.publish(TOPIC, line.slice('publish '.length));
+  else if (line.startsWith('crowd ')) crowdNewest = line.slice('crowd '.length);
 });
+setInterval(() => {
+  if (crowdNewest === null) return;
+  app.publish(TOPIC, crowdNewest);
+  crowdNewest = null;
+}, CROWD_TICK_MS);
 process.stdin.on('end', () => process.exit(0));

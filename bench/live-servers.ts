@@ -84,7 +84,7 @@ export async function gatewayTarget(redisUrl: string, workers: number): Promise<
   };
 }
 
-/** `processes` bare uWS processes on one port: page frames of the same layout, crowd frames published every 250 ms. */
+/** `processes` bare uWS processes on one port: page frames of the same layout; crowd values changing 80 times a second, each process sending the newest every 250 ms. */
 export async function bareTarget(processes: number): Promise<LiveTarget> {
   const layout = benchLayout();
   let version = 1;
@@ -95,8 +95,8 @@ export async function bareTarget(processes: number): Promise<LiveTarget> {
     const { child } = await spawnPinned('0-1', BARE, [String(port), page('main')], {}, /listening/, [], process.execPath, true);
     children.push(child);
   }
-  const publish = (text: string) => {
-    for (const c of children) c.stdin?.write(`publish ${text}\n`);
+  const tell = (line: string) => {
+    for (const c of children) c.stdin?.write(`${line}\n`);
   };
   return {
     name: `bare uWS (${processes} processes)`,
@@ -104,10 +104,11 @@ export async function bareTarget(processes: number): Promise<LiveTarget> {
     pids: children.map((c) => c.pid!),
     tokens: ['bare'],
     apiKey: 'bare',
-    switchTo: (pageId) => Promise.resolve(publish(page(pageId))),
+    switchTo: (pageId) => Promise.resolve(tell(`publish ${page(pageId)}`)),
     crowd() {
+      // the value changes 80 times a second, as the gateway's slider moves; each bare process sends the newest 4 times a second
       let n = 0;
-      const timer = setInterval(() => publish(JSON.stringify({ op: 'crowd', lid: 2, mode: 'mean', value: (n++ % 100) / 100, n: 8, sd: 0.1 })), 250);
+      const timer = setInterval(() => tell(`crowd ${JSON.stringify({ op: 'crowd', lid: 2, mode: 'mean', value: (n++ % 100) / 100, n: 8, sd: 0.1 })}`), 12.5);
       return () => Promise.resolve(clearInterval(timer));
     },
     async stop() {

@@ -1,0 +1,36 @@
+// bench:live judges the live channel against bare uWebSockets.js doing the least the same job
+// takes (bench/live-bare-uws.ts). The floor must do that job: ack each frame with its own ref, and
+// send the crowd's newest value once per 4 Hz tick, never every value told to it since the last
+// (a floor that replays what it missed batches stale frames into one write and flatters itself).
+import { spawn } from 'node:child_process';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import WebSocket from 'ws';
+import { liveSubprotocols } from '../../schemas/live-protocol.js';
+import { killAfterEach } from '../helpers/processes.js';
+
+const FLOOR = fileURLToPath(new URL('../../dist/bench/live-bare-uws.js', import.meta.url));
+const tracked = killAfterEach();
+
+describe('the bare uWS floor of bench:live', () => {
+  it('acks every frame with its ref, and sends the newest crowd value once per tick', async () => {
+    const child = tracked(spawn(process.execPath, [FLOOR, '0', '{"op":"page","activePageId":"main"}'], { stdio: ['pipe', 'pipe', 'inherit'] }));
+    const line = await new Promise<string>((r) => createInterface({ input: child.stdout }).once('line', r));
+    const port = Number(/listening (\d+)/.exec(line)![1]);
+    const frames: string[] = [];
+    const ws = new WebSocket(`ws://127.0.0.1:${port}/live`, liveSubprotocols('any'));
+    ws.on('message', (d: Buffer) => frames.push(d.toString()));
+    await new Promise((r) => ws.once('open', r));
+    for (const ref of ['a1', 'b2', 'c3']) ws.send(JSON.stringify({ op: 'action', ref, lid: 1, type: 'Button' }));
+    // 40 values told within one tick's time: at most two ticks can fall inside, so at most two go out, the last one among them
+    for (let v = 0; v < 40; v++) child.stdin.write(`crowd {"op":"crowd","lid":2,"value":${v}}\n`);
+    await new Promise((r) => setTimeout(r, 700));
+    ws.close();
+    expect(frames.filter((f) => f.startsWith('{"op":"ack"'))).toEqual(['{"op":"ack","ref":"a1"}', '{"op":"ack","ref":"b2"}', '{"op":"ack","ref":"c3"}']);
+    const crowd = frames.filter((f) => f.startsWith('{"op":"crowd"'));
+    expect(crowd.length).toBeGreaterThanOrEqual(1);
+    expect(crowd.length).toBeLessThanOrEqual(2);
+    expect(crowd.at(-1)).toBe('{"op":"crowd","lid":2,"value":39}');
+  });
+});
