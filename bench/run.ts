@@ -260,6 +260,10 @@ async function main(): Promise<void> {
     sockets: Number(/^(\d+) sockets open on the gateway/m.exec(live)?.[1]),
   };
   raw.live = liveFigures;
+  // each live target as bench/live-channel.ts judged it: a ratio to bare uWS in the same run, or a bound
+  const liveTargets = [...live.matchAll(/^(.+): ([\d.]+) \(target ([≤≥<]) ([\d.]+): (met|NOT met)\)(?:; (.*))?$/gm)];
+  for (const m of liveTargets) row(`live channel: ${m[1]} (bench:live)`, `${m[2]}${m[6] ? ` (${m[6]})` : ''}`, `${m[3]} ${m[4]}`, m[5] === 'met');
+  if (liveTargets.length === 0) row('live channel: its targets (bench:live)', 'no figure: bench/live-channel.ts printed no target line', 'every live target', false);
   row('live channel: gateway CPU per action, a socket against POST /action (bench:live)', `${liveFigures.socketUs} µs against ${liveFigures.postUs} µs (${(liveFigures.socketUs / liveFigures.postUs).toFixed(2)}×); bare uWS socket ack ${liveFigures.bareSocketUs} µs`, 'report', null);
   if (liveFigures.kib && liveFigures.crowdUs && liveFigures.switchP99) {
     row(`live channel: ${liveFigures.sockets} sockets against bare uWS (bench:live)`, `memory per socket ${liveFigures.kib[1]} KiB (bare ${liveFigures.kib[0]}); crowd frame ${liveFigures.crowdUs[1]} µs (bare ${liveFigures.crowdUs[0]}); page switch p99 ${liveFigures.switchP99[1]} ms (bare ${liveFigures.switchP99[0]})`, 'report', null);
