@@ -32,10 +32,9 @@ const progress = (what: string) => process.stderr.write(`bench: ${what}\n`);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const wsUrl = (http: string) => `${http.replace(/^http/, 'ws')}/live`;
 const ROUNDS = 3;
-const median = (xs: readonly number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
 /** The live channel's targets, as ratios of the gateway to bare uWebSockets.js measured in the same run. */
-export const TARGETS = {
+const TARGETS = {
   /** CPU per action over a socket, against the bare ack */
   socketAction: 1.3,
   /** p99 of a page switch reaching every socket */
@@ -55,13 +54,13 @@ function target(what: string, value: number, op: '<=' | '>=' | '<', bound: numbe
   return `${what}: ${value.toFixed(2)} (target ${op === '<=' ? '≤' : op === '>=' ? '≥' : '<'} ${bound}: ${met ? 'met' : 'NOT met'})${detail ? `; ${detail}` : ''}`;
 }
 
-/** Gateway CPU µs per action sent over `connections` sockets, each keeping `window` actions in flight, for `seconds`. */
 interface SocketLoad {
   perSecond: number;
   usPerAction: number;
   cpuShare: number;
 }
 
+/** Server CPU µs per action sent over `connections` sockets, each keeping `window` actions in flight, for `seconds`. */
 async function socketActions(url: string, pid: number, tokens: string[], bodies: object[]): Promise<SocketLoad> {
   const sockets = await Promise.all(
     Array.from({ length: connections }, (_, i) => new Promise<WebSocket>((resolve) => {
@@ -130,7 +129,7 @@ async function actionCost(): Promise<string> {
     const bareSocket = medianBy(bareRounds, (r) => r.usPerAction);
     const ws = medianBy(gwRounds, (r) => r.usPerAction);
     const roundRatios = gwRounds.map((g, i) => g.usPerAction / bareRounds[i]!.usPerAction);
-    const socketRatio = median(roundRatios);
+    const socketRatio = medianBy(roundRatios, (r) => r);
     const ratio = ws.usPerAction / http.serverCpuUsPerRequest!;
     return [
       '| path | actions/s | server CPU (share of a core) | server CPU µs/action |',
