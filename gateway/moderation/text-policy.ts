@@ -57,9 +57,17 @@ export function foldForMatching(text: string): string {
   return folded.normalize('NFD').replace(/[\u0300-\u036f]/g, '').normalize('NFC');
 }
 
-/** "f.u.c.k", "f u c k", "f_u_c_k": single letters with separators between them, joined ("fuck"). */
+/** "f.u.c.k", "f u c k", "f_u_c_k", "f.u-c_k": single letters with separators between them, joined ("fuck"). */
 export function joinSpelledOut(folded: string): string {
   return folded.replace(/(?<![\p{L}\p{N}])[\p{L}\p{N}](?:[^\p{L}\p{N}]{1,3}[\p{L}\p{N}](?![\p{L}\p{N}])){2,}/gu, (run) => run.replace(/[^\p{L}\p{N}]/gu, ''));
+}
+
+/**
+ * The same, where the letters of a run share one separator: "r.i.v.a.l.f.c   x" is "rivalfc   x",
+ * where joinSpelledOut also takes in the one-letter word after it ("rivalfcx").
+ */
+export function joinSpelledOutAlike(folded: string): string {
+  return folded.replace(/(?<![\p{L}\p{N}])[\p{L}\p{N}]([^\p{L}\p{N}]{1,3})[\p{L}\p{N}](?![\p{L}\p{N}])(?:\1[\p{L}\p{N}](?![\p{L}\p{N}]))+/gu, (run) => run.replace(/[^\p{L}\p{N}]/gu, ''));
 }
 
 /** Punctuation that ends a word: before a space or the end. */
@@ -169,8 +177,7 @@ export class TextPolicy {
     const folded = foldForMatching(text);
     // a word of digits only is a number ("row 455", "gate 717"), not leetspeak
     const words = withoutNumbers(folded);
-    const joined = withoutNumbers(joinSpelledOut(folded));
-    const views = words === joined ? [words] : [words, joined];
+    const views = [...new Set([words, withoutNumbers(joinSpelledOut(folded)), withoutNumbers(joinSpelledOutAlike(folded))])];
     // as leetspeak reads "!" as "i", list words are also matched with the punctuation that ends a word taken off ("go rival fc!")
     const listViews = [...new Set(views.flatMap((v) => [v, v.replace(TRAILING_PUNCTUATION, ' ')]))];
     const lists = (this.words ??= compileWords(this.m));

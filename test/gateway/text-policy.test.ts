@@ -2,7 +2,7 @@
 // String loses, how a text is folded for matching, and what each list, block and allowance does.
 import { describe, expect, it } from 'vitest';
 import { publicControl } from '../../gateway/layouts/layout-cache.js';
-import { TextPolicy, cleanText, codePoints, foldForMatching, joinSpelledOut, policyOf } from '../../gateway/moderation/text-policy.js';
+import { TextPolicy, cleanText, codePoints, foldForMatching, joinSpelledOut, joinSpelledOutAlike, policyOf } from '../../gateway/moderation/text-policy.js';
 
 const filter = (extra: object = {}) => new TextPolicy({ mode: 'filter', ...extra });
 
@@ -22,6 +22,14 @@ describe('folding', () => {
   it('takes NFKC, case and Latin diacritics off, and joins letters spelled out one by one', () => {
     expect(foldForMatching('ＦＵＣＫ Straße Ça')).toBe('fuck strasse ca');
     expect(joinSpelledOut('say f.u.c.k or b a n a n a, not an a')).toBe('say fuck or banana, not an a');
+    expect(joinSpelledOut('f.u-c_k')).toBe('fuck');
+  });
+
+  it('also joins a spelled-out word without the one-letter word after it (FUZZ_SEED=1924187609, text 4329)', () => {
+    expect(joinSpelledOutAlike('crowd grusse  r.i.v.a.l.f.c   x')).toBe('crowd grusse  rivalfc   x');
+    const policy = new TextPolicy({ mode: 'filter', blocklist: ['rivalfc'] });
+    expect(policy.refusal('crowd Grüße  r.i.v.a.l.f.c   x')).toBe('blocklist');
+    expect(policy.refusal('go r.i.v.a.l.f.c a')).toBe('blocklist');
   });
 });
 
