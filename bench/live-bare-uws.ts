@@ -9,7 +9,7 @@
 //  - a line `publish <text>` on stdin (a page) goes to the topic at once (uWS writes it to every
 //    socket in C++);
 //  - a line `crowd <text>` on stdin is the crowd's newest value: its own timer publishes the newest
-//    one, if it changed, 4 times a second. A loop that runs late sends the newest value once, not
+//    one told since its last tick, 4 times a second. A loop that runs late sends the newest value once, not
 //    every value it missed, as the gateway's crowd tick does.
 // Several of these can listen on one port (SO_REUSEPORT), as gateway workers do.
 //   node dist/bench/live-bare-uws.js <port> <first page frame>

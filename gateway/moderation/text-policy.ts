@@ -57,9 +57,12 @@ export function foldForMatching(text: string): string {
   return folded.normalize('NFD').replace(/[\u0300-\u036f]/g, '').normalize('NFC');
 }
 
+/** A spelled-out run without its separators. */
+const lettersOf = (run: string) => run.replace(/[^\p{L}\p{N}]/gu, '');
+
 /** "f.u.c.k", "f u c k", "f_u_c_k", "f.u-c_k": single letters with separators between them, joined ("fuck"). */
 export function joinSpelledOut(folded: string): string {
-  return folded.replace(/(?<![\p{L}\p{N}])[\p{L}\p{N}](?:[^\p{L}\p{N}]{1,3}[\p{L}\p{N}](?![\p{L}\p{N}])){2,}/gu, (run) => run.replace(/[^\p{L}\p{N}]/gu, ''));
+  return folded.replace(/(?<![\p{L}\p{N}])[\p{L}\p{N}](?:[^\p{L}\p{N}]{1,3}[\p{L}\p{N}](?![\p{L}\p{N}])){2,}/gu, lettersOf);
 }
 
 /**
@@ -67,7 +70,7 @@ export function joinSpelledOut(folded: string): string {
  * where joinSpelledOut also takes in the one-letter word after it ("rivalfcx").
  */
 export function joinSpelledOutAlike(folded: string): string {
-  return folded.replace(/(?<![\p{L}\p{N}])[\p{L}\p{N}]([^\p{L}\p{N}]{1,3})[\p{L}\p{N}](?![\p{L}\p{N}])(?:\1[\p{L}\p{N}](?![\p{L}\p{N}]))+/gu, (run) => run.replace(/[^\p{L}\p{N}]/gu, ''));
+  return folded.replace(/(?<![\p{L}\p{N}])[\p{L}\p{N}]([^\p{L}\p{N}]{1,3})[\p{L}\p{N}](?![\p{L}\p{N}])(?:\1[\p{L}\p{N}](?![\p{L}\p{N}]))+/gu, lettersOf);
 }
 
 /** Punctuation that ends a word: before a space or the end. */
