@@ -6,7 +6,7 @@ import { configDefaults, defineConfig } from 'vitest/config';
  * they run after the others, one file at a time, so neither they nor their neighbours measure a
  * machine that another test is busy with.
  */
-const ALONE = ['test/faults/phones-on-bad-networks.test.ts', 'test/faults/live-drain.test.ts', 'test/client/package.test.ts', 'test/bridge/fuzz.test.ts', 'test/ops/container.test.ts'];
+const ALONE = ['test/faults/phones-on-bad-networks.test.ts', 'test/faults/live-drain.test.ts', 'test/client/package.test.ts', 'test/bridge/fuzz.test.ts', 'test/ops/container.test.ts', 'test/gateway/participant-flood.test.ts'];
 
 export default defineConfig({
   test: {
