@@ -239,7 +239,7 @@ describe('team management page', () => {
     await shot('08-end-of-show-confirmation');
     await dialog.getByRole('button', { name: 'Revoke audience tokens' }).click();
     await expect.poll(() => page.locator(`[data-layout-id="${t.layoutId}"] .end-show`).textContent()).toContain('are revoked');
-    await eventually(async () => (await act()).status === 401, 1000);
+    await eventually(async () => (await act()).status === 401);
     expect((await act()).body.error.code).toBe('token_revoked');
     expect((await act(await mintToken(t, t.layoutId, t.apiKey))).status).toBe(200);
   });

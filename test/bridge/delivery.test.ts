@@ -65,7 +65,7 @@ describe('through the gateway', () => {
       }),
     );
     await postAction(g.t, g.token, { layoutId: g.t.layoutId, lid: 2, type: 'Slider', value: 0.123 });
-    await eventually(() => Math.abs((s.messages.at(-1)?.args[0]?.value as number) - 0.123) < 1e-6, 3000);
+    await eventually(() => Math.abs((s.messages.at(-1)?.args[0]?.value as number) - 0.123) < 1e-6);
     expect(s.messages.length).toBeLessThan(values.length);
     expect(bridge.counters.total('coalesced')).toBeGreaterThan(0);
     expect(bridge.counters.total('coalesced') + s.messages.length).toBe(values.length);
@@ -157,7 +157,7 @@ describe('straight from the stream', () => {
     const { prefix, key, c } = await leavePending('test-bridge');
     const s = await sink();
     await bridgeFor(prefix, { targets: [{ host: '127.0.0.1', port: s.port }] }); // reclaim only after 30 s idle: not what delivers it
-    await eventually(() => s.messages.length === 1, 3000);
+    await eventually(() => s.messages.length === 1);
     expect(s.messages[0]!.args[0]!.value).toBe(1);
     await eventually(async () => ((await c.xpending(key, 'bridge:test-bridge')) as [number])[0] === 0);
   });
@@ -228,7 +228,7 @@ describe('a bridge’s first start on a layout', () => {
     await at(now - 5000, 'too old'); // past maxAgeMs (2 s): stale whatever the group
     await at(now - 400, 'sent while the bridge was starting');
     await bridgeFor(prefix, { targets: [{ host: '127.0.0.1', port: s.port }] });
-    await eventually(() => s.messages.length >= 1, 2000);
+    await eventually(() => s.messages.length >= 1);
     await new Promise((r) => setTimeout(r, 200));
     expect(s.messages.map((m) => m.args[0]!.value)).toEqual(['sent while the bridge was starting']);
   });

@@ -64,7 +64,7 @@ describe('every control type, end to end', () => {
   });
 
   it('reports the layout’s displays as destinationCount', async () => {
-    await eventually(async () => (await fetch(`${t.url}/layout/${t.layoutId}`, { headers: { 'x-api-key': t.apiKey } }).then((r) => r.json() as Promise<{ destinationCount: number }>)).destinationCount === 2, 3000);
+    await eventually(async () => (await fetch(`${t.url}/layout/${t.layoutId}`, { headers: { 'x-api-key': t.apiKey } }).then((r) => r.json() as Promise<{ destinationCount: number }>)).destinationCount === 2);
   });
 });
 

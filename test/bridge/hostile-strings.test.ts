@@ -66,7 +66,7 @@ describe('String values through gateway and bridge', () => {
     const before = b.sink.messages.length;
     const r = await postAction(g.t, g.token, body(JSON.stringify(value)));
     expect(r.status).toBe(200);
-    await eventually(() => b.sink.messages.length > before, 3000);
+    await eventually(() => b.sink.messages.length > before);
     const raw = b.sink.messages[before]!.raw;
     expect(stringArgument(raw).toString('utf8')).toBe(shown);
     expect(stringArgument(raw).equals(Buffer.from(shown, 'utf8'))).toBe(true);

@@ -53,7 +53,7 @@ describe('an entry the output cannot carry', () => {
     await t.add(encodeActionEntry(entry({ value: 'before' })));
     await t.add(encodeActionEntry(entry({ value: 'hi\u0000there' })));
     await t.add(encodeActionEntry(entry({ value: 'after' })));
-    await eventually(() => t.values().includes('after'), 3000);
+    await eventually(() => t.values().includes('after'));
     expect(t.values()).toEqual(['before', 'after']);
     const dead = await t.c.xrange(deadLetterKey(t.prefix, LAYOUT), '-', '+');
     expect(dead).toHaveLength(1);
@@ -73,7 +73,7 @@ describe('an entry the output cannot carry', () => {
     const bridge = await t.start();
     await t.add(rawEntry(patch));
     await t.add(encodeActionEntry(entry({ value: 'next' })));
-    await eventually(() => t.values().includes('next'), 3000);
+    await eventually(() => t.values().includes('next'));
     expect(t.values()).toEqual(['next']);
     const dead = await t.c.xrange(deadLetterKey(t.prefix, LAYOUT), '-', '+');
     expect(dead.map((d) => d[1][d[1].indexOf('reason') + 1])).toEqual([expect.stringMatching(reason)]);
@@ -86,9 +86,9 @@ describe('an entry the output cannot carry', () => {
     await t.c.set(deadLetterKey(t.prefix, LAYOUT), 'not a stream');
     await t.add(rawEntry({ value: 'bad\u0000' }));
     await t.add(encodeActionEntry(entry({ value: 'after the bad one' })));
-    await eventually(() => t.values().includes('after the bad one'), 3000);
+    await eventually(() => t.values().includes('after the bad one'));
     await t.add(encodeActionEntry(entry({ value: 'and the next' })));
-    await eventually(() => t.values().includes('and the next'), 3000);
+    await eventually(() => t.values().includes('and the next'));
     const c = bridge.counters.layout(LAYOUT);
     expect(c.deadLettered).toBe(1);
     expect(c.deadLetterFailures).toBe(1);
@@ -100,7 +100,7 @@ describe('an entry the output cannot carry', () => {
     const t = await setup({ maxAgeMs: 2000 });
     await t.start();
     await t.add(encodeActionEntry(entry({ value: 'skewed', ts: Date.now() + 1000 })));
-    await eventually(() => t.values().includes('skewed'), 3000);
+    await eventually(() => t.values().includes('skewed'));
   });
 });
 
@@ -135,7 +135,7 @@ describe('a pending entry whose data is gone', () => {
     const bridge = await t.start();
     await eventually(() => t.values().length === 2, 5000);
     expect(t.values()).toEqual(['old-1', 'old-3']);
-    await eventually(() => bridge.counters.layout(LAYOUT).lostTrimmed === 2, 3000);
+    await eventually(() => bridge.counters.layout(LAYOUT).lostTrimmed === 2);
     await eventually(async () => ((await t.c.xpending(t.key, 'bridge:test-bridge')) as [number])[0] === 0);
     expectCountersAddUp(bridge);
   });
@@ -149,7 +149,7 @@ describe('a consumer group or stream that vanished', () => {
     const t = await setup();
     const bridge = await t.start();
     await t.add(encodeActionEntry(entry({ value: 'first' })));
-    await eventually(() => t.values().includes('first'), 3000);
+    await eventually(() => t.values().includes('first'));
     await lose(t);
     await t.add(encodeActionEntry(entry({ value: 'second' })));
     await eventually(() => t.values().includes('second'), 5000);
@@ -171,7 +171,7 @@ describe('counters', () => {
     const c = bridge.counters.layout(LAYOUT);
     expect(c.coalesced).toBeGreaterThan(0);
     expect(c.sent + c.coalesced).toBe(300);
-    await eventually(() => bridge.counters.layout(LAYOUT).acked === 300, 2000);
+    await eventually(() => bridge.counters.layout(LAYOUT).acked === 300);
     await new Promise((r) => setTimeout(r, 300));
     expect(bridge.counters.layout(LAYOUT).acked).toBe(300); // not once more per coalesced entry
     expectCountersAddUp(bridge);
@@ -183,13 +183,13 @@ describe('counters', () => {
     await t.c.call('ACL', 'SETUSER', 'default', '-xack');
     cleanups.push(() => t.c.call('ACL', 'SETUSER', 'default', '+xack'));
     for (let i = 0; i < 5; i++) await t.add(encodeActionEntry(entry({ value: `unackable-${i}` })));
-    await eventually(() => t.values().length === 5, 3000);
+    await eventually(() => t.values().length === 5);
     await eventually(() => bridge.counters.layout(LAYOUT).acksAbandoned === 5, 5000);
     const c = bridge.counters.layout(LAYOUT);
     expect(c.ackFailures).toBeGreaterThan(0);
     expect(c.ackFailures).toBeLessThanOrEqual(20);
     await t.c.call('ACL', 'SETUSER', 'default', '+xack');
     await t.add(encodeActionEntry(entry({ value: 'later' })));
-    await eventually(() => t.values().includes('later'), 3000);
+    await eventually(() => t.values().includes('later'));
   });
 });

@@ -52,7 +52,7 @@ describe('OSCQuery WebSocket commands', () => {
       server.played('show#1', [{ address: '/002', args: [{ type: 'float', value: 0.1 }] }]); // another target's /002: not this namespace's
       server.played('show#0', [{ address: '/002', args: [{ type: 'float', value: 0.5 }] }]);
       return c.got.length > 0;
-    }, 3000);
+    });
     expect(c.got.every((b) => b.includes(Buffer.from([0x3f, 0, 0, 0])))).toBe(true); // 0.5 as a float32, never 0.1
     expect(c.socket.readyState).toBe(WebSocket.OPEN);
     c.socket.close();
@@ -64,7 +64,7 @@ describe('OSCQuery WebSocket commands', () => {
     expect(refused).toBe(503);
     clients[0]!.socket.close();
     await clients[0]!.closed;
-    await eventually(() => server.clients < MAX_CLIENTS, 2000);
+    await eventually(() => server.clients < MAX_CLIENTS);
     const again = await open();
     again.socket.close();
     for (const c of clients.slice(1)) c.socket.close();

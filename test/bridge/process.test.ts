@@ -150,7 +150,7 @@ describe('the process', () => {
       await eventually(() => pings.length >= 3, 5000);
       proxy.hold(); // the blocking read now hangs until its command timeout (800 ms here), then again on a new connection
       const heldAt = performance.now();
-      await eventually(async () => (await fetch(`http://127.0.0.1:${opsPort}/readyz`)).status === 503, 3000);
+      await eventually(async () => (await fetch(`http://127.0.0.1:${opsPort}/readyz`)).status === 503);
       await new Promise((r) => setTimeout(r, 1500));
       const heldUntil = performance.now();
       const times = [heldAt, ...pings.filter((p) => p > heldAt && p < heldUntil), heldUntil];
@@ -201,12 +201,12 @@ describe('the process', () => {
     expect(await count()).toBe(0);
     const a = await spawnBridge(['--config', file]);
     children.push(a.child);
-    await eventually(async () => (await count()) === 2, 3000);
+    await eventually(async () => (await count()) === 2);
     expect(await stopProcess(a.child)).toBe(0);
-    await eventually(async () => (await count()) === 0, 3000); // deregistered at once (+ the gateway's 1 s cache)
+    await eventually(async () => (await count()) === 0); // deregistered at once (+ the gateway's 1 s cache)
     const b = await spawnBridge(['--config', file]);
     children.push(b.child);
-    await eventually(async () => (await count()) === 2, 3000);
+    await eventually(async () => (await count()) === 2);
     await stopProcess(b.child, 'SIGKILL');
     const crashed = Date.now();
     await eventually(async () => (await count()) === 0, 10_000);

@@ -59,9 +59,9 @@ describe('the send schedule and the reader', () => {
     });
     s.start();
     try {
-      await eventually(() => s.nextDue < Infinity, 3000);
+      await eventually(() => s.nextDue < Infinity);
       s.ackLater('1-1');
-      await eventually(() => calls.length === 1, 1000);
+      await eventually(() => calls.length === 1);
       const progress = s.lastProgress;
       for (let i = 0; i < 3; i++) await s.afterNextTick(); // released tick after tick though the XACK hangs
       expect(s.lastProgress).toBeGreaterThan(progress);
@@ -70,7 +70,7 @@ describe('the send schedule and the reader', () => {
       for (let i = 0; i < 3; i++) await s.afterNextTick();
       expect(calls).toEqual([['1-1']]); // never two at once
       answer();
-      await eventually(() => calls.length === 2, 1000);
+      await eventually(() => calls.length === 2);
       expect(calls[1]).toEqual(['2-1', '3-1']);
       answer();
     } finally {
@@ -85,9 +85,9 @@ describe('the send schedule and the reader', () => {
       await new Promise((r) => setTimeout(r, 200));
     });
     s.start();
-    await eventually(() => s.nextDue < Infinity, 3000);
+    await eventually(() => s.nextDue < Infinity);
     s.ackLater('1-1');
-    await eventually(() => calls.length === 1, 1000);
+    await eventually(() => calls.length === 1);
     s.ackLater('2-1');
     await s.stop(0);
     expect(calls).toEqual([['1-1'], ['2-1']]);
@@ -111,14 +111,14 @@ describe('the send schedule and the reader', () => {
       }
       await burst.exec();
       sched.start();
-      await eventually(() => sched.nextDue < Infinity, 3000); // the loop runs once its clock does
+      await eventually(() => sched.nextDue < Infinity); // the loop runs once its clock does
       sched.nextDue = performance.now(); // as if a tick were due now
       consumer.start();
       await new Promise((r) => setTimeout(r, 300));
       expect(sched.pending()).toBe(0); // waiting for the tick, not reading on
       expect(counters.layout('tick-budget').read).toBe(0);
       await sched.stop(0); // the loop ends: no tick will come, so the reader goes on
-      await eventually(() => sched.pending() === 100, 3000);
+      await eventually(() => sched.pending() === 100);
     } finally {
       await consumer.stop();
       reader.disconnect();

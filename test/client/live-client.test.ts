@@ -27,16 +27,16 @@ describe('LiveClient', () => {
     const c = client(await mintToken(t, t.layoutId, t.apiKey));
     const pages: string[] = [];
     c.on('page', (p) => pages.push(p.activePageId));
-    await eventually(() => c.page !== null, 3000);
+    await eventually(() => c.page !== null);
     expect(c.state).toBe('open');
     expect(c.page!.controls.map((x) => x.lid)).toEqual([1, 2, 3, 4, 5, 6]);
     await c.send({ lid: 5, type: 'String', value: 'from the client library' });
     await expect(c.send({ lid: 2, type: 'Slider', value: 7 })).rejects.toMatchObject({ code: 'invalid_value' });
     await t.admin.layouts.activate(t.layoutId, 'encore');
-    await eventually(() => c.page?.activePageId === 'encore', 3000);
+    await eventually(() => c.page?.activePageId === 'encore');
     await expect(c.send({ lid: 5, type: 'String', value: 'gone' })).rejects.toBeInstanceOf(LiveError); // not on the live page
     await t.admin.layouts.activate(t.layoutId, 'main');
-    await eventually(() => pages.at(-1) === 'main', 3000);
+    await eventually(() => pages.at(-1) === 'main');
     c.stop();
     await expect(c.send({ lid: 1, type: 'Button' })).rejects.toMatchObject({ code: 'stopped' });
   });
@@ -50,7 +50,7 @@ describe('LiveClient', () => {
         return mintToken(t, t.layoutId, t.apiKey);
       },
     });
-    await eventually(() => c.state === 'open' && c.page !== null, 3000);
+    await eventually(() => c.state === 'open' && c.page !== null);
     const closes: number[] = [];
     c.on('closed', (e) => closes.push(e.code));
     await t.admin.apiKeys.revoke(key.keyId);
@@ -67,16 +67,16 @@ describe('LiveClient', () => {
   it('stops as unauthorized on 4001 without a refresh callback; after a gateway stops it keeps reconnecting, and an unanswered action times out', async () => {
     const key = await t.admin.apiKeys.create(t.teamId, { name: 'no refresh' });
     const c = client(await mintToken(t, t.layoutId, key.apiKey));
-    await eventually(() => c.state === 'open', 3000);
+    await eventually(() => c.state === 'open');
     const told: number[] = [];
     c.on('unauthorized', (e) => told.push(e.code));
     await t.admin.apiKeys.revoke(key.keyId);
-    await eventually(() => c.state === 'unauthorized', 3000);
+    await eventually(() => c.state === 'unauthorized');
     expect(told).toEqual([CLOSE.tokenInvalid]);
     // a gateway that stops (1012): the client keeps trying, and an action waits for its ack until the timeout
     const other = await startTestGateway({ redisUrl: redis.get().server.url, sameDataAs: t });
     const d = new LiveClient({ url: liveUrl(other.url), token: await mintToken(t, t.layoutId, t.apiKey), WebSocket: WebSocket, baseDelayMs: 50, maxDelayMs: 200, ackTimeoutMs: 1000, maxFailedOpens: 1000 });
-    await eventually(() => d.state === 'open', 3000);
+    await eventually(() => d.state === 'open');
     const states: string[] = [];
     d.on('state', (s) => states.push(s));
     await other.close();
@@ -92,9 +92,9 @@ describe('LiveClient state for late listeners', () => {
     await t.admin.layouts.import(t.teamId, crowdLayout);
     const token = (await postJson(`${t.url}/token`, { layoutId: crowdLayout.layoutId }, { 'x-api-key': t.apiKey })).body.token as string;
     const c = client(token);
-    await eventually(() => c.page !== null, 3000);
+    await eventually(() => c.page !== null);
     await c.send({ lid: 2, type: 'Slider', value: 0.75 });
-    await eventually(() => c.crowd.get(2)?.value === 0.75, 3000);
+    await eventually(() => c.crowd.get(2)?.value === 0.75);
     const pages: string[] = [];
     const crowds: number[] = [];
     c.on('page', (p) => pages.push(p.layoutId));

@@ -26,7 +26,7 @@ describe('a refused upgrade', () => {
       }
     }
     const c = new LiveClient({ url: liveUrl(t.url), token: await mintToken(t, t.layoutId, t.apiKey), WebSocket: Timed, baseDelayMs: 10, maxDelayMs: 20 });
-    await eventually(() => attempts.length >= 1 && c.state === 'waiting', 2000);
+    await eventually(() => attempts.length >= 1 && c.state === 'waiting');
     holder.ws.close();
     await eventually(() => c.state === 'open' && c.page !== null, 5000);
     // the retry after the 503 waits its second; a socket uWS drops right after an asynchronous

@@ -73,7 +73,7 @@ describe('the client renews its token', () => {
     let renewals = 0;
     const { WS, opened } = counting();
     const c = new LiveClient({ url: liveUrl(t.url), token: first, WebSocket: WS, baseDelayMs: 50, refreshToken: () => (renewals++, renewOf(first)()) });
-    await eventually(() => c.state === 'open' && c.page !== null, 3000);
+    await eventually(() => c.state === 'open' && c.page !== null);
     const refreshed: number[] = [];
     c.on('refreshed', (e) => refreshed.push(e.expiresAt));
     const closes: number[] = [];
@@ -109,9 +109,9 @@ describe('the client renews its token', () => {
     });
     const closes: number[] = [];
     c.on('closed', (e) => closes.push(e.code));
-    await eventually(() => c.state === 'open', 3000);
+    await eventually(() => c.state === 'open');
     ahead += 95_000;
-    await eventually(() => tokens.length === 1, 3000);
+    await eventually(() => tokens.length === 1);
     ahead += 30_000;
     await eventually(() => closes.includes(CLOSE.tokenExpired) && c.state === 'open', 5000);
     expect(decodeJwt(tokens[1]!).sub).toBe(decodeJwt(first).sub);

@@ -122,7 +122,7 @@ describe('on a 3-master Redis Cluster', () => {
     await ctl('layout', 'activate', layouts[3]!, 'encore');
     const written = performance.now(); // audiencectl has connected, written and published
     await Promise.all(
-      gateways.map((g) => eventually(async () => (await call(`${g.url}/layout/${layouts[3]}`, { headers: { 'x-api-key': keyA } })).body.activePageId === 'encore', 2000)),
+      gateways.map((g) => eventually(async () => (await call(`${g.url}/layout/${layouts[3]}`, { headers: { 'x-api-key': keyA } })).body.activePageId === 'encore')),
     );
     recordFigure('cluster_page_switch_reaches_two_gateways_ms', performance.now() - written, 'ms', `after audiencectl returned (${Math.round(written - started)} ms); re-check every 5 s`);
   });
@@ -131,7 +131,7 @@ describe('on a 3-master Redis Cluster', () => {
     const before = (await postJson(`${gateways[0]!.url}/token`, { layoutId: layouts[0] }, { 'x-api-key': keyA })).body.token as string;
     const { kid } = await ctl('signing-key', 'rotate');
     for (const g of gateways) {
-      await eventually(async () => decodeProtectedHeader((await postJson(`${g.url}/token`, { layoutId: layouts[0] }, { 'x-api-key': keyA })).body.token as string).kid === kid, 2000);
+      await eventually(async () => decodeProtectedHeader((await postJson(`${g.url}/token`, { layoutId: layouts[0] }, { 'x-api-key': keyA })).body.token as string).kid === kid);
       expect((await postAction(g, before, { layoutId: layouts[0], lid: 1, type: 'Button' })).status).toBe(200);
     }
   });
@@ -173,7 +173,7 @@ describe('on a 3-master Redis Cluster', () => {
     await eventually(() => own.messages.some((m) => m.args[0]?.value === 'own user'), 5000);
     await eventually(() => own.messages.some((m) => m.address === '/004/n' && m.args[0]?.value === 3), 5000);
     await eventually(() => own.messages.some((m) => m.address === '/004/cue' && m.args[0]?.value === 1), 5000);
-    await eventually(async () => (await call(`${gateways[1]!.url}/layout/crowd-acl`, { headers: { 'x-api-key': keyB } })).body.destinationCount === 1, 3000);
+    await eventually(async () => (await call(`${gateways[1]!.url}/layout/crowd-acl`, { headers: { 'x-api-key': keyB } })).body.destinationCount === 1);
     // the bridge's credentials on the cluster: its keys only
     const as = new Cluster([{ host: '127.0.0.1', port: cluster.get().nodes[0]!.port }], { redisOptions: { username: grant.user, password: grant.password } });
     const refusal = (p: Promise<unknown>) => p.then(() => 'allowed', (e: Error) => e.message);
@@ -195,7 +195,7 @@ describe('on a 3-master Redis Cluster', () => {
     await ctl('key', 'revoke', keyAId);
     for (const g of gateways) {
       expect((await postJson(`${g.url}/token`, { layoutId: layouts[0] }, { 'x-api-key': keyA })).body.error.code).toBe('api_key_revoked');
-      await eventually(async () => (await postAction(g, token, { layoutId: layouts[0], lid: 1, type: 'Button' })).status === 401, 2000);
+      await eventually(async () => (await postAction(g, token, { layoutId: layouts[0], lid: 1, type: 'Button' })).status === 401);
     }
   });
 });

@@ -102,7 +102,7 @@ describe('npm start', () => {
     expect(lines[6]).toMatch(/page encore is active/);
     expect(JSON.parse(lines[7]!).activePageId).toBe('encore');
     // each curl visibly became an OSC packet at the monitor, and the vote reached its cue on the real bridge
-    await eventually(() => first.out().includes('/006 ,ff 0.200 0.900'), 3000);
+    await eventually(() => first.out().includes('/006 ,ff 0.200 0.900'));
     expect(first.out()).toContain(`[osc 127.0.0.1:`);
     expect(first.out()).toContain('/002 ,f 0.750');
     await eventually(() => first.out().includes('/011/cue ,i 2'), 5000);

@@ -61,14 +61,14 @@ describe('bridge chaos', () => {
     for (let i = 0; i < 5; i++) await c.xadd(key, '*', ACTION_FIELD, encodeActionEntry(entry(`kept-${i}`)));
     const { child, output } = await spawnBridge(['--config', file]);
     children.push(child);
-    await eventually(() => s.messages.filter((m) => String(m.args[0]!.value).startsWith('kept-')).length === 5, 3000);
+    await eventually(() => s.messages.filter((m) => String(m.args[0]!.value).startsWith('kept-')).length === 5);
     const metricsOf = async () => (await fetch(`http://127.0.0.1:${opsPortOf(output())}/metrics`)).text();
-    await eventually(async () => (await metricsOf()).includes('audience_bridge_entries_lost_total{layout="show",reason="trimmed_unread"} 300'), 3000);
-    await eventually(async () => (await metricsOf()).includes('audience_bridge_consumer_lag_entries{layout="show"} 0'), 3000);
+    await eventually(async () => (await metricsOf()).includes('audience_bridge_entries_lost_total{layout="show",reason="trimmed_unread"} 300'));
+    await eventually(async () => (await metricsOf()).includes('audience_bridge_consumer_lag_entries{layout="show"} 0'));
     expect(output()).toMatch(/entries lost unread/);
     // and nothing more is counted as the bridge goes on
     for (let i = 0; i < 20; i++) await c.xadd(key, '*', ACTION_FIELD, encodeActionEntry(entry(`later-${i}`)));
-    await eventually(() => s.messages.filter((m) => String(m.args[0]!.value).startsWith('later-')).length === 20, 3000);
+    await eventually(() => s.messages.filter((m) => String(m.args[0]!.value).startsWith('later-')).length === 20);
     await new Promise((r) => setTimeout(r, 1200));
     const after = await metricsOf();
     expect(after).toContain('audience_bridge_entries_lost_total{layout="show",reason="trimmed_unread"} 300');
@@ -88,7 +88,7 @@ describe('bridge chaos', () => {
     const { child, output } = await spawnBridge(['--config', file]);
     children.push(child);
     await c.xadd(key, '*', ACTION_FIELD, encodeActionEntry(entry('warm')));
-    await eventually(() => s.messages.length === 1, 3000);
+    await eventually(() => s.messages.length === 1);
     // The link vanishes under the bridge's blocking read and the one queued behind it (and, on a
     // slow machine, a read made after a timeout): Redis hands each of them one of the 40, and their
     // replies never arrive. All 40 are trimmed away before the link comes back.
@@ -169,7 +169,7 @@ describe('bridge chaos', () => {
       return (await postAction({ url: api }, tok.body.token as string, { layoutId: DEMO_LAYOUT.layoutId, lid: 5, type: 'String', value })).status;
     };
     expect(await act(firstKey, 'before')).toBe(200);
-    await eventually(() => s.messages.some((m) => m.args[0]!.value === 'before'), 3000);
+    await eventually(() => s.messages.some((m) => m.args[0]!.value === 'before'));
 
     await server.kill();
     await server.restart(); // empty: no AOF, no RDB

@@ -60,7 +60,7 @@ async function crowdThenLose(stop: (victim: GatewayProcess) => void): Promise<nu
   const toggle = (value: boolean) => ({ layoutId: LAYOUT, lid: 3, type: 'Toggle', value });
   const on = await Promise.all(tokens.map((t, i) => postOnNewConnection((i % 2 === 0 ? a : b).port, t, toggle(true))));
   expect(new Set(on)).toEqual(new Set([200]));
-  await eventually(() => strobeIs(1, PARTICIPANTS), 3000);
+  await eventually(() => strobeIs(1, PARTICIPANTS));
   const stopped = Date.now();
   stop(a);
   const off = await Promise.all(tokens.map((t) => postOnNewConnection(b.port, t, toggle(false))));

@@ -47,7 +47,7 @@ describe('the crowd feed checks its own subscription', () => {
     await eventually(async () => {
       await publish(5);
       return seen.some((v) => v.n === 5);
-    }, 3000);
+    });
     await subscriber.sunsubscribe(channel); // deaf, with no error anywhere
     await publish(6);
     await new Promise((r) => setTimeout(r, 500));
@@ -67,7 +67,7 @@ describe('the crowd feed checks its own subscription', () => {
     await eventually(async () => {
       await publish(3);
       return seen.some((v) => v.n === 3);
-    }, 3000);
+    });
     await new Promise((r) => setTimeout(r, PROBE_EVERY_MS * 2 + 500)); // two probes come and go
     expect(misses).toEqual([]);
     expect(seen.every((v) => v.lid === 2)).toBe(true);

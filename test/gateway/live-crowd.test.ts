@@ -47,11 +47,11 @@ describe(`crowd frames (seed ${seed})`, () => {
     }
     const expected = offlineCrowd(actions, CROWD_MODES, CROWD_WINDOW_MS, { 4: 3 });
     const crowd = () => watcher.frames.filter((f) => f.op === 'crowd') as unknown as CrowdFrame[];
-    await eventually(() => crowdFrameMismatches(crowd(), expected).length === 0, 3000).catch(() => {});
+    await eventually(() => crowdFrameMismatches(crowd(), expected).length === 0).catch(() => {});
     expect(crowdFrameMismatches(crowd(), expected)).toEqual([]);
     expect(crowd().every((f) => f.lid !== 12)).toBe(true); // a control without aggregate has no crowd
     const late = await connectLive(t.url, await mintToken(t, t.layoutId, t.apiKey));
-    await eventually(() => late.frames.filter((f) => f.op === 'crowd').length >= Object.keys(expected).length, 2000);
+    await eventually(() => late.frames.filter((f) => f.op === 'crowd').length >= Object.keys(expected).length);
     expect(late.frames[0]!.op).toBe('page');
     expect(crowdFrameMismatches(late.frames.filter((f) => f.op === 'crowd') as unknown as CrowdFrame[], expected)).toEqual([]);
     watcher.ws.close();
@@ -68,7 +68,7 @@ describe(`crowd frames (seed ${seed})`, () => {
       // doubles; two at 1/3: a standard deviation that is 0, not a few e-17
       for (const value of [0.1, 0.2, 0.3]) expect((await postAction(t, await token(), { layoutId, lid: 13, type: 'Slider', value })).status).toBe(200);
       for (const value of [1 / 3, 1 / 3]) expect((await postAction(t, await token(), { layoutId, lid: 2, type: 'Slider', value })).status).toBe(200);
-      await eventually(() => watcher.frames.some((f) => f.op === 'crowd' && f.lid === 13 && f.n === 3) && watcher.frames.some((f) => f.op === 'crowd' && f.lid === 2 && f.n === 2), 3000);
+      await eventually(() => watcher.frames.some((f) => f.op === 'crowd' && f.lid === 13 && f.n === 3) && watcher.frames.some((f) => f.op === 'crowd' && f.lid === 2 && f.n === 2));
       const last = (lid: number) => watcher.frames.filter((f) => f.op === 'crowd' && f.lid === lid).at(-1)!;
       expect([last(13).value, last(13).sd]).toEqual([0.2, 0.0816497]);
       expect([last(2).value, last(2).sd]).toEqual([0.3333333, 0]);
@@ -91,7 +91,7 @@ describe(`crowd frames (seed ${seed})`, () => {
     const watcher = await connectLive(t.url, await token());
     try {
       expect((await postAction(t, await token(), { layoutId, lid: 4, type: 'Index', value: 1 })).status).toBe(200);
-      await eventually(() => watcher.frames.some((f) => f.op === 'crowd' && f.lid === 4 && f.n === 1), 3000);
+      await eventually(() => watcher.frames.some((f) => f.op === 'crowd' && f.lid === 4 && f.n === 1));
       await new Promise((r) => setTimeout(r, 2000));
       expect(watcher.frames.filter((f) => f.op === 'crowd' && f.lid === 4).at(-1)).toMatchObject({ n: 1, value: [0, 1, 0] });
     } finally {
@@ -183,16 +183,16 @@ describe("the layout's crowd channel", () => {
   it('is subscribed (SSUBSCRIBE) only while this process holds sockets on the layout', async () => {
     const channel = t.gw.stores.keys.liveChannel(t.layoutId);
     const subscribers = async () => Number(((await redis.get().client.call('PUBSUB', 'SHARDNUMSUB', channel)) as [string, number])[1]);
-    await eventually(async () => (await subscribers()) === 0, 3000); // the sockets of the tests above are gone
+    await eventually(async () => (await subscribers()) === 0); // the sockets of the tests above are gone
     const a = await connectLive(t.url, await mintToken(t, t.layoutId, t.apiKey));
     const b = await connectLive(t.url, await mintToken(t, t.layoutId, t.apiKey));
-    await eventually(async () => (await subscribers()) === 1, 3000);
+    await eventually(async () => (await subscribers()) === 1);
     a.ws.close();
     await a.closed;
     await new Promise((r) => setTimeout(r, 100));
     expect(await subscribers()).toBe(1); // one socket is still there
     b.ws.close();
-    await eventually(async () => (await subscribers()) === 0, 3000);
+    await eventually(async () => (await subscribers()) === 0);
   });
 });
 
@@ -230,12 +230,12 @@ describe('a crowd subscription that fails', () => {
       const token = await mintToken(g, g.layoutId, g.apiKey);
       const first = await connectLive(g.url, token); // token and layout cached: the next upgrade needs no Redis
       first.ws.close();
-      await eventually(async () => (await subscribers()) === 0, 3000);
+      await eventually(async () => (await subscribers()) === 0);
       await redis.get().client.call('CLIENT', 'PAUSE', '800', 'ALL');
       const watcher = await connectLive(g.url, token); // its SSUBSCRIBE times out while Redis is paused
       await eventually(async () => (await subscribers()) === 1, 5000);
       await postAction(g, await mintToken(g, g.layoutId, g.apiKey), { layoutId: g.layoutId, lid: 2, type: 'Slider', value: 0.4 });
-      await watcher.next('crowd', 0, 3000);
+      await watcher.next('crowd');
       watcher.ws.close();
     } finally {
       await g.close();

@@ -37,7 +37,7 @@ describe('one participant\'s sockets', () => {
       expect(Number(a.retryAfter)).toBeGreaterThanOrEqual(1);
     }
     const opened = attempts.filter((a) => a.ws).map((a) => a.ws!);
-    await eventually(() => opened.filter((ws) => ws.readyState === WebSocket.OPEN).length <= 2, 3000);
+    await eventually(() => opened.filter((ws) => ws.readyState === WebSocket.OPEN).length <= 2);
     const codes = await Promise.all(opened.filter((ws) => ws.readyState !== WebSocket.OPEN).map((ws) => (ws.readyState === WebSocket.CLOSED ? Promise.resolve(-1) : new Promise<number>((r) => ws.once('close', (c) => r(c))))));
     // Every close is a replacement (4009). A 1006 is a socket uWS dropped right after its
     // asynchronous upgrade, which the gateway counts (uNetworking/uWebSockets#1928, docs/live.md).

@@ -97,7 +97,7 @@ describe('GET /live', () => {
     ws.send(JSON.stringify({ op: 'dance', ref: 'r-3' }));
     ws.send(JSON.stringify({ op: 'action', ref: 'r-4', layoutId: 'another-layout', lid: 1, type: 'Button' }));
     ws.send(JSON.stringify({ op: 'action', ref: 'r-5', lid: 99, type: 'Button' }));
-    await eventually(() => frames.slice(errorsFrom).filter((f) => f.op === 'error').length === 6, 3000);
+    await eventually(() => frames.slice(errorsFrom).filter((f) => f.op === 'error').length === 6);
     const codes = frames.slice(errorsFrom).map((f) => [f.ref, (f.error as { code: string }).code]);
     expect(codes).toEqual([
       ['r-2', 'invalid_value'],
@@ -181,7 +181,7 @@ describe('GET /live', () => {
     await eventually(async () => {
       const fresh = await mintToken(t, t.layoutId, t.apiKey);
       return JSON.parse(Buffer.from(fresh.split('.')[0]!, 'base64url').toString()).kid !== retiring;
-    }, 3000);
+    });
     const renewed = await connect(await mintToken(t, t.layoutId, t.apiKey));
     await renewed.next('page');
     await t.admin.signingKeys.retire(retiring);
@@ -209,7 +209,7 @@ describe('the socket caps of a process (LIVE_MAX_SOCKETS, LIVE_NEW_SOCKETS_PER_S
         const again = await attempt(g, token);
         again.ws?.close();
         return again.status === 101;
-      }, 2000);
+      });
       for (const h of held) h.ws?.close();
     } finally {
       await g.close();
@@ -255,7 +255,7 @@ describe('a client that leaves before its actions are answered', () => {
       ws.on('message', (data: Buffer) => frames.push(JSON.parse(data.toString('utf8')) as Frame));
       await new Promise<void>((r) => ws.once('open', () => r()));
       ws.send(JSON.stringify({ op: 'action', ref: 'still-here', lid: 1, type: 'Button' }));
-      await eventually(() => frames.some((f) => f.op === 'ack' && f.ref === 'still-here'), 3000);
+      await eventually(() => frames.some((f) => f.op === 'ack' && f.ref === 'still-here'));
       ws.close();
     } finally {
       await g.close();

@@ -44,9 +44,9 @@ describe('Redis that lost its data', () => {
     expect(await tokenWorks(t.apiKey)).toBe(true);
     await server.kill();
     await server.restart();
-    await eventually(async () => (await t.admin.signingKeys.list().catch(() => [])).some((k) => k.current), 3000);
+    await eventually(async () => (await t.admin.signingKeys.list().catch(() => [])).some((k) => k.current));
     const apiKey = await reseed();
-    await eventually(() => tokenWorks(apiKey), 3000);
+    await eventually(() => tokenWorks(apiKey));
   });
 
   it('after FLUSHALL (no reconnect): a signing key exists again within the re-check interval', async () => {
@@ -54,9 +54,9 @@ describe('Redis that lost its data', () => {
     const client = new Redis(server.url);
     try {
       await client.flushall();
-      await eventually(async () => (await client.keys('*signing*')).length >= 2, 3000); // the keys hash and the current kid
+      await eventually(async () => (await client.keys('*signing*')).length >= 2); // the keys hash and the current kid
       const apiKey = await reseed();
-      await eventually(() => tokenWorks(apiKey), 3000);
+      await eventually(() => tokenWorks(apiKey));
     } finally {
       client.disconnect();
       await quick.close();

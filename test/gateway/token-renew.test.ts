@@ -48,7 +48,7 @@ describe('POST /token with renew', () => {
     expect((await postAction(t, old, { layoutId: t.layoutId, lid: 2, type: 'Slider', value: 0.2 })).status).toBe(200);
     const renewed = (await token({ renew: old })).body.token as string;
     expect((await postAction(t, renewed, { layoutId: t.layoutId, lid: 2, type: 'Slider', value: 0.8 })).status).toBe(200);
-    await eventually(() => watcher.frames.some((f) => f.op === 'crowd' && f.lid === 2 && f.value === 0.8), 3000);
+    await eventually(() => watcher.frames.some((f) => f.op === 'crowd' && f.lid === 2 && f.value === 0.8));
     const last = watcher.frames.filter((f) => f.op === 'crowd' && f.lid === 2).at(-1)!;
     expect(last).toMatchObject({ n: 1, value: 0.8, zones: { right: { n: 1, value: 0.8 } } });
     watcher.ws.close();

@@ -70,7 +70,7 @@ export async function liveAcrossProcesses(env: Env, seed: number, label: string)
     const before = all.map((s) => s.frames.length);
     const switched = Date.now();
     await ctl('layout', 'activate', layoutId, 'encore');
-    await eventually(() => all.every((s, i) => s.frames.slice(before[i]).some((f) => f.op === 'page' && f.activePageId === 'encore')), 3000);
+    await eventually(() => all.every((s, i) => s.frames.slice(before[i]).some((f) => f.op === 'page' && f.activePageId === 'encore')));
     recordFigure(`live_page_switch_all_sockets_ms_${label}`, Date.now() - switched, 'ms', `${all.length} sockets over 3 gateway processes, audiencectl layout activate to the last page frame`);
     // revoking a key closes its sockets on every process with 4001, and only those
     const revokedAt = Date.now();

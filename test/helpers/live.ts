@@ -1,7 +1,7 @@
 // A `ws` client on a gateway's live channel, as a phone connects: the subprotocols
 // `audience-control.v1` and `bearer.<token>`, the frames received kept in order, how it closed.
 import WebSocket from 'ws';
-import { eventually } from './gateway.js';
+import { eventually, LOADED_MACHINE_MS } from './gateway.js';
 
 export interface Frame {
   op: string;
@@ -50,7 +50,7 @@ async function openLive(base: string, token: string, options: WebSocket.ClientOp
     ws.once('open', () => resolve());
     ws.once('error', reject);
   });
-  const next = async (op: string, after = 0, ms = 3000) => {
+  const next = async (op: string, after = 0, ms = LOADED_MACHINE_MS) => {
     await eventually(() => frames.slice(after).some((f) => f.op === op), ms);
     return frames.slice(after).find((f) => f.op === op)!;
   };

@@ -62,7 +62,7 @@ describe('gateway ops endpoints', () => {
       expect(await r.text()).toContain('Redis unreachable');
       expect((await fetch(`http://127.0.0.1:${t.gw.opsPort}/healthz`)).status).toBe(200);
       proxy.release();
-      await eventually(async () => (await fetch(`http://127.0.0.1:${t.gw.opsPort}/readyz`)).status === 200, 3000);
+      await eventually(async () => (await fetch(`http://127.0.0.1:${t.gw.opsPort}/readyz`)).status === 200);
     } finally {
       await t.close();
       await proxy.stop();
