@@ -8,6 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { availableParallelism } from 'node:os';
 import { describe, expect, it } from 'vitest';
 import { pinProcess, threadsOf } from '../../bench/harness.js';
+import { eventually } from '../helpers/gateway.js';
 import { killAfterEach } from '../helpers/processes.js';
 
 function allowedCores(pid: number): string[] {
@@ -36,8 +37,7 @@ throw new Error('the load generator failed');`;
     const pid = Number(/server (\d+)/.exec(out)?.[1]);
     expect(pid).toBeGreaterThan(0);
     try {
-      await new Promise((r) => setTimeout(r, 300));
-      expect(running(pid)).toBe(false);
+      await eventually(() => !running(pid));
     } finally {
       if (running(pid)) process.kill(pid, 'SIGKILL');
     }

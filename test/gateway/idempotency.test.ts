@@ -6,7 +6,7 @@
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { decodeActionEntry } from '../../schemas/action-entry.js';
-import { call, mintToken, postAction, startTestGateway, type TestGateway } from '../helpers/gateway.js';
+import { call, eventually, mintToken, postAction, startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { raw } from '../helpers/raw-http.js';
 import { useRedis } from '../helpers/redis.js';
 
@@ -111,7 +111,7 @@ describe('Idempotency-Key', () => {
       await c.call('CLIENT', 'PAUSE', '1000', 'WRITE'); // writes wait; the gateway gives up after 400 ms
       const first = await send('stalled', 'k-6');
       expect(first.status).toBe(503);
-      await new Promise((r) => setTimeout(r, 800)); // the paused append goes through
+      await eventually(async () => (await entriesWith('stalled')) >= 1); // the paused append goes through
       expect(await entriesWith('stalled')).toBe(1);
       const retry = await send('stalled', 'k-6');
       expect(retry.status).toBe(200);
