@@ -220,9 +220,9 @@ describe('team management page', () => {
     expect(await count.textContent()).toBe('none connected');
     const key = presenceKey(t.config.redisPrefix, t.layoutId);
     await redis.get().client.zadd(key, Date.now() + 60_000, 'test-bridge|10.0.0.9:9000');
-    await eventually(async () => (await count.textContent()) === '1 of 1 reachable', 8000);
+    await eventually(async () => (await count.textContent()) === '1 of 1 reachable');
     await redis.get().client.zadd(key, Date.now() + 60_000, 'test-bridge|10.0.0.10:9000|down');
-    await eventually(async () => (await count.textContent()) === '1 of 2 reachable', 8000);
+    await eventually(async () => (await count.textContent()) === '1 of 2 reachable');
     await shot('07-destination-count');
   });
 

@@ -105,7 +105,7 @@ describe('a vote cue', () => {
     expect(cues(dumpA, '/004')).toEqual([]);
     expect(cues(dumpB, '/004')).toEqual([]);
     await send(tokens[4]!, 4, 'Index', 2); // 5 voters, 80 % for Green
-    await eventually(() => cues(dumpA, '/004').length > 0 && cues(dumpB, '/004').length > 0, 5000);
+    await eventually(() => cues(dumpA, '/004').length > 0 && cues(dumpB, '/004').length > 0);
     for (const t of tokens.slice(5)) await send(t, 4, 'Index', 1);
     await sleep(1200);
     expect(cues(dumpA, '/004')).toEqual([1]);
@@ -120,7 +120,7 @@ describe('a vote cue', () => {
   it('fires again once re-armed with audiencectl crowd rearm, on both bridges', async () => {
     const r = await audiencectl(env(), 'crowd', 'rearm', LAYOUT, '4');
     expect(r.code, r.stderr).toBe(0);
-    await eventually(() => cues(dumpA, '/004').length === 2 && cues(dumpB, '/004').length === 2, 5000);
+    await eventually(() => cues(dumpA, '/004').length === 2 && cues(dumpB, '/004').length === 2);
     await sleep(1000);
     expect(cues(dumpA, '/004')).toEqual([1, 1]);
     expect(cues(dumpB, '/004')).toEqual([1, 1]);
@@ -134,7 +134,7 @@ describe('a vote cue', () => {
     const restarted = Date.now();
     await startBridgeA();
     // the restarted bridge has the vote again (it sends the crowd value once merged), and had time to decide
-    await eventually(() => dumpA.lines.some((l) => l.address === '/004' && l.at > restarted), 5000);
+    await eventually(() => dumpA.lines.some((l) => l.address === '/004' && l.at > restarted));
     await sleep(1000);
     expect(cues(dumpA, '/004')).toEqual([1, 1]);
   }, 30_000);
@@ -144,7 +144,7 @@ describe('a vote cue', () => {
     await sleep(1500); // re-armed, but lid 4 is not on the live page
     expect(cues(dumpA, '/004')).toEqual([1, 1]);
     expect((await audiencectl(env(), 'layout', 'activate', LAYOUT, 'main')).code).toBe(0);
-    await eventually(() => cues(dumpA, '/004').length === 3 && cues(dumpB, '/004').length === 3, 5000); // the votes are still in their window
+    await eventually(() => cues(dumpA, '/004').length === 3 && cues(dumpB, '/004').length === 3); // the votes are still in their window
     await sleep(800);
     expect(cues(dumpA, '/004')).toEqual([1, 1, 1]);
     expect(cues(dumpB, '/004')).toEqual([1, 1, 1]);
@@ -165,7 +165,7 @@ describe('a threshold cue', () => {
     await sleep(500);
     expect(cues(dumpA, '/003')).toEqual([]);
     await set(7);
-    await eventually(() => cues(dumpA, '/003').length === 1, 5000);
+    await eventually(() => cues(dumpA, '/003').length === 1);
     for (let k = 0; k < 6; k++) {
       await set(k % 2 === 0 ? 5 : 4); // back into the band and down to its edge for less than holdMs
       await sleep(150);
@@ -175,7 +175,7 @@ describe('a threshold cue', () => {
     await sleep(500);
     expect(cues(dumpA, '/003')).toEqual([1]);
     await set(3);
-    await eventually(() => cues(dumpA, '/003').length === 2, 5000);
+    await eventually(() => cues(dumpA, '/003').length === 2);
     await sleep(800);
     expect(cues(dumpA, '/003')).toEqual([1, 0]);
     expect(cues(dumpB, '/003')).toEqual([1, 0]);

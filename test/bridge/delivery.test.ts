@@ -48,7 +48,7 @@ describe('through the gateway', () => {
       const r = await postAction(g.t, g.token, { layoutId: g.t.layoutId, lid: 5, type: 'String', value: String(i) });
       expect(r.status).toBe(200);
     }
-    await eventually(() => s.messages.length >= 1000, 5000);
+    await eventually(() => s.messages.length >= 1000);
     await new Promise((r) => setTimeout(r, 100)); // nothing more may arrive
     expect(s.messages.map((m) => m.args[0]!.value)).toEqual(Array.from({ length: 1000 }, (_, i) => String(i)));
     for (const d of s.datagrams) expect(d.data.length).toBeLessThanOrEqual(1400);
@@ -135,7 +135,7 @@ describe('straight from the stream', () => {
     await off.release();
     await s.start(port); // the display is back
     cleanups.push(() => s.stop());
-    await eventually(() => s.messages.some((m) => m.args[0]!.value === 'm4'), 8000);
+    await eventually(() => s.messages.some((m) => m.args[0]!.value === 'm4'));
     const got = s.messages.map((m) => m.args[0]!.value);
     expect(got).toEqual([...got].sort()); // in order
     expect(new Set(got).size).toBe(got.length); // once
@@ -167,7 +167,7 @@ describe('straight from the stream', () => {
     const { prefix, key, c } = await leavePending('vanished');
     const s = await sink();
     await bridgeFor(prefix, { targets: [{ host: '127.0.0.1', port: s.port }] }, undefined, 300);
-    await eventually(() => s.messages.length === 1, 5000);
+    await eventually(() => s.messages.length === 1);
     await eventually(async () => ((await c.xpending(key, 'bridge:test-bridge')) as [number])[0] === 0);
   });
 
@@ -182,7 +182,7 @@ describe('straight from the stream', () => {
     await p.exec();
     const started = Date.now();
     await bridgeFor(prefix, { tickHz: 10, maxMessagesPerTick: 25, targets: [{ host: '127.0.0.1', port: s.port }] });
-    await eventually(() => s.messages.length === 200, 5000);
+    await eventually(() => s.messages.length === 200);
     expect(Date.now() - started).toBeGreaterThanOrEqual(700); // 200 / 25 = 8 ticks of 100 ms
     // the datagrams of one tick arrive together; ticks are 100 ms apart
     const perTick: number[] = [];
@@ -211,9 +211,9 @@ describe('straight from the stream', () => {
     proxy.cut();
     proxy.hold(); // the bridge cannot reach Redis
     for (let i = 1; i <= 20; i++) await c.xadd(key, '*', ACTION_FIELD, encodeActionEntry(entry(i)));
-    await eventually(() => bridge.counters.total('readErrors') > 0, 5000);
+    await eventually(() => bridge.counters.total('readErrors') > 0);
     proxy.release();
-    await eventually(() => s.messages.length === 21, 8000);
+    await eventually(() => s.messages.length === 21);
   });
 });
 

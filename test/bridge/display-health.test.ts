@@ -100,7 +100,7 @@ describe('display health', () => {
   });
 
   it('says which displays are unreachable in STATUS, and marks them down in the presence set that the team page counts', async () => {
-    await eventually(() => notify.text().includes(`2 of 3 displays reachable (not: ${name(refusing.port)})`), 6000);
+    await eventually(() => notify.text().includes(`2 of 3 displays reachable (not: ${name(refusing.port)})`));
     const key = presenceKey(prefix, LAYOUT);
     await eventually(async () => (await redis.get().client.zrange(key, 0, -1)).sort().join(',') === [`health|${name(dump.port)}`, `health|${name(refusing.port)}|down`, `health|${name(tcpPort)}`].sort().join(','));
     const admin = new Redis(redis.get().server.url);

@@ -133,7 +133,7 @@ describe('a pending entry whose data is gone', () => {
     const ids = await leavePending(t, 'vanished', 4);
     await t.c.xdel(t.key, ids[0]!, ids[2]!);
     const bridge = await t.start();
-    await eventually(() => t.values().length === 2, 5000);
+    await eventually(() => t.values().length === 2);
     expect(t.values()).toEqual(['old-1', 'old-3']);
     await eventually(() => bridge.counters.layout(LAYOUT).lostTrimmed === 2);
     await eventually(async () => ((await t.c.xpending(t.key, 'bridge:test-bridge')) as [number])[0] === 0);
@@ -152,7 +152,7 @@ describe('a consumer group or stream that vanished', () => {
     await eventually(() => t.values().includes('first'));
     await lose(t);
     await t.add(encodeActionEntry(entry({ value: 'second' })));
-    await eventually(() => t.values().includes('second'), 5000);
+    await eventually(() => t.values().includes('second'));
     expect(t.values()).toEqual(['first', 'second']);
     expect(bridge.counters.layout(LAYOUT).groupsRecreated).toBeGreaterThanOrEqual(1);
     const health = await fetch(`http://127.0.0.1:${bridge.opsPort}/readyz`);
@@ -167,7 +167,7 @@ describe('counters', () => {
     const p = t.c.pipeline();
     for (let i = 0; i < 300; i++) p.xadd(t.key, '*', ACTION_FIELD, encodeActionEntry(entry({ type: 'Slider', lid: 2, address: '/002', value: (i % 100) / 100 })));
     await p.exec();
-    await eventually(() => bridge.counters.layout(LAYOUT).read === 300 && bridge.pending(LAYOUT) === 0, 5000);
+    await eventually(() => bridge.counters.layout(LAYOUT).read === 300 && bridge.pending(LAYOUT) === 0);
     const c = bridge.counters.layout(LAYOUT);
     expect(c.coalesced).toBeGreaterThan(0);
     expect(c.sent + c.coalesced).toBe(300);
@@ -184,7 +184,7 @@ describe('counters', () => {
     cleanups.push(() => t.c.call('ACL', 'SETUSER', 'default', '+xack'));
     for (let i = 0; i < 5; i++) await t.add(encodeActionEntry(entry({ value: `unackable-${i}` })));
     await eventually(() => t.values().length === 5);
-    await eventually(() => bridge.counters.layout(LAYOUT).acksAbandoned === 5, 5000);
+    await eventually(() => bridge.counters.layout(LAYOUT).acksAbandoned === 5);
     const c = bridge.counters.layout(LAYOUT);
     expect(c.ackFailures).toBeGreaterThan(0);
     expect(c.ackFailures).toBeLessThanOrEqual(20);

@@ -46,7 +46,7 @@ describe('oscdump (liblo) reads the bridge', () => {
       [6, 'XYPad', [0.25, 1]],
     ];
     for (const [lid, type, value] of sends) expect((await postAction(t, token, { layoutId: t.layoutId, lid, type, ...(value !== undefined && { value }) })).status).toBe(200);
-    await eventually(() => out.trim().split('\n').length >= sends.length, 5000);
+    await eventually(() => out.trim().split('\n').length >= sends.length);
     const lines = out.trim().split('\n').map((l) => l.replace(/^[0-9a-f]{8}\.[0-9a-f]{8} /, ''));
     expect(lines).toEqual(['/001 i 1', '/002 f 0.750000', '/003 T #T', '/003 F #F', '/004 i 2', '/005 s "go team"', '/006 ff 0.250000 1.000000']);
   });
@@ -54,7 +54,7 @@ describe('oscdump (liblo) reads the bridge', () => {
   it('sees the bundle timetag: gateway receive time + playoutDelayMs', async () => {
     out = '';
     await postAction(t, token, { layoutId: t.layoutId, lid: 1, type: 'Button' });
-    await eventually(() => out.includes('/001'), 5000);
+    await eventually(() => out.includes('/001'));
     const entries = await redis.get().client.xrevrange(`${t.config.redisPrefix}layout:{${t.layoutId}}:actions`, '+', '-', 'COUNT', 1);
     const ts = (JSON.parse(entries[0]![1][1]!) as { ts: number }).ts;
     const [seconds, fraction] = timetag(ts + 200);

@@ -171,9 +171,9 @@ describe('OSCQuery over WebSocket from a real bridge', () => {
     await new Promise((r) => setTimeout(r, 100));
     const token = await mintToken(gateway, LAYOUT.layoutId, apiKey);
     expect((await postAction(gateway, token, { layoutId: LAYOUT.layoutId, lid: 2, type: 'Slider', value: 0.75 })).status).toBe(200);
-    await eventually(() => l.osc.length >= 2, 5000);
+    await eventually(() => l.osc.length >= 2);
     expect(l.osc).toEqual(expect.arrayContaining([{ address: '/002', args: [0.75] }, { address: '/dimmer', args: [191] }]));
-    await eventually(() => plain.last('/002') !== null && routed.last('/dimmer') !== null, 5000);
+    await eventually(() => plain.last('/002') !== null && routed.last('/dimmer') !== null);
     expect(plain.last('/002')).toEqual({ tags: 'f', values: [0.75] }); // what the listener got is what the displays got
     expect(routed.last('/dimmer')).toEqual({ tags: 'i', values: [191] });
     expect((await get('/002?VALUE')).body).toEqual({ VALUE: [0.75] });
@@ -182,8 +182,8 @@ describe('OSCQuery over WebSocket from a real bridge', () => {
     l.ws.send(JSON.stringify({ COMMAND: 'IGNORE', DATA: '/002' }));
     await new Promise((r) => setTimeout(r, 100));
     expect((await postAction(gateway, token, { layoutId: LAYOUT.layoutId, lid: 2, type: 'Slider', value: 0.25 })).status).toBe(200);
-    await eventually(() => l.osc.some((m) => m.address === '/dimmer' && m.args[0] === 64), 5000);
-    await eventually(() => plain.lines.some((x) => x.address === '/002' && x.values[0] === 0.25), 5000);
+    await eventually(() => l.osc.some((m) => m.address === '/dimmer' && m.args[0] === 64));
+    await eventually(() => plain.lines.some((x) => x.address === '/002' && x.values[0] === 0.25));
     expect(l.osc.filter((m) => m.address === '/002')).toEqual([{ address: '/002', args: [0.75] }]);
     l.ws.close();
   });
@@ -192,7 +192,7 @@ describe('OSCQuery over WebSocket from a real bridge', () => {
     const l = await listener();
     const next: LayoutDefinition = { ...LAYOUT, pages: [{ ...LAYOUT.pages[0]!, controls: [...LAYOUT.pages[0]!.controls, { lid: 7, address: '/007', type: 'Toggle', props: { label: 'Confetti' } }] }] };
     await createStores(admin, prefix).layouts.import(teamId, next);
-    await eventually(() => l.json.length > 0, 6000);
+    await eventually(() => l.json.length > 0);
     expect(l.json).toEqual([{ COMMAND: 'PATH_CHANGED', DATA: '/' }]);
     expect((await get('/007')).body).toMatchObject({ TYPE: 'i', RANGE: [{ VALS: [0, 1] }], DESCRIPTION: 'Confetti' });
     expect((await get('/002?VALUE')).body).toEqual({ VALUE: [0.25] }); // a value played is kept across the change
@@ -226,10 +226,10 @@ describe('OSCQuery when the Redis user may not read the definition', () => {
       expect(root.CONTENTS).toBeUndefined();
       const token = await mintToken(gateway, LAYOUT.layoutId, apiKey);
       expect((await postAction(gateway, token, { layoutId: LAYOUT.layoutId, lid: 2, type: 'Slider', value: 0.5 })).status).toBe(200);
-      await eventually(() => dump.last('/002') !== null, 5000);
+      await eventually(() => dump.last('/002') !== null);
 
       await admin.call('ACL', 'SETUSER', user, ...rules);
-      await eventually(async () => (await fetch(`http://127.0.0.1:${port}/002`)).status === 200, 6000);
+      await eventually(async () => (await fetch(`http://127.0.0.1:${port}/002`)).status === 200);
       expect(await (await fetch(`http://127.0.0.1:${opsPort}/readyz`)).text()).toBe('ready\n');
       expect(old.output()).toMatch(/the layout's definition is readable again/);
     } finally {

@@ -85,9 +85,9 @@ describe('the process', () => {
       const file = configFile({ redisUrl: redis.get().server.url, prefix: g.t.config.redisPrefix, bridgeId: 'notify', layouts: [{ layoutId: g.t.layoutId, targets: [{ host: '127.0.0.1', port: sink.port }] }] });
       const { child } = await spawnBridge(['--config', file], { NOTIFY_SOCKET: fake.path, WATCHDOG_USEC: '600000' });
       children.push(child);
-      await eventually(() => fake.text().includes('READY=1'), 5000);
+      await eventually(() => fake.text().includes('READY=1'));
       expect(fake.text()).toMatch(/READY=1\|STATUS=read \d+, sent \d+/);
-      await eventually(() => fake.pings.length >= 3, 5000);
+      await eventually(() => fake.pings.length >= 3);
       const started = Date.now();
       expect(await stopProcess(child)).toBe(0);
       expect(Date.now() - started).toBeLessThan(10_000);
@@ -120,7 +120,7 @@ describe('the process', () => {
     let out = '';
     child.stdout.on('data', (d) => (out += d));
     const exited = new Promise<{ code: number | null; signal: string | null }>((r) => child.once('exit', (code, signal) => r({ code, signal })));
-    await eventually(() => /ECONNREFUSED|cannot reach|retry/i.test(out), 5000);
+    await eventually(() => /ECONNREFUSED|cannot reach|retry/i.test(out));
     child.kill('SIGTERM');
     expect(await exited, out).toEqual({ code: 0, signal: null });
     expect(out).toContain('"msg":"stopping"');
@@ -131,7 +131,7 @@ describe('the process', () => {
     const { child, output } = await spawnBridge(['--config', file], { NOTIFY_SOCKET: '/nonexistent/notify.sock' });
     children.push(child);
     const opsPort = Number(/"opsPort":(\d+)/.exec(output())![1]);
-    await eventually(async () => sample(await scrape(opsPort), 'audience_bridge_notify_failures_total') >= 1, 5000);
+    await eventually(async () => sample(await scrape(opsPort), 'audience_bridge_notify_failures_total') >= 1);
     expect(output()).toMatch(/systemd-notify failed/);
     expect(child.exitCode).toBeNull();
   });
@@ -147,7 +147,7 @@ describe('the process', () => {
       const { child, output } = await spawnBridge(['--config', file], { NOTIFY_SOCKET: fake.path, WATCHDOG_USEC: '600000' }); // pings every 300 ms
       children.push(child);
       const opsPort = Number(/"opsPort":(\d+)/.exec(output())?.[1]);
-      await eventually(() => pings.length >= 3, 5000);
+      await eventually(() => pings.length >= 3);
       proxy.hold(); // the blocking read now hangs until its command timeout (800 ms here), then again on a new connection
       const heldAt = performance.now();
       await eventually(async () => (await fetch(`http://127.0.0.1:${opsPort}/readyz`)).status === 503);
@@ -156,7 +156,7 @@ describe('the process', () => {
       const times = [heldAt, ...pings.filter((p) => p > heldAt && p < heldUntil), heldUntil];
       expect(Math.max(...times.slice(1).map((p, i) => p - times[i]!))).toBeLessThan(600); // no gap of WatchdogSec
       proxy.release();
-      await eventually(async () => (await fetch(`http://127.0.0.1:${opsPort}/readyz`)).status === 200, 5000);
+      await eventually(async () => (await fetch(`http://127.0.0.1:${opsPort}/readyz`)).status === 200);
     } finally {
       proxy.release();
       await proxy.stop();
@@ -171,14 +171,14 @@ describe('the process', () => {
       const first = await spawnBridge(['--config', file]);
       children.push(first.child);
       for (let i = 0; i < 20; i++) await send(`before-${i}`);
-      await eventually(() => sink.messages.length === 20, 5000);
+      await eventually(() => sink.messages.length === 20);
       const stream = `${g.t.config.redisPrefix}layout:{${g.t.layoutId}}:actions`;
       await eventually(async () => ((await redis.get().client.xpending(stream, 'bridge:crashy')) as [number])[0] === 0);
       await stopProcess(first.child, 'SIGKILL');
       for (let i = 0; i < 30; i++) await send(`meanwhile-${i}`);
       const second = await spawnBridge(['--config', file]);
       children.push(second.child);
-      await eventually(() => sink.messages.length >= 50, 5000);
+      await eventually(() => sink.messages.length >= 50);
       await new Promise((r) => setTimeout(r, 300)); // nothing more may arrive
       const got = sink.messages.map((m) => m.args[0]!.value);
       expect(got).toEqual([...Array.from({ length: 20 }, (_, i) => `before-${i}`), ...Array.from({ length: 30 }, (_, i) => `meanwhile-${i}`)]);

@@ -79,7 +79,7 @@ describe('routes through a real bridge', () => {
     await act({ lid: 4, type: 'Index', value: 1 });
     await act({ lid: 1, type: 'Button' });
     await act({ lid: 5, type: 'String', value: 'hello' });
-    await eventually(() => plain.saw('/005') && routed.saw('/mix') && routed.saw('/cue/blue/go') && routed.saw('/dimmer'), 5000);
+    await eventually(() => plain.saw('/005') && routed.saw('/mix') && routed.saw('/cue/blue/go') && routed.saw('/dimmer'));
     expect(raws(routed, '/composition/layers/1/video/opacity')).toEqual(['/composition/layers/1/video/opacity f 0.750000']);
     expect(raws(routed, '/dimmer')).toEqual(['/dimmer i 191']);
     expect(raws(routed, '/cue/blue/go')).toEqual(['/cue/blue/go ']);
@@ -98,7 +98,7 @@ describe('routes through a real bridge', () => {
       expect((await postAction(gateway, t, { layoutId: LAYOUT.layoutId, lid: 10, type: 'Slider', value: 1 })).status).toBe(200);
       expect((await postAction(gateway, t, { layoutId: LAYOUT.layoutId, lid: 11, type: 'Index', value: 1 })).status).toBe(200);
     }
-    await eventually(() => raws(routed, '/composition/master').includes('/composition/master i 255') && routed.saw('/gma3/cmd'), 8000);
+    await eventually(() => raws(routed, '/composition/master').includes('/composition/master i 255') && routed.saw('/gma3/cmd'));
     expect(raws(routed, '/gma3/cmd')).toEqual(['/gma3/cmd s "Go+ Executor 201"']);
     await eventually(() => plain.saw('/011/cue'));
     expect(routed.lines.filter((l) => /^\/01[01]/.test(l.address))).toEqual([]);

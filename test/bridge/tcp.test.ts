@@ -128,7 +128,7 @@ describe('OSC over TCP', () => {
     await act({ lid: 5, type: 'String', value: 'héllo wall' });
     await act({ lid: 6, type: 'XYPad', value: [0.25, 0.5] });
     const want = [['/001', [1]], ['/002', [SLIP_BYTES]], ['/003', [1]], ['/004', [2]], ['/005', ['héllo wall']], ['/006', [0.25, 0.5]]];
-    await eventually(() => messages(slip.packets).length >= 6 && ['/006', '/005'].every((a) => lengthDump.saw(a) && slipDump.saw(a)), 8000);
+    await eventually(() => messages(slip.packets).length >= 6 && ['/006', '/005'].every((a) => lengthDump.saw(a) && slipDump.saw(a)));
     const got = messages(slip.packets);
     expect(got.map((m) => [m.address, m.args])).toEqual(want);
     for (const m of got) {

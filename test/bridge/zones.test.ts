@@ -119,7 +119,7 @@ describe(`zones (seed ${seed})`, () => {
       const f = phone.frames.filter(brightness).pop() as { n: number; zones?: Record<string, { value: number; n: number }> } | undefined;
       return !!f && f.n === expected['']['/002']!.n && ['left', 'right'].every((z) => f.zones?.[z]?.n === expected[z as 'left']['/002']!.n && Math.abs(f.zones[z].value - expected[z as 'left']['/002']!.value[0]!) < 1e-6); // a crowd frame carries what the displays get: 7 significant digits
     };
-    await eventually(matches, 5000).catch(() => {});
+    await eventually(matches).catch(() => {});
     const frame = phone.frames.filter(brightness).pop() as { zones?: Record<string, unknown> };
     expect(matches(), JSON.stringify(frame)).toBe(true);
     expect(Object.keys(frame.zones ?? {}).sort()).toEqual(['left', 'right']);

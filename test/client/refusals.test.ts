@@ -28,7 +28,7 @@ describe('a refused upgrade', () => {
     const c = new LiveClient({ url: liveUrl(t.url), token: await mintToken(t, t.layoutId, t.apiKey), WebSocket: Timed, baseDelayMs: 10, maxDelayMs: 20 });
     await eventually(() => attempts.length >= 1 && c.state === 'waiting');
     holder.ws.close();
-    await eventually(() => c.state === 'open' && c.page !== null, 5000);
+    await eventually(() => c.state === 'open' && c.page !== null);
     // the retry after the 503 waits its second; a socket uWS drops right after an asynchronous
     // upgrade (1006, see docs/live.md) is reopened at once, so more attempts may follow it
     expect(attempts.length).toBeGreaterThanOrEqual(2);

@@ -79,7 +79,7 @@ describe('the client renews its token', () => {
     const closes: number[] = [];
     c.on('closed', (e) => closes.push(e.code));
     ahead += 95_000; // within the 30 s notice
-    await eventually(() => renewals === 1 && refreshed.length === 1, 5000); // the socket holds the new token
+    await eventually(() => renewals === 1 && refreshed.length === 1); // the socket holds the new token
     expect(refreshed[0]).toBeGreaterThan(Date.now() + ahead);
     // The socket that took the new token is the one that acts past the first token's exp. (The
     // first socket's count is not fixed: uWS now and then drops a socket right after an
@@ -113,7 +113,7 @@ describe('the client renews its token', () => {
     ahead += 95_000;
     await eventually(() => tokens.length === 1);
     ahead += 30_000;
-    await eventually(() => closes.includes(CLOSE.tokenExpired) && c.state === 'open', 5000);
+    await eventually(() => closes.includes(CLOSE.tokenExpired) && c.state === 'open');
     expect(decodeJwt(tokens[1]!).sub).toBe(decodeJwt(first).sub);
     await c.send({ lid: 1, type: 'Button' });
     c.stop();
@@ -125,7 +125,7 @@ describe('the client renews its token', () => {
     const opensAtRenewal: number[] = [];
     const { WS, opened } = counting(true);
     const c = new LiveClient({ url: liveUrl(t.url), token: first, WebSocket: WS, baseDelayMs: 20, refreshToken: () => (opensAtRenewal.push(opened()), renewOf(first)()) });
-    await eventually(() => c.state === 'open' && c.page !== null, 5000);
+    await eventually(() => c.state === 'open' && c.page !== null);
     expect(opensAtRenewal).toEqual([2]);
     c.stop();
   });
@@ -138,7 +138,7 @@ describe('the client renews its token', () => {
     const c = new LiveClient({ url: liveUrl(t.url), token: first, WebSocket: WS, baseDelayMs: 10, maxDelayMs: 40, maxRefreshFailures: 3, refreshToken: () => (renewals++, Promise.reject(new Error('no'))) });
     const told: unknown[] = [];
     c.on('unauthorized', (e) => told.push(e));
-    await eventually(() => c.state === 'unauthorized', 5000);
+    await eventually(() => c.state === 'unauthorized');
     const atStop = opened();
     await new Promise((r) => setTimeout(r, 500));
     expect([renewals, opened(), told.length]).toEqual([3, atStop, 1]);
@@ -152,7 +152,7 @@ describe('the client renews its token', () => {
     const opensAtRenewal: number[] = [];
     const { WS, opened } = counting();
     const c = new LiveClient({ url: liveUrl(t.url), token: first, WebSocket: WS, baseDelayMs: 20, refreshToken: () => (opensAtRenewal.push(opened()), renewOf(first)()) });
-    await eventually(() => c.state === 'open' && c.page !== null, 5000);
+    await eventually(() => c.state === 'open' && c.page !== null);
     expect(opensAtRenewal).toEqual([1]);
     c.stop();
   });
@@ -162,7 +162,7 @@ describe('the client renews its token', () => {
     ahead += 125_000;
     const { WS, opened } = counting(true);
     const c = new LiveClient({ url: liveUrl(t.url), token: first, WebSocket: WS, baseDelayMs: 10, maxDelayMs: 40, maxFailedOpens: 4 });
-    await eventually(() => c.state === 'unauthorized', 5000);
+    await eventually(() => c.state === 'unauthorized');
     await new Promise((r) => setTimeout(r, 300));
     expect(opened()).toBe(4);
   });

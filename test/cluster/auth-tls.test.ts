@@ -58,7 +58,7 @@ describe('Redis password and TLS', () => {
     const server = spawn('redis-server', ['--port', '0', '--tls-port', String(port), '--bind', '127.0.0.1', '--tls-cert-file', 'server.crt', '--tls-key-file', 'server.key', '--tls-ca-cert-file', 'ca.crt', '--tls-auth-clients', 'no', '--requirepass', PASSWORD, '--save', '', '--appendonly', 'no', '--dir', dir, '--logfile', ''], { cwd: dir, stdio: ['ignore', 'ignore', 'inherit'] });
     children.push(server);
     const env = { REDIS_URL: `rediss://:${PASSWORD}@127.0.0.1:${port}`, REDIS_PREFIX: 'tls:', NODE_EXTRA_CA_CERTS: join(dir, 'ca.crt') };
-    await eventually(async () => (await audiencectl(env, 'team', 'list', '--json')).code === 0, 5000);
+    await eventually(async () => (await audiencectl(env, 'team', 'list', '--json')).code === 0);
     const apiKey = await seed(env, dir);
     const gw = await spawnGateway(env);
     children.push(gw.child);

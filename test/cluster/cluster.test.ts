@@ -103,7 +103,7 @@ describe('on a 3-master Redis Cluster', () => {
         sent.push(value);
       }
     }
-    await eventually(() => sink.messages.length >= sent.length, 5000);
+    await eventually(() => sink.messages.length >= sent.length);
     await new Promise((r) => setTimeout(r, 300)); // nothing more may arrive
     expect(sink.messages.map((m) => m.args[0]!.value).sort()).toEqual([...sent].sort());
     // both gateways see every layout's displays
@@ -170,9 +170,9 @@ describe('on a 3-master Redis Cluster', () => {
     const token = async (layoutId: string) => (await postJson(`${gateways[0]!.url}/token`, { layoutId }, { 'x-api-key': keyB })).body.token as string;
     expect((await postAction(gateways[0]!, await token(plain), { layoutId: plain, lid: 5, type: 'String', value: 'own user' })).status).toBe(200);
     for (let i = 0; i < 3; i++) expect((await postAction(gateways[i % 2]!, await token('crowd-acl'), { layoutId: 'crowd-acl', lid: 4, type: 'Index', value: 1 })).status).toBe(200);
-    await eventually(() => own.messages.some((m) => m.args[0]?.value === 'own user'), 5000);
-    await eventually(() => own.messages.some((m) => m.address === '/004/n' && m.args[0]?.value === 3), 5000);
-    await eventually(() => own.messages.some((m) => m.address === '/004/cue' && m.args[0]?.value === 1), 5000);
+    await eventually(() => own.messages.some((m) => m.args[0]?.value === 'own user'));
+    await eventually(() => own.messages.some((m) => m.address === '/004/n' && m.args[0]?.value === 3));
+    await eventually(() => own.messages.some((m) => m.address === '/004/cue' && m.args[0]?.value === 1));
     await eventually(async () => (await call(`${gateways[1]!.url}/layout/crowd-acl`, { headers: { 'x-api-key': keyB } })).body.destinationCount === 1);
     // the bridge's credentials on the cluster: its keys only
     const as = new Cluster([{ host: '127.0.0.1', port: cluster.get().nodes[0]!.port }], { redisOptions: { username: grant.user, password: grant.password } });

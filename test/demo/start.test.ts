@@ -105,7 +105,7 @@ describe('npm start', () => {
     await eventually(() => first.out().includes('/006 ,ff 0.200 0.900'));
     expect(first.out()).toContain(`[osc 127.0.0.1:`);
     expect(first.out()).toContain('/002 ,f 0.750');
-    await eventually(() => first.out().includes('/011/cue ,i 2'), 5000);
+    await eventually(() => first.out().includes('/011/cue ,i 2'));
     // the printed administrator can sign in to the management page
     const admin = /Admin +(\S+)\/admin\/ +sign in as (\S+) with (\S+)/.exec(text)!;
     expect(admin[1]).toBe(`http://127.0.0.1:${env.PORT}`);
@@ -150,7 +150,7 @@ describe('npm start', () => {
       } catch {
         return true; // ps exits 1 when the group is empty
       }
-    }, 5000);
+    });
     await expect(waitForRedis(Number(env.EMBEDDED_REDIS_PORT), 300)).rejects.toThrow();
   });
 

@@ -77,7 +77,7 @@ async function bridgeAcrossTheLink() {
   const systemd = await startFakeNotifySocket();
   children.push(systemd.child);
   const b = await bridge(l.layoutId, link.port, display, systemd);
-  await eventually(async () => (await readyz(b.opsPort)) === 200, 5000);
+  await eventually(async () => (await readyz(b.opsPort)) === 200);
   return { l, display, link, systemd, b };
 }
 
@@ -114,7 +114,7 @@ describe(`a venue link of ${ONE_WAY_MS} ms each way between the bridge and Redis
     const link = await wan();
     const direct = await bridge(l.layoutId, redis.get().server.port, near);
     const across = await bridge(l.layoutId, link.port, far);
-    await eventually(async () => (await readyz(direct.opsPort)) === 200 && (await readyz(across.opsPort)) === 200, 5000);
+    await eventually(async () => (await readyz(direct.opsPort)) === 200 && (await readyz(across.opsPort)) === 200);
     await pause(1500); // both settled into their read loops
     const idleFrom = { ...link.bytes, at: Date.now() };
     await pause(3000);
@@ -125,7 +125,7 @@ describe(`a venue link of ${ONE_WAY_MS} ms each way between the bridge and Redis
       expect((await postAction(t, l.token, { layoutId: l.layoutId, lid: 5, type: 'String', value })).status).toBe(200);
       await pause(50); // 20 a second
     }
-    await eventually(() => played(near).length >= 40 && played(far).length >= 40, 5000);
+    await eventually(() => played(near).length >= 40 && played(far).length >= 40);
     await pause(500); // the acks
     const busyS = (Date.now() - busyFrom.at) / 1000;
     const perAction = (dir: 'up' | 'down') => (link.bytes[dir] - busyFrom[dir] - (idle[dir] / idle.s) * busyS) / 40;
@@ -163,7 +163,7 @@ describe(`a venue link of ${ONE_WAY_MS} ms each way between the bridge and Redis
     link.cut();
     const cutAt = Date.now();
     const cutPerf = performance.now(); // the pings' clock
-    await eventually(async () => (await readyz(b.opsPort)) === 503, 5000);
+    await eventually(async () => (await readyz(b.opsPort)) === 503);
     await pause(30_000 - (Date.now() - cutAt));
     const gapsDuringCut = pingGaps(systemd.pings, cutPerf, performance.now());
     link.restore();
@@ -178,7 +178,7 @@ describe(`a venue link of ${ONE_WAY_MS} ms each way between the bridge and Redis
       const m = await scrape(b.opsPort);
       const read = sample(m, `audience_bridge_entries_read_total{layout="${l.layoutId}"}`);
       return read === posted.length && sample(m, `audience_bridge_entries_pending{layout="${l.layoutId}"}`) === 0;
-    }, 5000);
+    });
     const m = await scrape(b.opsPort);
     const sent = sample(m, `audience_bridge_entries_sent_total{layout="${l.layoutId}"}`);
     const stale = sample(m, `audience_bridge_dropped_stale_total{layout="${l.layoutId}"}`);
@@ -199,7 +199,7 @@ describe(`a venue link of ${ONE_WAY_MS} ms each way between the bridge and Redis
     link.vanish();
     const stalledAt = Date.now();
     const stalledPerf = performance.now(); // the pings' clock
-    await eventually(async () => (await readyz(b.opsPort)) === 503, 6000);
+    await eventually(async () => (await readyz(b.opsPort)) === 503);
     const seen = Date.now() - stalledAt;
     recordFigure('bridge_wan_silent_stall_seen_ms', seen, 'ms', '5000');
     expect(seen).toBeLessThanOrEqual(5000);
@@ -211,7 +211,7 @@ describe(`a venue link of ${ONE_WAY_MS} ms each way between the bridge and Redis
       expect((await postAction(t, l.token, { layoutId: l.layoutId, lid: 5, type: 'String', value })).status).toBe(200);
       await pause(100);
     }
-    await eventually(() => values.every((v) => played(display).some((p) => p.value === v)), 5000);
+    await eventually(() => values.every((v) => played(display).some((p) => p.value === v)));
     expect(played(display).map((p) => p.value).filter((v) => values.includes(v))).toEqual(values);
     expect(Math.max(...pingGaps(systemd.pings, stalledPerf, restoredPerf))).toBeLessThan(1500); // WatchdogSec 2 s: no restart
     await eventually(async () => (await readyz(b.opsPort)) === 200);

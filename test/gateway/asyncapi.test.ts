@@ -81,7 +81,7 @@ describe('the AsyncAPI document of the live channel', () => {
     for (const a of actions) live.send(a);
     live.send({ op: 'action', ref: 'bad', lid: 2, type: 'Slider', value: 5 });
     live.ws.send('not json');
-    await eventually(() => live.frames.filter((f) => f.op === 'ack').length === 4 && live.frames.filter((f) => f.op === 'error').length === 2 && live.frames.filter((f) => f.op === 'crowd').length >= 4, 5000);
+    await eventually(() => live.frames.filter((f) => f.op === 'ack').length === 4 && live.frames.filter((f) => f.op === 'error').length === 2 && live.frames.filter((f) => f.op === 'crowd').length >= 4);
     const seen = new Set<string>();
     for (const f of live.frames) {
       check(f.op, f);

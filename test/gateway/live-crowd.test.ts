@@ -157,7 +157,7 @@ describe('a socket that does not read (backpressure)', () => {
       const last = 'b'; // an odd number of switches from 'a'
       await eventually(() => fast.frames.filter((f) => f.op === 'page').length >= switches / 2, 20_000);
       tcp(slow).resume();
-      await eventually(() => slow.frames.at(-1)?.op === 'page' && slow.frames.at(-1)?.activePageId === last, 5000);
+      await eventually(() => slow.frames.at(-1)?.op === 'page' && slow.frames.at(-1)?.activePageId === last);
       const got = slow.frames.filter((f) => f.op === 'page').length;
       console.log(`figure: a paused socket got ${got} of ${switches + 1} page frames, the last one the current page`);
       expect(got).toBeLessThan(switches);
@@ -233,7 +233,7 @@ describe('a crowd subscription that fails', () => {
       await eventually(async () => (await subscribers()) === 0);
       await redis.get().client.call('CLIENT', 'PAUSE', '800', 'ALL');
       const watcher = await connectLive(g.url, token); // its SSUBSCRIBE times out while Redis is paused
-      await eventually(async () => (await subscribers()) === 1, 5000);
+      await eventually(async () => (await subscribers()) === 1);
       await postAction(g, await mintToken(g, g.layoutId, g.apiKey), { layoutId: g.layoutId, lid: 2, type: 'Slider', value: 0.4 });
       await watcher.next('crowd');
       watcher.ws.close();

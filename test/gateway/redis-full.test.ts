@@ -62,7 +62,7 @@ describe('Redis refusing writes (maxmemory reached)', () => {
   });
 
   it('is ready again once writes are taken, and says so ahead of time when used memory nears maxmemory', async () => {
-    await eventually(async () => (await readyz(t)).status === 200, 8000);
+    await eventually(async () => (await readyz(t)).status === 200);
     expect((await postAction(t, token, { layoutId: t.layoutId, lid: 2, type: 'Slider', value: 0.5 })).status).toBe(200);
     await client().config('SET', 'maxmemory', String(Math.ceil((await usedMemory()) / 0.95)));
     const ready = await readyz(t);

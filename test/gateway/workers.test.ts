@@ -44,7 +44,7 @@ describe('GATEWAY_WORKERS=2', () => {
     const systemd = await startFakeNotifySocket();
     notifySocket = systemd.child;
     gw = await spawnGateway({ REDIS_URL: redis.get().server.url, REDIS_PREFIX: seeded.config.redisPrefix, GATEWAY_WORKERS: '2', NOTIFY_SOCKET: systemd.path, WATCHDOG_USEC: '1000000' });
-    await eventually(() => systemd.text().includes('READY=1') && systemd.pings.length >= 1, 5000);
+    await eventually(() => systemd.text().includes('READY=1') && systemd.pings.length >= 1);
     expect(systemd.text().match(/READY=1/g)).toHaveLength(1); // the supervisor speaks for all; workers say nothing
     const workers = listeners(gw.port);
     expect(workers).toHaveLength(2);
@@ -133,19 +133,19 @@ describe('GATEWAY_WORKERS=2', () => {
       expect(ready.status).toBe(503);
       expect(ready.text).toMatch(/worker \d silent for \d+ ms/);
       expect(sample(metrics.text, 'audience_gateway_http_requests_total{route="/action",status="200"}')).toBe(100); // the wedged worker's last counts are kept
-      await eventually(() => !listeners(wedged.port).includes(victim!), 5000);
+      await eventually(() => !listeners(wedged.port).includes(victim!));
       const gone = Date.now() - stopped;
       recordFigure('gateway_wedged_worker_killed_after_ms', gone, 'ms', 'heartbeats every 250 ms; killed after 2 s of silence');
       expect(gone).toBeLessThan(3000);
       // once its replacement listens (a connection the kernel hands a listener still starting up can
       // be reset), no connection goes to the dead one: every one is answered at once
-      await eventually(() => listeners(wedged.port).length === 2, 5000);
+      await eventually(() => listeners(wedged.port).length === 2);
       const started = Date.now();
       for (let i = 0; i < 20; i++) expect(await postOnNewConnection(wedged.port, token, { layoutId: seeded.layoutId, lid: 1, type: 'Button' })).toBe(200);
       expect(Date.now() - started).toBeLessThan(2000);
       // the dead worker's counts stay in the sum: counters never go backwards
       expect(await served()).toBeGreaterThanOrEqual(120);
-      await eventually(async () => (await fetch(`http://127.0.0.1:${wedged.opsPort}/readyz`)).status === 200, 5000);
+      await eventually(async () => (await fetch(`http://127.0.0.1:${wedged.opsPort}/readyz`)).status === 200);
       expect(await served()).toBeGreaterThanOrEqual(120);
     } finally {
       await stopProcess(wedged.child, 'SIGKILL');
@@ -186,7 +186,7 @@ describe('the supervisor and what its workers send', () => {
     child.stdout.on('data', (d) => (out += d));
     child.stderr.on('data', (d) => (out += d));
     try {
-      await eventually(() => out.includes('audience-gateway workers listening'), 5000);
+      await eventually(() => out.includes('audience-gateway workers listening'));
       await eventually(async () => sample(await scrape(opsPort), 'audience_gateway_worker_ipc_malformed_total') === 4);
       expect((await fetch(`http://127.0.0.1:${opsPort}/readyz`)).status).toBe(200);
       expect(child.exitCode).toBeNull();

@@ -81,9 +81,9 @@ describe('a bridge under its own Redis user', () => {
     const token = await mintToken(gateway, LAYOUT, apiKey);
     expect((await postAction(gateway, token, { layoutId: LAYOUT, lid: 5, type: 'String', value: 'least privilege' })).status).toBe(200);
     for (let i = 0; i < 3; i++) expect((await postAction(gateway, await mintToken(gateway, LAYOUT, apiKey), { layoutId: LAYOUT, lid: 4, type: 'Index', value: 1 })).status).toBe(200);
-    await eventually(() => dump.lines.some((l) => l.address === '/005' && l.tags === 's'), 5000);
-    await eventually(() => dump.lines.some((l) => l.address === '/004/n' && l.values[0] === 3), 5000);
-    await eventually(() => dump.lines.some((l) => l.address === '/004/cue' && l.values[0] === 1), 5000);
+    await eventually(() => dump.lines.some((l) => l.address === '/005' && l.tags === 's'));
+    await eventually(() => dump.lines.some((l) => l.address === '/004/n' && l.values[0] === 3));
+    await eventually(() => dump.lines.some((l) => l.address === '/004/cue' && l.values[0] === 1));
     const admin = new Redis(redis.get().server.url);
     expect(await admin.zrange(new RedisKeys(prefix).destinations(LAYOUT), 0, -1)).toEqual([`${bridgeId}|127.0.0.1:${dump.port}`]);
     admin.disconnect();

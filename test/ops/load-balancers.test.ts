@@ -141,7 +141,7 @@ async function openWss(lb: Balancer, token: string): Promise<Wss> {
     const frames: Wss['frames'] = [];
     ws.on('message', (d: Buffer) => frames.push(JSON.parse(d.toString()) as { op: string }));
     const closed = new Promise<number>((r) => ws.on('close', (code) => r(code)));
-    const first = await Promise.race([eventually(() => frames.length > 0, 5000).then(() => 'page' as const), closed]);
+    const first = await Promise.race([eventually(() => frames.length > 0).then(() => 'page' as const), closed]);
     if (first === 'page' || attempt === 2 || first !== 1006) return { ws, frames, closed };
   }
 }
@@ -181,12 +181,12 @@ describe.each(['nginx', 'HAProxy'])('behind %s with TLS', (name) => {
     const { ws, frames, closed } = await openWss(lb(), token);
     expect(frames[0]!.op).toBe('page');
     ws.send(JSON.stringify({ op: 'action', ref: 'v1', lid: 4, type: 'Index', value: 1 }));
-    await eventually(() => frames.some((f) => f.op === 'ack' && f.ref === 'v1'), 5000);
-    await eventually(() => frames.some((f) => f.op === 'crowd' && f.lid === 4), 5000);
+    await eventually(() => frames.some((f) => f.op === 'ack' && f.ref === 'v1'));
+    await eventually(() => frames.some((f) => f.op === 'crowd' && f.lid === 4));
     const admin = createStores(new Redis(redis.get().server.url), prefix);
     try {
       await admin.layouts.activate(LAYOUT.layoutId, 'encore', 'test');
-      await eventually(() => frames.some((f) => f.op === 'page' && f.activePageId === 'encore'), 5000);
+      await eventually(() => frames.some((f) => f.op === 'page' && f.activePageId === 'encore'));
       const sub = (JSON.parse(Buffer.from(token.split('.')[1]!, 'base64url').toString()) as { sub: string }).sub;
       await admin.layouts.revokeTokens(LAYOUT.layoutId, { sub });
       expect(await closed).toBe(4001);
@@ -208,7 +208,7 @@ describe.each(['nginx', 'HAProxy'])('behind %s with TLS', (name) => {
     await new Promise((r) => setTimeout(r, 20_000)); // 2.5 x LIVE_IDLE_TIMEOUT_SECONDS, with nothing sent by the app
     expect(closedWith).toBeNull();
     ws.send(JSON.stringify({ op: 'action', ref: 'late', lid: 1, type: 'Button' }));
-    await eventually(() => frames.some((f) => f.ref === 'late'), 5000);
+    await eventually(() => frames.some((f) => f.ref === 'late'));
     ws.close();
     await closed;
   });

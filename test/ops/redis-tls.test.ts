@@ -97,7 +97,7 @@ describe('TLS to Redis', () => {
     children.push(bridge.child);
     const token = (await postJson(`${gw.url}/token`, { layoutId: DEMO_LAYOUT.layoutId }, { 'x-api-key': apiKey })).body.token as string;
     expect((await postAction({ url: gw.url }, token, { layoutId: DEMO_LAYOUT.layoutId, lid: 5, type: 'String', value: 'over TLS' })).status).toBe(200);
-    await eventually(() => sink.messages.some((m) => m.args[0]!.value === 'over TLS'), 5000);
+    await eventually(() => sink.messages.some((m) => m.args[0]!.value === 'over TLS'));
     // the connections are TLS ones: Redis counts them on its TLS port only
     const clients = String(await plain.client('LIST'));
     expect(clients).toMatch(/name=audience-bridge:tls/);
@@ -128,7 +128,7 @@ describe('TLS to Redis', () => {
     const bridge = await spawnBridge(['--config', file]);
     children.push(bridge.child);
     await plain.xadd(actionStreamKey('mtls:', 'show'), '*', ACTION_FIELD, entry('mutual'));
-    await eventually(() => sink.messages.some((m) => m.args[0]!.value === 'mutual'), 5000);
+    await eventually(() => sink.messages.some((m) => m.args[0]!.value === 'mutual'));
     await stopProcess(bridge.child);
     plain.disconnect();
   });

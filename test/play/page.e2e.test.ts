@@ -94,7 +94,7 @@ describe('the audience page (/play/)', () => {
 
   it('confirms each accepted action in words (announced), says why one is refused, and shows the crowd as people read it', async () => {
     await page.locator('#c2').fill('0.8');
-    await eventually(() => display.sink.messages.some((m) => m.address === '/002' && Math.abs(Number(m.args[0]!.value) - 0.8) < 1e-6), 5000);
+    await eventually(() => display.sink.messages.some((m) => m.address === '/002' && Math.abs(Number(m.args[0]!.value) - 0.8) < 1e-6));
     await expect.poll(() => page.locator('#feedback').textContent()).toBe('✓ Brightness: 80 %');
     expect(await page.locator('#feedback').getAttribute('aria-live')).toBe('polite');
     await expect.poll(() => page.locator('#c2-crowd').textContent(), { timeout: 5000 }).toBe('Crowd: 80 % · 1 personleft: 80 % (1 person)');
@@ -103,7 +103,7 @@ describe('the audience page (/play/)', () => {
     await page.screenshot({ path: `${ARTIFACTS}/pressed.png`, fullPage: true });
     await page.locator('#c5').fill('hello from a phone');
     await page.locator('#c5').press('Enter');
-    await eventually(() => display.sink.messages.some((m) => m.address === '/005' && m.args[0]!.value === 'hello from a phone'), 5000);
+    await eventually(() => display.sink.messages.some((m) => m.address === '/005' && m.args[0]!.value === 'hello from a phone'));
     await expect.poll(() => page.locator('#feedback').textContent()).toBe('✓ Sent: “hello from a phone”');
     expect(await page.locator('#c5').inputValue()).toBe('');
     await page.locator('#c5').fill('and again at once');
@@ -112,7 +112,7 @@ describe('the audience page (/play/)', () => {
     expect(await page.locator('#c5').inputValue()).toBe('and again at once'); // kept, to send again
     const pad = (await page.locator('.pad').boundingBox())!;
     await page.locator('.pad').click({ position: { x: pad.width * 0.25, y: pad.height * 0.75 } }); // scrolled into view first
-    await eventually(() => display.sink.messages.some((m) => m.address === '/006' && Math.abs(Number(m.args[0]!.value) - 0.25) < 0.02 && Math.abs(Number(m.args[1]!.value) - 0.75) < 0.02), 5000);
+    await eventually(() => display.sink.messages.some((m) => m.address === '/006' && Math.abs(Number(m.args[0]!.value) - 0.25) < 0.02 && Math.abs(Number(m.args[1]!.value) - 0.75) < 0.02));
     await page.screenshot({ path: `${ARTIFACTS}/acted.png`, fullPage: true });
   });
 
