@@ -1,4 +1,5 @@
 import { configDefaults, defineConfig } from 'vitest/config';
+import { LOADED_MACHINE_MS } from './test/helpers/loaded-machine.js';
 
 /**
  * Tests that load the machine on purpose (hundreds of phones and fault-injecting links, thousands of
@@ -14,6 +15,8 @@ export default defineConfig({
     // uWebSockets.js is a native addon: run each file in its own process.
     pool: 'forks',
     testTimeout: 30_000,
+    // expect.poll waits for something that must happen as long as eventually does (1 s by default)
+    expect: { poll: { timeout: LOADED_MACHINE_MS } },
     hookTimeout: 30_000,
     projects: [
       { extends: true, test: { name: 'tests', include: ['test/**/*.test.ts'], exclude: [...configDefaults.exclude, ...ALONE], sequence: { groupOrder: 0 } } },

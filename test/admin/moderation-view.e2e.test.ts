@@ -71,7 +71,7 @@ describe('the moderation queue on the team page', () => {
   it('shows held texts on every operator\'s page without a reload, oldest first', async () => {
     const fan = await mintToken(t, LAYOUT.layoutId, t.apiKey);
     for (const text of ['Happy birthday Sam!', 'Go team', 'Hello from row 12']) await hold(fan, text);
-    for (const p of [one, two]) await expect.poll(() => texts(p), { timeout: 5000 }).toEqual(['Happy birthday Sam!', 'Go team', 'Hello from row 12']);
+    for (const p of [one, two]) await expect.poll(() => texts(p)).toEqual(['Happy birthday Sam!', 'Go team', 'Hello from row 12']);
     expect(await selected(one)).toBe('Happy birthday Sam!');
   });
 
@@ -81,12 +81,12 @@ describe('the moderation queue on the team page', () => {
     await expect.poll(() => selected(one)).toBe('Go team');
     await one.keyboard.press('a');
     await expect.poll(() => one.locator('#status').textContent()).toBe('“Go team” approved.');
-    await expect.poll(() => shown('Go team'), { timeout: 5000 }).toBe(1);
+    await expect.poll(() => shown('Go team')).toBe(1);
     await expect.poll(() => selected(one)).toBe('Hello from row 12');
     await one.keyboard.press('Home');
     await expect.poll(() => selected(one)).toBe('Happy birthday Sam!');
     await one.keyboard.press('r');
-    await expect.poll(() => texts(two), { timeout: 5000 }).toEqual(['Hello from row 12']);
+    await expect.poll(() => texts(two)).toEqual(['Hello from row 12']);
     const seen = await decided(two);
     expect(seen[0]).toMatch(/^rejected “Happy birthday Sam!” by admin:one@team\.example at /);
     expect(seen[1]).toMatch(/^approved “Go team” by admin:one@team\.example at /);
@@ -114,22 +114,22 @@ describe('the moderation queue on the team page', () => {
     await queueOf(two).focus();
     await two.keyboard.press('r');
     await expect.poll(() => two.locator('#status').textContent()).toBe('“Hello from row 12” was already approved by admin:one@team.example.');
-    await expect.poll(() => shown('Hello from row 12'), { timeout: 5000 }).toBe(1);
+    await expect.poll(() => shown('Hello from row 12')).toBe(1);
     release();
     await two.unroute(`**/admin/api/layouts/${LAYOUT.layoutId}/moderation`);
-    await expect.poll(() => texts(two), { timeout: 5000 }).toEqual([]);
+    await expect.poll(() => texts(two)).toEqual([]);
   });
 
   it('M mutes the sender: their other held texts go, and their next String is refused', async () => {
     const troll = await mintToken(t, LAYOUT.layoutId, t.apiKey);
     await hold(troll, 'spam one');
     await hold(troll, 'spam two');
-    await expect.poll(() => texts(one), { timeout: 5000 }).toEqual(['spam one', 'spam two']);
+    await expect.poll(() => texts(one)).toEqual(['spam one', 'spam two']);
     await queueOf(one).focus();
     await one.keyboard.press('m');
-    await expect.poll(() => texts(one), { timeout: 5000 }).toEqual([]);
+    await expect.poll(() => texts(one)).toEqual([]);
     const refusal = async () => ((await postAction(t, troll, { layoutId: LAYOUT.layoutId, lid: 5, type: 'String', value: 'spam three' })).body as { error?: { code: string } }).error?.code;
-    await expect.poll(refusal, { timeout: 5000 }).toBe('moderated');
+    await expect.poll(refusal).toBe('moderated');
     await one.screenshot({ path: `${ARTIFACTS}/moderation-queue.png`, fullPage: true });
   });
 
@@ -137,7 +137,7 @@ describe('the moderation queue on the team page', () => {
     const fan = await mintToken(t, LAYOUT.layoutId, t.apiKey);
     await hold(fan, 'Encore!');
     const audit = await operator('two@team.example', true);
-    await expect.poll(() => texts(audit), { timeout: 5000 }).toEqual(['Encore!']);
+    await expect.poll(() => texts(audit)).toEqual(['Encore!']);
     expect(await axeViolations(audit)).toEqual([]);
   });
 });

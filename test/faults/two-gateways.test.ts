@@ -6,7 +6,8 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { freePort } from '../../gateway/dev/redis-server.js';
 import { recordFigure } from '../helpers/figures.js';
-import { eventually, LOADED_MACHINE_MS, mintToken, NO_RECHECK, postAction, testKekFile, useGatewayWithToken } from '../helpers/gateway.js';
+import { eventually, mintToken, NO_RECHECK, postAction, testKekFile, useGatewayWithToken } from '../helpers/gateway.js';
+import { LOADED_MACHINE_MS } from '../helpers/loaded-machine.js';
 import { useRedis } from '../helpers/redis.js';
 
 const BIN = fileURLToPath(new URL('../../dist/gateway/main.js', import.meta.url));

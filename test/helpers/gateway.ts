@@ -11,6 +11,7 @@ import { loadKek } from '../../gateway/store/signing-kek.js';
 import { createStores, type Stores } from '../../gateway/store/stores.js';
 import type { LayoutDefinition } from '../../schemas/types.js';
 import { randomPrefix } from './redis.js';
+import { LOADED_MACHINE_MS } from './loaded-machine.js';
 
 /** A layout with every control type on two pages and no crowd (the demo layout adds crowd controls and zones to it): most tests' layout. */
 /** The test run's key-encryption key file (test/global-setup.ts makes it). */
@@ -119,15 +120,6 @@ export async function mintToken(t: Pick<TestGateway, 'url'>, layoutId: string, a
 export function postAction(t: Pick<TestGateway, 'url'>, token: string, body: unknown, headers: Record<string, string> = {}): Promise<JsonResponse> {
   return postJson(`${t.url}/action`, body, { authorization: `Bearer ${token}`, ...headers });
 }
-
-/**
- * How long a wait for something that must happen may take: a loaded 2-core machine (CI, a test
- * file beside it) can keep a process off the CPU for seconds, so a condition that holds in 50 ms
- * on a quiet machine gets this long before the test calls it broken. A test that claims a latency
- * measures it instead, and takes away the slower path that would meet the condition too (a
- * re-check timer, a retry), so that the generous bound still tells the mechanisms apart.
- */
-export const LOADED_MACHINE_MS = 10_000;
 
 /** Overrides that put the cache re-check (CACHE_RECHECK_MS) out of a test's reach: only an invalidation message can change what a gateway has cached. */
 export const NO_RECHECK = { cacheRecheckMs: 300_000 } as const;

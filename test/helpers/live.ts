@@ -1,7 +1,8 @@
 // A `ws` client on a gateway's live channel, as a phone connects: the subprotocols
 // `audience-control.v1` and `bearer.<token>`, the frames received kept in order, how it closed.
 import WebSocket from 'ws';
-import { eventually, LOADED_MACHINE_MS } from './gateway.js';
+import { eventually } from './gateway.js';
+import { LOADED_MACHINE_MS } from './loaded-machine.js';
 
 export interface Frame {
   op: string;

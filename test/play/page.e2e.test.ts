@@ -97,7 +97,7 @@ describe('the audience page (/play/)', () => {
     await eventually(() => display.sink.messages.some((m) => m.address === '/002' && Math.abs(Number(m.args[0]!.value) - 0.8) < 1e-6));
     await expect.poll(() => page.locator('#feedback').textContent()).toBe('✓ Brightness: 80 %');
     expect(await page.locator('#feedback').getAttribute('aria-live')).toBe('polite');
-    await expect.poll(() => page.locator('#c2-crowd').textContent(), { timeout: 5000 }).toBe('Crowd: 80 % · 1 personleft: 80 % (1 person)');
+    await expect.poll(() => page.locator('#c2-crowd').textContent()).toBe('Crowd: 80 % · 1 personleft: 80 % (1 person)');
     await page.getByRole('button', { name: 'Fireworks', exact: true }).click();
     await expect.poll(() => page.locator('#feedback').textContent()).toBe('✓ Sent: Fireworks');
     await page.screenshot({ path: `${ARTIFACTS}/pressed.png`, fullPage: true });
@@ -120,7 +120,7 @@ describe('the audience page (/play/)', () => {
     await page.locator('input[type=radio][name=c4]').nth(1).check();
     await expect.poll(() => page.locator('#feedback').textContent()).toBe('✓ Voted: Green');
     await expect.poll(() => page.locator('#c4-mine').textContent()).toBe('Your vote: Green');
-    await expect.poll(() => page.locator('#c4-crowd').textContent(), { timeout: 5000 }).toMatch(/Red 0, Green 1, Blue 0 · 1 person/);
+    await expect.poll(() => page.locator('#c4-crowd').textContent()).toMatch(/Red 0, Green 1, Blue 0 · 1 person/);
     expect(await page.locator('#c4-crowd meter').count()).toBe(3);
     expect(await page.locator('#c4-bar1').getAttribute('value')).toBe('1');
     await page.screenshot({ path: `${ARTIFACTS}/voted.png`, fullPage: true });
@@ -150,8 +150,8 @@ describe('the audience page (/play/)', () => {
       await expect.poll(() => phone.locator('#state').textContent()).toBe('Live');
       const previous = t;
       await previous.close();
-      await expect.poll(() => phone.locator('#state').textContent(), { timeout: 5000 }).toBe("The show's server is restarting: reconnecting.");
-      await expect.poll(() => phone.locator('#next').textContent(), { timeout: 5000 }).toMatch(/^(Next try in \d+ s|Trying now)$/);
+      await expect.poll(() => phone.locator('#state').textContent()).toBe("The show's server is restarting: reconnecting.");
+      await expect.poll(() => phone.locator('#next').textContent()).toMatch(/^(Next try in \d+ s|Trying now)$/);
       await phone.screenshot({ path: `${ARTIFACTS}/restarting.png`, fullPage: true });
       t = await startTestGateway({ redisUrl: redis.get().server.url, sameDataAs: previous });
       target = t.gw.port;
@@ -159,7 +159,7 @@ describe('the audience page (/play/)', () => {
       expect(await phone.locator('#next').textContent()).toBe('');
       await phone.screenshot({ path: `${ARTIFACTS}/back.png`, fullPage: true });
       await t.admin.layouts.revokeTokens(t.layoutId, { before: Date.now() + 1 }); // the end of the show for every phone: 4001, and this page has no renewal
-      await expect.poll(() => phone.locator('#state').textContent(), { timeout: 5000 }).toBe('Your access has ended. Ask for a new link.');
+      await expect.poll(() => phone.locator('#state').textContent()).toBe('Your access has ended. Ask for a new link.');
       await phone.screenshot({ path: `${ARTIFACTS}/ended.png`, fullPage: true });
     } finally {
       await phone.close();
