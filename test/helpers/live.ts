@@ -37,7 +37,7 @@ export function liveProtocols(token: string): string[] {
 export async function connectLive(base: string, token: string, options: WebSocket.ClientOptions = {}): Promise<LiveClient> {
   for (let attempt = 0; ; attempt++) {
     const client = await openLive(base, token, options);
-    const first = await Promise.race([client.next('page', 0, 5000).then(() => 'page' as const, () => 'no page' as const), client.closed.then((c) => c.code)]);
+    const first = await Promise.race([client.next('page').then(() => 'page' as const, () => 'no page' as const), client.closed.then((c) => c.code)]);
     if (first === 'page' || attempt === 2 || first !== 1006 || client.frames.length > 0) return client;
   }
 }
