@@ -6,7 +6,7 @@
 //     addresses 127.0.0.2, .3, ... (one address reaches about 28,000 connections to one port):
 //     memory per socket and idle CPU per process, how long a page switch takes to reach every
 //     socket after `layout activate` returns, and what crowd frames at 4 Hz to every socket cost.
-//   npm run bench:live [-- --seconds 10 --sockets 50000 --workers 4 --per-generator 10000 --only action|sockets|gateway-sockets]
+//   npm run bench:live [-- --seconds 10 --sockets 50000 --workers 4 --per-generator 10000 --window 8 --only action|sockets|gateway-sockets]
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
@@ -19,12 +19,14 @@ import { actionRequests, cpuSeconds, medianBy, mintTokens, percentiles, pinProce
 import { bareTarget, gatewayTarget, type LiveTarget } from './live-servers.js';
 import { liveSubprotocols } from '../schemas/live-protocol.js';
 
-const { values } = parseArgs({ options: { seconds: { type: 'string', default: '10' }, sockets: { type: 'string', default: '50000' }, workers: { type: 'string', default: '4' }, 'per-generator': { type: 'string', default: '10000' }, connections: { type: 'string', default: '100' }, only: { type: 'string' } } });
+const { values } = parseArgs({ options: { seconds: { type: 'string', default: '10' }, sockets: { type: 'string', default: '50000' }, workers: { type: 'string', default: '4' }, 'per-generator': { type: 'string', default: '10000' }, connections: { type: 'string', default: '100' }, window: { type: 'string', default: '8' }, only: { type: 'string' } } });
 const seconds = Number(values.seconds);
 const socketCount = Number(values.sockets);
 const workers = Number(values.workers);
 const perGenerator = Number(values['per-generator']);
 const connections = Number(values.connections);
+/** actions each socket keeps in flight in the action rounds */
+const inFlight = Number(values.window);
 const GENERATOR = fileURLToPath(new URL('./live-socket-generator.js', import.meta.url));
 const BARE_HTTP = fileURLToPath(new URL('./bare-uws.js', import.meta.url));
 const BARE_LIVE = fileURLToPath(new URL('./live-bare-uws.js', import.meta.url));
@@ -60,7 +62,7 @@ interface SocketLoad {
   cpuShare: number;
 }
 
-/** Server CPU µs per action sent over `connections` sockets, each keeping `window` actions in flight, for `seconds`. */
+/** Server CPU µs per action sent over `connections` sockets, each keeping `inFlight` actions in flight, for `seconds`. */
 async function socketActions(url: string, pid: number, tokens: string[], bodies: object[]): Promise<SocketLoad> {
   const sockets = await Promise.all(
     Array.from({ length: connections }, (_, i) => new Promise<WebSocket>((resolve) => {
@@ -71,7 +73,6 @@ async function socketActions(url: string, pid: number, tokens: string[], bodies:
   let acked = 0;
   let sent = 0;
   let stop = false;
-  const window = 8;
   const frames = bodies.map((b, i) => JSON.stringify({ op: 'action', ref: String(i), ...b }));
   const cpu0 = cpuSeconds(pid);
   const t0 = performance.now();
@@ -81,7 +82,7 @@ async function socketActions(url: string, pid: number, tokens: string[], bodies:
       if (data[7] === 0x61) acked++;
       if (!stop) ws.send(frames[sent++ % frames.length]!);
     });
-    for (let k = 0; k < window; k++) ws.send(frames[sent++ % frames.length]!);
+    for (let k = 0; k < inFlight; k++) ws.send(frames[sent++ % frames.length]!);
   }
   await sleep(seconds * 1000);
   stop = true;
@@ -135,9 +136,9 @@ async function actionCost(): Promise<string> {
       '| path | actions/s | server CPU (share of a core) | server CPU µs/action |',
       '|---|---|---|---|',
       `| bare uWS HTTP reply (wrk, ${connections} connections) | ${Math.round(bareHttp.requestsPerSec)} | ${bareHttp.serverCpuShare!.toFixed(2)} | ${bareHttp.serverCpuUsPerRequest!.toFixed(1)} |`,
-      `| bare uWS socket ack: JSON.parse, ack with its ref (${connections} sockets, 8 in flight each; median of ${ROUNDS}) | ${Math.round(bareSocket.perSecond)} | ${bareSocket.cpuShare.toFixed(2)} | ${bareSocket.usPerAction.toFixed(1)} |`,
+      `| bare uWS socket ack: JSON.parse, ack with its ref (${connections} sockets, ${inFlight} in flight each; median of ${ROUNDS}) | ${Math.round(bareSocket.perSecond)} | ${bareSocket.cpuShare.toFixed(2)} | ${bareSocket.usPerAction.toFixed(1)} |`,
       `| POST /action (wrk, ${connections} connections) | ${Math.round(http.requestsPerSec)} | ${http.serverCpuShare!.toFixed(2)} | ${http.serverCpuUsPerRequest!.toFixed(1)} |`,
-      `| action frame over the live channel (${connections} sockets, 8 in flight each; median of ${ROUNDS}) | ${Math.round(ws.perSecond)} | ${ws.cpuShare.toFixed(2)} | ${ws.usPerAction.toFixed(1)} |`,
+      `| action frame over the live channel (${connections} sockets, ${inFlight} in flight each; median of ${ROUNDS}) | ${Math.round(ws.perSecond)} | ${ws.cpuShare.toFixed(2)} | ${ws.usPerAction.toFixed(1)} |`,
       '',
       target('CPU per socket action, gateway / bare uWS socket ack', socketRatio, '<=', TARGETS.socketAction, `rounds ${roundRatios.map((r) => r.toFixed(2)).join(', ')}`),
       `socket / POST: ${ratio.toFixed(2)} of the CPU per action`,
