@@ -266,8 +266,23 @@ describe('team management page', () => {
     await shot('signed-in-phone');
     expect(await page.evaluate('document.documentElement.scrollWidth <= window.innerWidth + 1')).toBe(true); // no sideways scrolling
     expect(await page.getByRole('button', { name: 'Sign out' }).isVisible()).toBe(true);
+    // a poll of the page in flight across the sign-out: held until the logout is answered, so its
+    // answer is the 401 of a session that is gone, which must not read as an expired session
+    let loggedOut!: () => void;
+    const logoutAnswered = new Promise<void>((r) => (loggedOut = r));
+    let held = 0;
+    await page.route('**/admin/api/layouts/*/crowd', async (route) => {
+      held++;
+      await logoutAnswered;
+      await route.continue();
+    });
+    await expect.poll(() => held).toBeGreaterThan(0);
+    page.on('response', (r) => void (r.url().endsWith('/admin/api/logout') && loggedOut()));
+    const refused = page.waitForResponse((r) => r.url().endsWith('/crowd') && r.status() === 401);
     await page.getByRole('button', { name: 'Sign out' }).click();
     await expect.poll(() => page.getByLabel('Email').isVisible()).toBe(true);
+    await refused;
+    await page.unrouteAll();
     expect(await page.getByRole('button', { name: 'Sign out' }).isVisible()).toBe(false);
     expect(await page.getByRole('heading', { name: 'API keys' }).isVisible()).toBe(false);
     expect(await page.locator('#status').textContent()).toBe('Signed out.');

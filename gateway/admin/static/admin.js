@@ -3,7 +3,7 @@
 import { CROWD_POLL_MS, createCrowdView } from './crowd-view.js';
 import { MODERATION_POLL_MS, createModeration } from './moderation.js';
 const $ = (id) => document.getElementById(id);
-const state = { csrf: null, layouts: [], pendingRevoke: null, poll: null };
+const state = { csrf: null, layouts: [], pendingRevoke: null, poll: null, signedOut: false };
 
 class ApiError extends Error {
   constructor(status, code, message) {
@@ -45,6 +45,8 @@ function show(signedIn) {
 
 async function onExpired(e) {
   if (e instanceof ApiError && e.status === 401) {
+    // a request in flight across a sign-out is answered 401: the person signed out, nothing expired
+    if (state.signedOut) return true;
     state.csrf = null;
     clearInterval(state.poll);
     clearInterval(state.crowdPoll);
@@ -284,6 +286,7 @@ function activate(layout, page) {
 // --- session ---------------------------------------------------------------------------------
 
 async function enter(session) {
+  state.signedOut = false;
   state.csrf = session.csrfToken;
   $('who-text').textContent = `${session.email} · ${session.teamName}`;
   show(true);
@@ -324,11 +327,15 @@ $('signin-form').addEventListener('submit', async (ev) => {
 
 $('signout').addEventListener('click', () =>
   guarded(async () => {
-    await api('POST', '/admin/api/logout');
-    state.csrf = null;
     clearInterval(state.poll);
     clearInterval(state.crowdPoll);
     clearInterval(state.moderationPoll);
+    state.signedOut = true; // before the request: a poll answered while it is under way is not an expiry either
+    await api('POST', '/admin/api/logout').catch((e) => {
+      state.signedOut = false;
+      throw e;
+    });
+    state.csrf = null;
     $('secret-value').value = '';
     $('secret').hidden = true;
     show(false);
