@@ -6,7 +6,7 @@
 //     addresses 127.0.0.2, .3, ... (one address reaches about 28,000 connections to one port):
 //     memory per socket and idle CPU per process, how long a page switch takes to reach every
 //     socket after `layout activate` returns, and what crowd frames at 4 Hz to every socket cost.
-//   npm run bench:live [-- --seconds 10 --sockets 50000 --workers 4 --per-generator 10000 --window 8 --only action|sockets|gateway-sockets]
+//   npm run bench:live [-- --seconds 10 --sockets 50000 --workers 4 --per-generator 10000 --window 8 --rate 0 --controls plain|aggregated --only action|sockets|gateway-sockets]
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
@@ -19,7 +19,7 @@ import { actionRequests, cpuSeconds, medianBy, mintTokens, percentiles, pinProce
 import { bareTarget, gatewayTarget, type LiveTarget } from './live-servers.js';
 import { liveSubprotocols } from '../schemas/live-protocol.js';
 
-const { values } = parseArgs({ options: { seconds: { type: 'string', default: '10' }, sockets: { type: 'string', default: '50000' }, workers: { type: 'string', default: '4' }, 'per-generator': { type: 'string', default: '10000' }, connections: { type: 'string', default: '100' }, window: { type: 'string', default: '8' }, only: { type: 'string' } } });
+const { values } = parseArgs({ options: { seconds: { type: 'string', default: '10' }, sockets: { type: 'string', default: '50000' }, workers: { type: 'string', default: '4' }, 'per-generator': { type: 'string', default: '10000' }, connections: { type: 'string', default: '100' }, window: { type: 'string', default: '8' }, controls: { type: 'string', default: 'plain' }, rate: { type: 'string', default: '0' }, only: { type: 'string' } } });
 const seconds = Number(values.seconds);
 const socketCount = Number(values.sockets);
 const workers = Number(values.workers);
@@ -27,6 +27,10 @@ const perGenerator = Number(values['per-generator']);
 const connections = Number(values.connections);
 /** actions each socket keeps in flight in the action rounds */
 const inFlight = Number(values.window);
+/** actions a second sent over all sockets at an even pace in the action rounds (0: each socket keeps `--window` in flight) */
+const rate = Number(values.rate);
+/** which of the demo's controls the action rounds press: the plain ones (each action an entry in Redis) or the aggregated ones (folded in memory) */
+const controls = values.controls === 'aggregated' ? 'aggregated' : 'plain';
 const GENERATOR = fileURLToPath(new URL('./live-socket-generator.js', import.meta.url));
 const BARE_HTTP = fileURLToPath(new URL('./bare-uws.js', import.meta.url));
 const BARE_LIVE = fileURLToPath(new URL('./live-bare-uws.js', import.meta.url));
@@ -56,13 +60,17 @@ function target(what: string, value: number, op: '<=' | '>=' | '<', bound: numbe
   return `${what}: ${value.toFixed(2)} (target ${op === '<=' ? '≤' : op === '>=' ? '≥' : '<'} ${bound}: ${met ? 'met' : 'NOT met'})${detail ? `; ${detail}` : ''}`;
 }
 
+/** The demo's aggregated controls in turn: a mean Slider, a vote (Index) and a fraction (Toggle). */
+const aggregatedBody = (i: number): object =>
+  [{ lid: 10, type: 'Slider', value: (i % 101) / 100 }, { lid: 11, type: 'Index', value: i % 3 }, { lid: 12, type: 'Toggle', value: i % 2 === 0 }][i % 3]!;
+
 interface SocketLoad {
   perSecond: number;
   usPerAction: number;
   cpuShare: number;
 }
 
-/** Server CPU µs per action sent over `connections` sockets, each keeping `inFlight` actions in flight, for `seconds`. */
+/** Server CPU µs per action sent over `connections` sockets for `seconds`: each socket keeping `inFlight` actions in flight, or `rate` a second over all of them. */
 async function socketActions(url: string, pid: number, tokens: string[], bodies: object[]): Promise<SocketLoad> {
   const sockets = await Promise.all(
     Array.from({ length: connections }, (_, i) => new Promise<WebSocket>((resolve) => {
@@ -80,11 +88,20 @@ async function socketActions(url: string, pid: number, tokens: string[], bodies:
     ws.on('message', (data: Buffer) => {
       if (data[7] !== 0x61 && data[7] !== 0x65) return; // {"op":"ack" or {"op":"error": an answer
       if (data[7] === 0x61) acked++;
-      if (!stop) ws.send(frames[sent++ % frames.length]!);
+      if (!stop && rate === 0) ws.send(frames[sent++ % frames.length]!);
     });
-    for (let k = 0; k < inFlight; k++) ws.send(frames[sent++ % frames.length]!);
+    if (rate === 0) for (let k = 0; k < inFlight; k++) ws.send(frames[sent++ % frames.length]!);
   }
-  await sleep(seconds * 1000);
+  if (rate > 0) {
+    // an even pace: every millisecond, what is due by now goes out, one frame a socket in turn
+    const pacer = setInterval(() => {
+      const due = Math.floor(((performance.now() - t0) / 1000) * rate);
+      while (sent < due) sockets[sent % sockets.length]!.send(frames[sent++ % frames.length]!);
+    }, 1);
+    await sleep(seconds * 1000);
+    clearInterval(pacer);
+    await sleep(200); // the last answers
+  } else await sleep(seconds * 1000);
   stop = true;
   const elapsed = (performance.now() - t0) / 1000;
   const cpu = cpuSeconds(pid) - cpu0;
@@ -103,7 +120,7 @@ async function actionCost(): Promise<string> {
     const key = await seedDemo(redis.url);
     const gw = await spawnPinnedGateway(redis.url);
     const tokens = await mintTokens(gw.url, key.apiKey, key.layoutId, 2000);
-    const requests = actionRequests(tokens, key.layoutId);
+    const requests = actionRequests(tokens, key.layoutId, 10_000, controls === 'aggregated' ? aggregatedBody : undefined);
     const bodies = requests.map((r) => {
       const { layoutId: _, ...b } = JSON.parse(r.body!) as Record<string, unknown>;
       return b;
@@ -132,13 +149,14 @@ async function actionCost(): Promise<string> {
     const roundRatios = gwRounds.map((g, i) => g.usPerAction / bareRounds[i]!.usPerAction);
     const socketRatio = medianBy(roundRatios, (r) => r);
     const ratio = ws.usPerAction / http.serverCpuUsPerRequest!;
+    const load = `${connections} sockets, ${rate > 0 ? `${rate} actions/s at an even pace` : `${inFlight} in flight each`}, ${controls} controls; median of ${ROUNDS}`;
     return [
       '| path | actions/s | server CPU (share of a core) | server CPU µs/action |',
       '|---|---|---|---|',
       `| bare uWS HTTP reply (wrk, ${connections} connections) | ${Math.round(bareHttp.requestsPerSec)} | ${bareHttp.serverCpuShare!.toFixed(2)} | ${bareHttp.serverCpuUsPerRequest!.toFixed(1)} |`,
-      `| bare uWS socket ack: JSON.parse, ack with its ref (${connections} sockets, ${inFlight} in flight each; median of ${ROUNDS}) | ${Math.round(bareSocket.perSecond)} | ${bareSocket.cpuShare.toFixed(2)} | ${bareSocket.usPerAction.toFixed(1)} |`,
+      `| bare uWS socket ack: JSON.parse, ack with its ref (${load}) | ${Math.round(bareSocket.perSecond)} | ${bareSocket.cpuShare.toFixed(2)} | ${bareSocket.usPerAction.toFixed(1)} |`,
       `| POST /action (wrk, ${connections} connections) | ${Math.round(http.requestsPerSec)} | ${http.serverCpuShare!.toFixed(2)} | ${http.serverCpuUsPerRequest!.toFixed(1)} |`,
-      `| action frame over the live channel (${connections} sockets, ${inFlight} in flight each; median of ${ROUNDS}) | ${Math.round(ws.perSecond)} | ${ws.cpuShare.toFixed(2)} | ${ws.usPerAction.toFixed(1)} |`,
+      `| action frame over the live channel (${load}) | ${Math.round(ws.perSecond)} | ${ws.cpuShare.toFixed(2)} | ${ws.usPerAction.toFixed(1)} |`,
       '',
       target('CPU per socket action, gateway / bare uWS socket ack', socketRatio, '<=', TARGETS.socketAction, `rounds ${roundRatios.map((r) => r.toFixed(2)).join(', ')}`),
       `socket / POST: ${ratio.toFixed(2)} of the CPU per action`,
