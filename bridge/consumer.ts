@@ -48,7 +48,8 @@ type RawEntry = [string, string[] | null];
 type StreamReply = [string, RawEntry[]][] | null;
 
 /** What the reader decided for one entry. */
-type Verdict = { kind: 'offered'; ts: number } | { kind: 'stale' } | { kind: 'dead'; reason: string };
+/** `settled`: the scheduler counted and acks it (an action too old to send) */
+type Verdict = { kind: 'offered'; ts: number } | { kind: 'stale' } | { kind: 'settled' } | { kind: 'dead'; reason: string };
 
 const LOG_EVERY_MS = 5000;
 
@@ -317,7 +318,7 @@ export class LayoutConsumer {
       if (verdict.kind === 'stale') {
         this.c.droppedStale++;
         this.scheduler.ackLater(id);
-      } else newest = Math.max(newest, verdict.ts);
+      } else if (verdict.kind === 'offered') newest = Math.max(newest, verdict.ts);
       this.c.read++;
     }
     if (newest > 0) this.counters.newestRead.set(this.layoutId, newest);
@@ -345,7 +346,10 @@ export class LayoutConsumer {
       return { kind: 'offered', ts: s.ts };
     }
     const { entry } = decoded;
-    if (now - entry.ts > maxAgeMs) return { kind: 'stale' };
+    if (now - entry.ts > maxAgeMs) {
+      this.scheduler.dropStale(id, entry);
+      return { kind: 'settled' };
+    }
     const offered = this.scheduler.offer(id, entry);
     if (offered.kind === 'unencodable') return { kind: 'dead', reason: offered.reason };
     return { kind: 'offered', ts: entry.ts };

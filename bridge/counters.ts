@@ -25,7 +25,7 @@ export interface LayoutCounters {
   deadLettered: number;
   /** of those, the ones whose copy Redis refused (settled anyway, logged) */
   deadLetterFailures: number;
-  /** entries older than maxAgeMs */
+  /** actions older than maxAgeMs, each action once (read again, it is a duplicate) */
   droppedStale: number;
   /** pending entries whose data was trimmed or deleted before they were sent */
   lostTrimmed: number;

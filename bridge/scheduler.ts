@@ -147,6 +147,20 @@ export class LayoutScheduler {
     return { kind: 'queued' };
   }
 
+  /**
+   * Settles an action read after maxAgeMs without sending it, acked with the next tick. It counts
+   * as stale once: its id joins the finished ones, so the same action read again (its XACK lost, or
+   * given up) counts as a duplicate.
+   */
+  dropStale(streamId: string, entry: ActionEntry): void {
+    if (this.queued.has(entry.id) || this.done.has(entry.id)) this.c.duplicates++;
+    else {
+      this.done.add(entry.id);
+      this.c.droppedStale++;
+    }
+    this.acks.add(streamId);
+  }
+
   /** Takes a crowd summary (acked with the next tick: it is state, not a message to deliver). */
   offerSummary(streamId: string, summary: CrowdSummary): void {
     this.crowd.offer(summary);

@@ -108,6 +108,21 @@ describe('straight from the stream', () => {
     expect(bridge.counters.total('droppedStale')).toBe(1);
   });
 
+  it('counts an action dropped as stale once: delivered again (its XACK lost, say), it is a duplicate', async () => {
+    const prefix = randomPrefix();
+    const s = await sink();
+    const key = actionStreamKey(prefix, 'demo-show');
+    const bridge = await bridgeFor(prefix, { maxAgeMs: 500, targets: [{ host: '127.0.0.1', port: s.port }] });
+    const old = entry(1, { ts: Date.now() - 5000 });
+    await redis.get().client.xadd(key, '*', ACTION_FIELD, encodeActionEntry(old));
+    await eventually(() => bridge.counters.total('droppedStale') === 1);
+    await redis.get().client.xadd(key, '*', ACTION_FIELD, encodeActionEntry(old));
+    await eventually(() => bridge.counters.total('read') === 2);
+    expect(bridge.counters.total('duplicates')).toBe(1);
+    expect(bridge.counters.total('droppedStale')).toBe(1);
+    expect(s.messages).toHaveLength(0);
+  });
+
   it('drops an action id it has already sent (a redelivered entry)', async () => {
     const prefix = randomPrefix();
     const s = await sink();

@@ -185,9 +185,10 @@ describe(`a venue link of ${ONE_WAY_MS} ms each way between the bridge and Redis
     let seen = '';
     await eventually(async () => {
       const m = await scrape(b.opsPort);
-      const read = sample(m, `audience_bridge_entries_read_total{layout="${l.layoutId}"}`);
+      // an entry read again (its XACK lost in the cut) counts as read again, and as a duplicate
+      const read = sample(m, `audience_bridge_entries_read_total{layout="${l.layoutId}"}`) - sample(m, `audience_bridge_duplicates_total{layout="${l.layoutId}"}`);
       const pending = sample(m, `audience_bridge_entries_pending{layout="${l.layoutId}"}`);
-      seen = `read ${read}, pending ${pending}, in the stream ${posted.length}`;
+      seen = `read ${read} (less duplicates), pending ${pending}, in the stream ${posted.length}`;
       return read === posted.length && pending === 0;
     }).catch((e: unknown) => {
       throw new Error(`${String(e)}: ${seen}`);
