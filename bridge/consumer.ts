@@ -47,8 +47,7 @@ export interface ConsumerSettings {
 type RawEntry = [string, string[] | null];
 type StreamReply = [string, RawEntry[]][] | null;
 
-/** What the reader decided for one entry. */
-/** `settled`: the scheduler counted and acks it (an action too old to send) */
+/** What the reader decided for one entry: `stale` is a crowd summary past its window; `settled`, an action the scheduler counted and acks itself (too old to send). */
 type Verdict = { kind: 'offered'; ts: number } | { kind: 'stale' } | { kind: 'settled' } | { kind: 'dead'; reason: string };
 
 const LOG_EVERY_MS = 5000;
