@@ -6,6 +6,7 @@
 // restart, or through XAUTOCLAIM) its action id is known, so it is acked without being sent again.
 import type { LayoutCounters } from './counters.js';
 import type { Logger } from '../runtime/log.js';
+import { SeenIds } from './seen-ids.js';
 
 export const MAX_ACK_ATTEMPTS = 5;
 const LOG_EVERY_MS = 5000;
@@ -16,6 +17,8 @@ export class AckQueue {
   private retries: { ids: string[]; attempts: number }[] = [];
   private lastLog = 0;
   private inFlight: Promise<void> | null = null;
+  /** every id given to this queue (at least the last 100,000): what this run settled */
+  private readonly given = new SeenIds(100_000);
 
   constructor(
     private readonly ack: (streamIds: string[]) => Promise<void>,
@@ -27,6 +30,12 @@ export class AckQueue {
 
   add(id: string): void {
     this.fresh.push(id);
+    this.given.add(id);
+  }
+
+  /** Whether this id was given to the queue (settled by this run), acked or not. */
+  has(id: string): boolean {
+    return this.given.has(id);
   }
 
   /** True while ids wait to be acked. */

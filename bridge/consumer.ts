@@ -93,7 +93,7 @@ export class LayoutConsumer {
     this.stream = actionStreamKey(s.prefix, this.layoutId);
     this.group = groupName(s.bridgeId);
     this.c = counters.layout(this.layoutId);
-    this.losses = new LostEntries(ops, this.stream, this.group, this.layoutId, this.c, log, now);
+    this.losses = new LostEntries(ops, this.stream, this.group, this.layoutId, this.c, log, now, (id) => scheduler.settled(id));
     this.deadLetters = new DeadLetters(ops, deadLetterKey(s.prefix, this.layoutId), { maxLen: s.deadLetterMaxLen, bridgeId: s.bridgeId }, this.layoutId, this.c, log, now);
   }
 

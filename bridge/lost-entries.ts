@@ -3,7 +3,8 @@
 //   group's read counter with the stream (settleTrimmed-1.lua), which also sets the group's lag right;
 // - pending for this bridge but its data gone (nil fields in a read, or named by XAUTOCLAIM): read
 //   by an earlier run and trimmed before it was sent, or delivered to a read of this run whose
-//   reply the link lost, so never had (trimmed unread).
+//   reply the link lost, so never had (trimmed unread). One this run settled itself (sent, say)
+//   and whose XACK the link lost is not lost: read again, it is a duplicate.
 import { LRUCache } from 'lru-cache';
 import type { RedisClient } from '../runtime/redis.js';
 import type { Logger } from '../runtime/log.js';
@@ -33,6 +34,8 @@ export class LostEntries {
     private readonly c: LayoutCounters,
     private readonly log: Logger,
     private readonly now: () => number,
+    /** whether this run settled a stream id (sent it, or dropped it for a counted reason) */
+    private readonly settledHere: (streamId: string) => boolean,
   ) {}
 
   /** Counts what was trimmed unread every second, on the shared connection (off the read path). */
@@ -78,12 +81,18 @@ export class LostEntries {
    * earlier run of this bridge (at or before its group's position when this run began) were read,
    * then trimmed before they were sent; those delivered since reached a read whose reply the link
    * lost (this run holds every entry it read until it is acked), so this bridge never had them:
-   * trimmed unread.
+   * trimmed unread. One this run settled itself is pending only because its XACK was lost: read
+   * again, it is a duplicate, as it would be with its data.
    */
   found(pendingIds: readonly string[]): void {
-    const ids = pendingIds.filter((id) => !this.counted.has(id));
+    const fresh = pendingIds.filter((id) => !this.counted.has(id));
+    if (fresh.length === 0) return;
+    for (const id of fresh) this.counted.set(id, true);
+    const ids = fresh.filter((id) => !this.settledHere(id));
+    const again = fresh.length - ids.length;
+    this.c.read += again;
+    this.c.duplicates += again;
     if (ids.length === 0) return;
-    for (const id of ids) this.counted.set(id, true);
     const before = this.deliveredBeforeRun;
     const unread = before === undefined ? [] : ids.filter((id) => before === null || streamIdAfter(id, before));
     const read = ids.length - unread.length;

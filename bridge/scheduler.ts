@@ -115,6 +115,11 @@ export class LayoutScheduler {
     return this.heldIds.has(streamId);
   }
 
+  /** Whether this run settled this stream id (sent it, or dropped it for a counted reason), acked or not. */
+  settled(streamId: string): boolean {
+    return this.acks.has(streamId);
+  }
+
   /** A stream id to acknowledge with the next tick's XACK (an entry the reader settled itself). */
   ackLater(streamId: string): void {
     this.acks.add(streamId);

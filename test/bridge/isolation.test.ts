@@ -139,6 +139,23 @@ describe('a pending entry whose data is gone', () => {
     await eventually(async () => ((await t.c.xpending(t.key, 'bridge:test-bridge')) as [number])[0] === 0);
     expectCountersAddUp(bridge);
   });
+
+  it('takes one it sent, whose XACK was lost before the data was trimmed, as a duplicate: nothing lost', async () => {
+    const t = await setup({}, { reclaimIdleMs: 200 });
+    const bridge = await t.start();
+    const id = await t.add(encodeActionEntry(entry({ value: 'sent' })));
+    await eventually(() => t.values().includes('sent') && bridge.counters.layout(LAYOUT).acked === 1);
+    // what a link that drops the XACK leaves: the entry pending for this bridge after it was sent...
+    await t.c.call('XCLAIM', t.key, 'bridge:test-bridge', 'test-bridge', 0, id, 'FORCE');
+    expect(((await t.c.xpending(t.key, 'bridge:test-bridge')) as [number])[0]).toBe(1);
+    // ...and then trimmed away: XAUTOCLAIM names it without its data
+    await t.c.xtrim(t.key, 'MAXLEN', 0);
+    await eventually(async () => ((await t.c.xpending(t.key, 'bridge:test-bridge')) as [number])[0] === 0);
+    const c = bridge.counters.layout(LAYOUT);
+    expect({ lostUnread: c.lostUnread, lostTrimmed: c.lostTrimmed, duplicates: c.duplicates, sent: c.sent, read: c.read }).toEqual({ lostUnread: 0, lostTrimmed: 0, duplicates: 1, sent: 1, read: 2 });
+    expect(t.values()).toEqual(['sent']);
+    expectCountersAddUp(bridge);
+  });
 });
 
 describe('a consumer group or stream that vanished', () => {
