@@ -83,7 +83,7 @@ describe('on a 3-master Redis Cluster', () => {
     expect((await ctl('key', 'list', '--team', teamA)).keys).toHaveLength(2);
     expect((await ctl('team', 'list')).teams.map((t: { teamId: string }) => t.teamId)).toEqual(expect.arrayContaining([teamA, teamB]));
     expect((await ctl('admin', 'create', '--team', teamA, '--email', 'ops@a.example')).email).toBe('ops@a.example');
-  });
+  }, 90_000); // seventeen audiencectl processes, each a Node start: seconds apiece on a loaded machine
 
   it('two gateway processes and one bridge: every action on every layout arrives exactly once', async () => {
     gateways = await Promise.all([spawnGateway(env), spawnGateway(env)]);
