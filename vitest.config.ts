@@ -5,7 +5,8 @@ import { LOADED_MACHINE_MS } from './test/helpers/loaded-machine.js';
  * Tests that load the machine on purpose (hundreds of phones and fault-injecting links, thousands of
  * sockets, an npm install and a tsc run, a container image built), that count UDP datagrams (a
  * loaded machine drops some before the sink reads them) or that hold a latency to a bound (texts
- * on the wall within the tick + 50 ms): they run after the others, one file at a time, so neither
+ * on the wall within the tick + 50 ms, a revoked key's sockets closed on three processes within
+ * 2 s): they run after the others, one file at a time, so neither
  * they nor their neighbours measure a machine that another test is busy with.
  */
 const ALONE = [
@@ -17,6 +18,8 @@ const ALONE = [
   'test/ops/container.test.ts',
   'test/gateway/participant-flood.test.ts',
   'test/gateway/moderation-throughput.test.ts',
+  'test/faults/live-processes.test.ts',
+  'test/cluster/live.test.ts',
 ];
 
 /**

@@ -1,8 +1,8 @@
 // Runs a private redis-server child on loopback: the embedded default of `npm start` and the
 // server every test talks to. AOF is on, so a kill -9 loses nothing Redis acknowledged.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync } from 'node:fs';
-import { createConnection, createServer } from 'node:net';
+import { mkdirSync, readFileSync } from 'node:fs';
+import { createConnection } from 'node:net';
 import { portIsFree } from './ports.js';
 
 export interface RedisServerOptions {
@@ -27,16 +27,32 @@ export interface RedisServer {
   restart(): Promise<void>;
 }
 
-/** A port that was free a moment ago on 127.0.0.1. */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const addr = srv.address();
-      srv.close(() => (typeof addr === 'object' && addr ? resolve(addr.port) : reject(new Error('no port'))));
-    });
-  });
+/** Ports are handed out from here up to the ephemeral range. */
+const PORTS_FROM = 20_000;
+
+/** The first port the kernel hands to outgoing connections (ip_local_port_range), 32768 if unknown. */
+function ephemeralLow(): number {
+  try {
+    const low = Number(readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/)[0]);
+    return Number.isInteger(low) && low > PORTS_FROM + 100 ? low : 32768;
+  } catch {
+    return 32768;
+  }
+}
+
+/**
+ * A port free a moment ago on 127.0.0.1, for a process about to bind it. It is drawn at random
+ * below the kernel's ephemeral range: an outgoing connection (of this process or any other) takes
+ * its local port from that range, so it could take a port from there between this check and the
+ * bind; below it, only another caller drawing the same port at the same moment could.
+ */
+export async function freePort(): Promise<number> {
+  const high = ephemeralLow();
+  for (let i = 0; i < 100; i++) {
+    const port = PORTS_FROM + Math.floor(Math.random() * (high - PORTS_FROM));
+    if (await portIsFree({ host: '127.0.0.1', port, protocol: 'tcp' })) return port;
+  }
+  throw new Error(`no free port found between ${PORTS_FROM} and ${high}`);
 }
 
 /** Resolves once `PING` answers on the port (`+PONG`, or `-NOAUTH` from a server that wants a password), or rejects after `timeoutMs`. */
