@@ -102,6 +102,14 @@ function answeringPid(port: number): Promise<number | null> {
   });
 }
 
+/** Characters of a server's log kept to explain a failed start. */
+const LOG_KEPT = 4096;
+/** The log's last lines that say something (not the banner), on one line. */
+function lastLines(log: string): string {
+  const lines = log.split('\n').map((l) => l.replace(/^\d+:[A-Z] [^#*]*[#*] /, '').trim()).filter((l) => l !== '' && !l.startsWith('oO0OoO0OoO0Oo') && !l.startsWith('WARNING Memory overcommit'));
+  return lines.slice(-3).join(' / ') || '(nothing logged)';
+}
+
 export async function startRedisServer(opts: RedisServerOptions): Promise<RedisServer> {
   const port = opts.port ?? (await freePort());
   mkdirSync(opts.dir, { recursive: true });
@@ -121,10 +129,13 @@ export async function startRedisServer(opts: RedisServerOptions): Promise<RedisS
     // Another server on the port would answer the PING below as if it were this one: refuse it
     // before starting, and check the one that answers is the child started here.
     if (!(await portIsFree({ host: '127.0.0.1', port, protocol: 'tcp' }))) throw new Error(`port ${port} is in use (another Redis, or another program)`);
-    child = spawn('redis-server', args, { stdio: ['ignore', 'ignore', 'inherit'] });
+    child = spawn('redis-server', args, { stdio: ['ignore', 'pipe', 'inherit'] });
+    // its log (warnings only) goes to stdout: the last of it says why a start failed
+    let log = '';
+    child.stdout!.on('data', (d: Buffer) => (log = (log + d.toString()).slice(-LOG_KEPT)));
     const failed = new Promise<never>((_, reject) => {
       child.once('error', (e) => reject(new Error(`cannot run redis-server: ${e.message}`)));
-      child.once('exit', (code) => reject(new Error(`redis-server exited with code ${code}`)));
+      child.once('exit', (code) => reject(new Error(`redis-server exited with code ${code}: ${lastLines(log)}`)));
     });
     await Promise.race([waitForRedis(port), failed]);
     const pid = await answeringPid(port);
