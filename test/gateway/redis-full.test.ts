@@ -76,7 +76,8 @@ describe('one token flooding Idempotency-Keys, with the default limits', () => {
   beforeAll(async () => {
     t = await startTestGateway({
       redisUrl: redis.get().server.url,
-      overrides: { actionRatePerSecond: 20, actionBurst: 40, idempotencyKeysPerParticipant: 1000 },
+      // budgets and memory are checked here, not timeouts: a slow reply on a loaded machine is no 503
+      overrides: { actionRatePerSecond: 20, actionBurst: 40, idempotencyKeysPerParticipant: 1000, redisCommandTimeoutMs: 5000 },
     });
   });
   afterAll(() => t.close());
@@ -91,7 +92,8 @@ describe('one token flooding Idempotency-Keys, with the default limits', () => {
     const otherStatuses: number[] = [];
     const started = Date.now();
     let otherAt = 0;
-    for (let round = 0; Date.now() - started < 3000; round++) {
+    // at least 3 s and at least 1,400 requests: a loaded machine sends fewer a second, not fewer in all
+    for (let round = 0; Date.now() - started < 3000 || round < 7; round++) {
       const answers = await Promise.all(Array.from({ length: 200 }, (_, i) => postAction(t, flooder, { layoutId: t.layoutId, lid: 2, type: 'Slider', value: 0.5 }, { 'idempotency-key': `flood-${round}-${i}` })));
       for (const a of answers) {
         if (a.status === 200) accepted++;
@@ -102,9 +104,10 @@ describe('one token flooding Idempotency-Keys, with the default limits', () => {
       otherAt = Date.now();
       otherStatuses.push((await postAction(t, other, { layoutId: t.layoutId, lid: 2, type: 'Slider', value: 0.3 }, { 'idempotency-key': `other-${round}` })).status);
     }
+    const seconds = (Date.now() - started) / 1000;
     const grew = (await usedMemory()) - memoryBefore;
-    console.log(`figure: one token's Idempotency-Key flood for 3 s: ${accepted} accepted, ${limited} refused (429); Redis grew ${grew} bytes`);
-    expect(accepted).toBeLessThanOrEqual(40 + 20 * 4);
+    console.log(`figure: one token's Idempotency-Key flood for ${seconds.toFixed(1)} s: ${accepted} accepted, ${limited} refused (429); Redis grew ${grew} bytes`);
+    expect(accepted).toBeLessThanOrEqual(40 + 20 * Math.ceil(seconds + 1)); // the burst, then the rate (a second of slack)
     expect(limited).toBeGreaterThan(1000);
     expect(new Set(otherStatuses)).toEqual(new Set([200]));
     expect(grew).toBeLessThan(1024 * 1024);
