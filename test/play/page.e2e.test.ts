@@ -77,9 +77,11 @@ describe('the audience page (/play/)', () => {
 
   it('takes the token out of the address bar once read (history.replaceState), and keeps it for a reload of the tab', async () => {
     const token = await seatToken();
+    // the tab is on /play/ already: a new fragment is a hashchange, on which the page reloads and
+    // reads it (until then, the old document still says Live)
     await page.goto(`${t.url}/play/#token=${token}`);
+    await expect.poll(() => page.url()).toBe(`${t.url}/play/`);
     await expect.poll(() => page.locator('#state').textContent()).toBe('Live');
-    expect(page.url()).toBe(`${t.url}/play/`);
     expect(await page.evaluate('location.hash')).toBe('');
     await page.reload();
     await expect.poll(() => page.locator('#state').textContent()).toBe('Live');
