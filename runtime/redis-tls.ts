@@ -107,7 +107,10 @@ export function checkTlsHandshake(host: string, port: number, files: RedisTlsFil
   const options = { host, port, ...tlsOptions(files ?? {}) };
   return new Promise((resolve) => {
     const socket = connect(options);
+    let answered = false;
     const done = (problem: string | null) => {
+      if (answered) return;
+      answered = true;
       clearTimeout(timer);
       socket.destroy();
       resolve(problem);
@@ -116,7 +119,8 @@ export function checkTlsHandshake(host: string, port: number, files: RedisTlsFil
     // TLS 1.3: a server that wants a client certificate says so after the handshake, with an alert
     // on the first read: wait for it a moment before calling the handshake good.
     socket.once('secureConnect', () => setTimeout(() => done(null), 200));
-    socket.once('error', (e) => done(tlsProblem(e, files)));
+    // `on`, not `once`: a TLS socket can fail twice (an alert, then a reset); the first one tells
+    socket.on('error', (e) => done(tlsProblem(e, files)));
     socket.once('close', () => done(null));
   });
 }

@@ -4,7 +4,8 @@
 // never be sent twice), a per-command timeout so a black-holed Redis turns into an error instead
 // of a hang. The connection itself keeps reconnecting. A blocking reader needs a command timeout
 // longer than its BLOCK.
-import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis';
+import { Cluster, Redis, type ClusterOptions, type RedisOptions, type StandaloneConnectionOptions } from 'ioredis';
+import { StandaloneConnector } from 'ioredis/built/connectors/index.js';
 import type { Logger } from './log.js';
 import { checkTlsHandshake, hasTlsSettings, RedisTlsError, tlsOptions, tlsProblem, type RedisTlsFiles } from './redis-tls.js';
 
@@ -72,8 +73,29 @@ export interface FailFastSettings {
   shardedSubscribers?: boolean;
 }
 
+/**
+ * ioredis's connector, with a lasting 'error' listener on each socket it opens. ioredis listens
+ * for a socket's errors with `once`, but a TLS socket can fail twice: after a TLS 1.3 handshake a
+ * server that refuses the client's certificate sends an alert, then resets the link, and the
+ * second error, with no listener left, would end the process. The first error still reaches
+ * ioredis (and so the 'error' event and the reconnect); a later one on the same dead socket adds
+ * nothing and is dropped here.
+ */
+class TwiceFailingSocketConnector extends StandaloneConnector {
+  constructor(options: unknown) {
+    super(options as StandaloneConnectionOptions);
+  }
+
+  override async connect(...args: Parameters<StandaloneConnector['connect']>): ReturnType<StandaloneConnector['connect']> {
+    const stream = await super.connect(...args);
+    stream.on('error', () => undefined);
+    return stream;
+  }
+}
+
 export function failFastRedisOptions(s: FailFastSettings): RedisOptions {
   return {
+    Connector: TwiceFailingSocketConnector,
     connectionName: s.name,
     lazyConnect: true,
     // Off: the gateway's group commit already sends one call per stream and turn, and ioredis's

@@ -5,6 +5,7 @@
 // gets them; a wrong CA, a missing file or TLS files beside a plain URL are refused, naming them.
 import { execFile, execFileSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createConnection, createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
@@ -64,6 +65,23 @@ function gateway(env: Record<string, string>, ...args: string[]): Promise<{ code
 }
 const gatewayCheck = (env: Record<string, string>) => gateway(env, '--check-config');
 const gatewayStart = (env: Record<string, string>) => gateway(env);
+
+/**
+ * A TCP proxy to `port` that resets the client's link (RST) once the server has closed its side and
+ * its last bytes are passed on: what a client sees when the server hangs up with the client's
+ * request unread. After a TLS 1.3 handshake, the client's socket then fails twice: the server's
+ * alert, then ECONNRESET.
+ */
+async function resettingProxy(port: number): Promise<{ port: number; server: Server }> {
+  const server = createServer((client) => {
+    const upstream = createConnection({ host: '127.0.0.1', port });
+    client.on('data', (d) => upstream.write(d)).on('error', () => upstream.destroy());
+    upstream.on('data', (d) => client.write(d)).on('error', () => undefined);
+    upstream.on('close', () => client.write('', () => setTimeout(() => client.resetAndDestroy(), 50)));
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return { port: (server.address() as { port: number }).port, server };
+}
 
 const entry = (value: string) => encodeActionEntry({ v: 1, id: `tls-${value}-${Math.random()}`, layoutId: 'show', lid: 5, address: '/005', type: 'String', value, ts: Date.now() });
 
@@ -131,6 +149,31 @@ describe('TLS to Redis', () => {
     await eventually(() => sink.messages.some((m) => m.args[0]!.value === 'mutual'));
     await stopProcess(bridge.child);
     plain.disconnect();
+  });
+
+  it('says which settings are missing, without crashing, when the server refuses the missing client certificate and then resets the link (two errors on one socket)', async () => {
+    const { tlsPort, plain } = await tlsRedis(true);
+    plain.disconnect();
+    const proxy = await resettingProxy(tlsPort);
+    try {
+      const without = { REDIS_URL: `rediss://127.0.0.1:${proxy.port}`, REDIS_PREFIX: 'rst:', REDIS_TLS_CA_FILE: f('ca.pem') };
+      const unhandled = /Unhandled 'error' event|ECONNRESET/;
+      const cli = await audiencectl(without, 'team', 'list');
+      expect([cli.code, cli.stderr]).toEqual([1, expect.stringMatching(/asks for a client certificate.*REDIS_TLS_CERT_FILE/)]);
+      expect(cli.stderr).not.toMatch(unhandled);
+      const check = await gatewayCheck(without);
+      expect([check.code, check.out]).toEqual([2, expect.stringMatching(/client certificate.*REDIS_TLS_CERT_FILE/)]);
+      expect(check.out).not.toMatch(unhandled);
+      const start = await gatewayStart(without);
+      expect([start.code, start.out]).toEqual([1, expect.stringMatching(/client certificate.*REDIS_TLS_CERT_FILE/)]);
+      expect(start.out).not.toMatch(unhandled);
+      const file = configFile({ redisUrl: without.REDIS_URL, prefix: 'rst:', bridgeId: 'rst', redisTls: { caFile: f('ca.pem') }, layouts: [{ layoutId: 'show', targets: [{ host: '127.0.0.1', port: sink.port }] }] });
+      const bridgeStart = await runBridge(['--config', file]);
+      expect([bridgeStart.code, bridgeStart.stderr]).toEqual([1, expect.stringMatching(/client certificate.*REDIS_TLS_CERT_FILE/)]);
+      expect(bridgeStart.stderr).not.toMatch(unhandled);
+    } finally {
+      proxy.server.close();
+    }
   });
 
   it('refuses a CA that did not sign the server\'s certificate at start and in --check-config, naming the file; also a missing file, a certificate without its key and TLS files beside a plain URL', async () => {
