@@ -55,11 +55,14 @@ function tool(args: string[], o: { apiKey?: string; during?: (child: ReturnType<
   return new Promise((resolve) => child.once('exit', (code) => resolve({ code, stdout, stderr })));
 }
 
-/** The live sockets the gateway process holds, from its /metrics. */
-async function liveSockets(): Promise<number> {
+/** One unlabelled metric of the gateway process, from its /metrics. */
+async function gatewayMetric(name: string): Promise<number> {
   const text = await (await fetch(`http://127.0.0.1:${gw.opsPort}/metrics`)).text();
-  return Number(/^audience_gateway_live_sockets (\d+)$/m.exec(text)?.[1] ?? NaN);
+  return Number(new RegExp(`^${name} (\\d+)$`, 'm').exec(text)?.[1] ?? NaN);
 }
+
+/** The live sockets the gateway process holds. */
+const liveSockets = () => gatewayMetric('audience_gateway_live_sockets');
 
 /**
  * Calls `then` `ms` after the run's first phone holds a socket: a page switch or a fault is timed
@@ -189,17 +192,23 @@ describe('phones without sockets (httpShare)', () => {
     const out = join(dir, 'http.json');
     // no play: every action is an answer to the cue, so an HTTP phone's action shows it saw the switch
     const scenario = { layoutId: t.layoutId, seed: 17, maxLagMs: 60_000, httpShare: 0.5, phases: [{ name: 'doors', durationS: 1, arrivalsPerS: 20 }, { name: 'vote', durationS: 4, onPage: 'encore', share: 1, actWithinS: 1 }] };
+    const lostBefore = await gatewayMetric('audience_gateway_live_lost_at_upgrade_total');
     const run = await tool(['run', scenarioFile('http', scenario), '--target', gw.url, '--source-addresses', '127.0.0.2,127.0.0.3', '--out', out], { during: () => afterFirstSocket(1700, () => void t.admin.layouts.activate(t.layoutId, 'encore')) });
     expect(run.code).toBe(0);
     const r = readResult(out);
+    // a socket uWS dropped at its upgrade (docs/live.md) opens again: one phone, two sockets opened
+    const lost = (await gatewayMetric('audience_gateway_live_lost_at_upgrade_total')) - lostBefore;
+    const socketPhones = r.counts.sockets_opened - lost;
     // every phone acts on the cue (share 1), a Button press in bursts: at least once each
     expect(r.counts.http_actions).toBeGreaterThanOrEqual(r.counts.phones - r.counts.sockets_opened);
-    expect(r.counts.socket_actions).toBeGreaterThanOrEqual(r.counts.sockets_opened);
+    expect(r.counts.socket_actions).toBeGreaterThanOrEqual(socketPhones);
     expect(r.counts.sockets_opened).toBeGreaterThan(0);
     expect(r.counts.acks).toBe(r.counts.actions);
     expect(r.counts.errors).toBe(0);
     expect(r.counts.phones - r.counts.sockets_opened).toBeGreaterThan(0); // some phones had no socket
-    expect(r.metrics.page_switch_ms!.count).toBe(r.counts.sockets_opened); // the fan-out is the sockets'
+    // the fan-out is the sockets': one page switch seen by each socket phone
+    expect(r.metrics.page_switch_ms!.count).toBeGreaterThanOrEqual(socketPhones);
+    expect(r.metrics.page_switch_ms!.count).toBeLessThanOrEqual(r.counts.sockets_opened);
     await t.admin.layouts.activate(t.layoutId, 'main');
   }, 30_000);
 });
@@ -210,12 +219,18 @@ describe('a reconnect storm', () => {
     // 'settle': every phone's first socket is open before the storm (a storm aborts a socket still
     // connecting, which then opens once, not twice)
     const scenario = { layoutId: t.layoutId, seed: 21, maxLagMs: 60_000, phases: [{ name: 'doors', durationS: 1, arrivalsPerS: 20 }, { name: 'settle', durationS: 2 }, { name: 'storm', durationS: 3, reconnectWithinS: 1 }, { name: 'play', durationS: 1, actionsPerPhonePerS: 2 }] };
+    const lostBefore = await gatewayMetric('audience_gateway_live_lost_at_upgrade_total');
     const run = await tool(['run', scenarioFile('storm', scenario), '--target', gw.url, '--out', out]);
     expect(run.code).toBe(0);
     const r = readResult(out);
     expect(r.counts.phones).toBeGreaterThan(5);
     expect(r.counts.reconnects).toBe(r.counts.phones);
-    expect(r.counts.sockets_opened).toBe(2 * r.counts.phones);
+    // uWS drops a socket now and then inside an upgrade that completed after an await (docs/live.md);
+    // the gateway counts each, and the phone opens that one again: no other socket opens
+    const lost = (await gatewayMetric('audience_gateway_live_lost_at_upgrade_total')) - lostBefore;
+    expect(lost).toBeGreaterThanOrEqual(0);
+    expect(r.counts.sockets_opened, `opened ${r.counts.sockets_opened}, lost at upgrade ${lost}, phones ${r.counts.phones}`).toBeGreaterThanOrEqual(2 * r.counts.phones);
+    expect(r.counts.sockets_opened, `opened ${r.counts.sockets_opened}, lost at upgrade ${lost}, phones ${r.counts.phones}`).toBeLessThanOrEqual(2 * r.counts.phones + lost);
     expect(r.metrics.connect_ms!.count).toBe(2 * r.counts.phones);
     expect(r.counts.errors).toBe(0);
   }, 30_000);
