@@ -136,9 +136,19 @@ describe('what one participant can make Redis hold', () => {
   const sendTo = (tok: string, value: string, key: string) => postAction(small, tok, { layoutId: small.layoutId, lid: 2, type: 'Slider', value: Number(value) }, { 'idempotency-key': key });
 
   it('a participant past its keys for the window gets 429 rate_limited with Retry-After; repeats and other participants still work', async () => {
-    const mine = await mintToken(small, small.layoutId, small.apiKey);
-    for (let i = 0; i < 100; i++) expect((await sendTo(mine, '0.5', `cap-${i}`)).status).toBe(200);
-    const over = await sendTo(mine, '0.5', 'cap-100');
+    // a window is 60 s (idempotencyTtlSeconds): the cap counts again in the next one, so the 101st key
+    // is judged in the window of the first; if a loaded machine crossed a boundary, a new participant tries again
+    const windowNow = () => Math.floor(Date.now() / 60_000);
+    let mine = '';
+    let over: Awaited<ReturnType<typeof sendTo>> | undefined;
+    for (let attempt = 0; attempt < 3 && !over; attempt++) {
+      const first = windowNow();
+      mine = await mintToken(small, small.layoutId, small.apiKey);
+      for (let i = 0; i < 100; i++) expect((await sendTo(mine, '0.5', `cap-${i}`)).status).toBe(200);
+      const answer = await sendTo(mine, '0.5', 'cap-100');
+      if (windowNow() === first) over = answer;
+    }
+    if (!over) throw new Error('three attempts each crossed a window boundary');
     expect([over.status, over.body.error.code]).toEqual([429, 'rate_limited']);
     expect(Number(over.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
     expect(Number(over.headers.get('retry-after'))).toBeLessThanOrEqual(60);
