@@ -13,6 +13,7 @@ const ALONE = [
   'test/faults/phones-on-bad-networks.test.ts',
   'test/faults/live-drain.test.ts',
   'test/faults/bridge-chaos.test.ts',
+  'test/faults/bridge-wan.test.ts',
   'test/client/package.test.ts',
   'test/bridge/fuzz.test.ts',
   'test/ops/container.test.ts',
