@@ -14,10 +14,9 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { parseArgs, promisify } from 'node:util';
-import WebSocket from 'ws';
 import { actionRequests, cpuSeconds, medianBy, mintTokens, percentiles, pinProcess, pinnedRedis, rssMiB, seedDemo, spawnPinned, spawnPinnedGateway, stopChild, wrkLoad } from './harness.js';
+import { socketActions, type SocketLoad } from './live-action-load.js';
 import { bareTarget, gatewayTarget, type LiveTarget } from './live-servers.js';
-import { liveSubprotocols } from '../schemas/live-protocol.js';
 
 const { values } = parseArgs({ options: { seconds: { type: 'string', default: '10' }, sockets: { type: 'string', default: '50000' }, workers: { type: 'string', default: '4' }, 'per-generator': { type: 'string', default: '10000' }, connections: { type: 'string', default: '100' }, window: { type: 'string', default: '8' }, controls: { type: 'string', default: 'plain' }, rate: { type: 'string', default: '0' }, only: { type: 'string' } } });
 const seconds = Number(values.seconds);
@@ -64,51 +63,6 @@ function target(what: string, value: number, op: '<=' | '>=' | '<', bound: numbe
 const aggregatedBody = (i: number): object =>
   [{ lid: 10, type: 'Slider', value: (i % 101) / 100 }, { lid: 11, type: 'Index', value: i % 3 }, { lid: 12, type: 'Toggle', value: i % 2 === 0 }][i % 3]!;
 
-interface SocketLoad {
-  perSecond: number;
-  usPerAction: number;
-  cpuShare: number;
-}
-
-/** Server CPU µs per action sent over `connections` sockets for `seconds`: each socket keeping `inFlight` actions in flight, or `rate` a second over all of them. */
-async function socketActions(url: string, pid: number, tokens: string[], bodies: object[]): Promise<SocketLoad> {
-  const sockets = await Promise.all(
-    Array.from({ length: connections }, (_, i) => new Promise<WebSocket>((resolve) => {
-      const ws = new WebSocket(wsUrl(url), liveSubprotocols(tokens[i % tokens.length]!), { perMessageDeflate: false });
-      ws.once('message', () => resolve(ws)); // its page
-    })),
-  );
-  let acked = 0;
-  let sent = 0;
-  let stop = false;
-  const frames = bodies.map((b, i) => JSON.stringify({ op: 'action', ref: String(i), ...b }));
-  const cpu0 = cpuSeconds(pid);
-  const t0 = performance.now();
-  for (const ws of sockets) {
-    ws.on('message', (data: Buffer) => {
-      if (data[7] !== 0x61 && data[7] !== 0x65) return; // {"op":"ack" or {"op":"error": an answer
-      if (data[7] === 0x61) acked++;
-      if (!stop && rate === 0) ws.send(frames[sent++ % frames.length]!);
-    });
-    if (rate === 0) for (let k = 0; k < inFlight; k++) ws.send(frames[sent++ % frames.length]!);
-  }
-  if (rate > 0) {
-    // an even pace: every millisecond, what is due by now goes out, one frame a socket in turn
-    const pacer = setInterval(() => {
-      const due = Math.floor(((performance.now() - t0) / 1000) * rate);
-      while (sent < due) sockets[sent % sockets.length]!.send(frames[sent++ % frames.length]!);
-    }, 1);
-    await sleep(seconds * 1000);
-    clearInterval(pacer);
-    await sleep(200); // the last answers
-  } else await sleep(seconds * 1000);
-  stop = true;
-  const elapsed = (performance.now() - t0) / 1000;
-  const cpu = cpuSeconds(pid) - cpu0;
-  for (const ws of sockets) ws.terminate();
-  return { perSecond: acked / elapsed, usPerAction: (cpu * 1e6) / acked, cpuShare: cpu / elapsed };
-}
-
 /**
  * Part 1: µs of server CPU per action, in one run: the bare uWS HTTP reply and bare uWS socket ack
  * (the floors of the two transports on this machine), POST /action and an action frame.
@@ -135,12 +89,13 @@ async function actionCost(): Promise<string> {
     // the socket ack of bare uWS and of the gateway, both on core 0, in interleaved rounds (what the
     // machine's other tenants do in one minute falls on both)
     const bareWs = await spawnPinned(0, BARE_LIVE, ['0'], {}, /listening (\d+)/, [], process.execPath, true);
+    const actionLoad = { tokens, bodies, connections, seconds, inFlight, rate };
     const bareRounds: SocketLoad[] = [];
     const gwRounds: SocketLoad[] = [];
     for (let round = 1; round <= ROUNDS; round++) {
       progress(`round ${round} of ${ROUNDS}: bare uWS socket ack, then actions over ${connections} gateway sockets, ${seconds} s each`);
-      bareRounds.push(await socketActions(`http://127.0.0.1:${bareWs.match[1]!}`, bareWs.child.pid!, tokens, bodies));
-      gwRounds.push(await socketActions(gw.url, gw.child.pid!, tokens, bodies));
+      bareRounds.push(await socketActions({ ...actionLoad, url: `http://127.0.0.1:${bareWs.match[1]!}`, pid: bareWs.child.pid! }));
+      gwRounds.push(await socketActions({ ...actionLoad, url: gw.url, pid: gw.child.pid! }));
     }
     await stopChild(bareWs.child);
     await stopChild(gw.child);

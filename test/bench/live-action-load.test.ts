@@ -1,0 +1,47 @@
+// bench:live's action load speaks WebSocket at the byte level (bench/live-action-load.ts): it must
+// be a client a real server accepts, and it must count every answer it reads, whether a frame
+// comes whole, split over two reads, or behind a page frame too long for a 7- or 16-bit length.
+import { once } from 'node:events';
+import { type AddressInfo } from 'node:net';
+import { afterEach, describe, expect, it } from 'vitest';
+import { WebSocketServer } from 'ws';
+import { socketActions } from '../../bench/live-action-load.js';
+import { LIVE_SUBPROTOCOL } from '../../schemas/live-protocol.js';
+
+let server: WebSocketServer | null = null;
+afterEach(async () => {
+  for (const c of server?.clients ?? []) c.terminate();
+  await new Promise((r) => (server ? server.close(r) : r(undefined)));
+  server = null;
+});
+
+describe("bench:live's byte-level action load", () => {
+  it('is accepted by a WebSocket server and counts every ack it reads, behind a 70 KB page', async () => {
+    const page = JSON.stringify({ op: 'page', controls: 'x'.repeat(70_000) });
+    let received = 0;
+    let invalid = 0;
+    server = new WebSocketServer({ host: '127.0.0.1', port: 0, path: '/live', handleProtocols: (offered) => (offered.has(LIVE_SUBPROTOCOL) ? LIVE_SUBPROTOCOL : false) });
+    server.on('connection', (ws) => {
+      ws.send(page);
+      ws.on('message', (data: Buffer) => {
+        const frame = JSON.parse(data.toString()) as { op?: string; ref?: string; lid?: number };
+        if (frame.op !== 'action' || frame.lid !== 7) invalid++;
+        received++;
+        // every third answer an error: answered, so the load goes on, but not counted as acked
+        const answer = received % 3 === 0 ? `{"op":"error","ref":"${frame.ref}"}` : `{"op":"ack","ref":"${frame.ref}"}`;
+        ws.send(answer);
+      });
+    });
+    await once(server, 'listening');
+    const { port } = server.address() as AddressInfo;
+    const connections = 4;
+    const inFlight = 8;
+    const load = await socketActions({ url: `http://127.0.0.1:${port}`, pid: process.pid, tokens: ['t'], bodies: [{ lid: 7, type: 'Button' }], connections, seconds: 1, inFlight, rate: 0 });
+    const { acked } = load;
+    expect(invalid).toBe(0);
+    expect(acked).toBeGreaterThan(100);
+    // two of every three answers are acks; at most the frames in flight at the end go unread
+    expect(acked).toBeLessThanOrEqual(Math.ceil((received * 2) / 3));
+    expect(acked).toBeGreaterThanOrEqual(received - connections * inFlight - Math.ceil(received / 3));
+  });
+});
