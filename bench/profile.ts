@@ -2,16 +2,18 @@
 // flags on core 0, warmed up by wrk, then profiled (bench/profiler-preload.ts: V8's CPU profiler,
 // or with --heap its sampling heap profiler) while wrk loads it for a fixed time. The profile is
 // summarised as the functions with the most self time (or bytes allocated), with their file and
-// line. The raw profile stays in var/profile/ for Chrome DevTools.
-//   npm run bench:profile [-- --seconds 8 --heap | --promoted]
+// line. The raw profile stays in var/profile/ for Chrome DevTools. With --live the load is action
+// frames over 100 live sockets, 8 in flight each (bench:live's action load), instead of wrk.
+//   npm run bench:profile [-- --seconds 8 --heap | --promoted --live]
 import { mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { GATEWAY_NODE_FLAGS } from '../gateway/node-flags.js';
 import { actionRequests, mintTokens, pinProcess, pinnedRedis, seedDemo, stopChild, wrkLoad, spawnPinnedGateway } from './harness.js';
+import { socketActions } from './live-action-load.js';
 
-const { values } = parseArgs({ options: { seconds: { type: 'string', default: '8' }, heap: { type: 'boolean', default: false }, promoted: { type: 'boolean', default: false }, top: { type: 'string', default: '30' } } });
+const { values } = parseArgs({ options: { seconds: { type: 'string', default: '8' }, heap: { type: 'boolean', default: false }, promoted: { type: 'boolean', default: false }, top: { type: 'string', default: '30' }, live: { type: 'boolean', default: false } } });
 const DIST = fileURLToPath(new URL('..', import.meta.url));
 const OUT = join(DIST, '..', 'var', 'profile');
 
@@ -71,17 +73,27 @@ async function main(): Promise<void> {
     const env = { PROFILE_KIND: values.promoted ? 'promoted' : values.heap ? 'heap' : 'cpu', PROFILE_OUT: join(OUT, file) };
     const gw = await spawnPinnedGateway(redis.url, { nodeArgs: [...GATEWAY_NODE_FLAGS, ...profiler], env });
     const url = gw.url;
-    const requests = actionRequests(await mintTokens(url, key.apiKey, key.layoutId, 2000), key.layoutId);
-    await wrkLoad({ name: 'warm-up', url, connections: 100, durationSec: 2, serverPid: gw.child.pid!, requests });
+    const tokens = await mintTokens(url, key.apiKey, key.layoutId, 2000);
+    const requests = actionRequests(tokens, key.layoutId);
+    const bodies = requests.map((r) => {
+      const { layoutId: _, ...b } = JSON.parse(r.body!) as Record<string, unknown>;
+      return b;
+    });
+    const load = async (name: string, durationSec: number) => {
+      if (!values.live) return wrkLoad({ name, url, connections: 100, durationSec, serverPid: gw.child.pid!, requests });
+      const r = await socketActions({ url, pid: gw.child.pid!, tokens, bodies, connections: 100, seconds: durationSec, inFlight: 8, rate: 0 });
+      return { requestsPerSec: r.perSecond, total: r.acked };
+    };
+    await load('warm-up', 2);
     gw.child.kill('SIGUSR2'); // the profiler starts now
-    const result = await wrkLoad({ name: 'profiled', url, connections: 100, durationSec: Number(values.seconds), serverPid: gw.child.pid!, requests });
+    const result = await load('profiled', Number(values.seconds));
     await stopChild(gw.child); // the profile is written on exit
     if (!readdirSync(OUT).includes(file)) throw new Error(`no profile was written to ${OUT}`);
     const rows = tally(values.heap ? heapRows(join(OUT, file)) : cpuRows(join(OUT, file)));
     const total = rows.reduce((s, r) => s + r.self, 0);
     const unit = values.heap ? 'sampled bytes allocated' : 'self time';
     const perRequest = values.heap ? `; ${Math.round(total / result.total)} bytes sampled per request` : '';
-    const lines = [`${Math.round(result.requestsPerSec)} req/s over ${values.seconds} s${perRequest}; ${unit}, top ${values.top}, of ${join('var', 'profile', file)}:`, ''];
+    const lines = [`${Math.round(result.requestsPerSec)} ${values.live ? 'actions' : 'req'}/s over ${values.seconds} s${perRequest}; ${unit}, top ${values.top}, of ${join('var', 'profile', file)}:`, ''];
     for (const r of rows.slice(0, Number(values.top))) {
       const figure = values.heap ? `${(r.self / 1024).toFixed(0).padStart(8)} KiB` : `${(r.self / 1000).toFixed(0).padStart(7)} ms`;
       lines.push(`${figure} ${((100 * r.self) / total).toFixed(1).padStart(5)} %  ${r.name}`);
