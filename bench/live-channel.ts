@@ -2,21 +2,20 @@
 //  1. An action over a socket against POST /action: the gateway pinned to core 0, Redis and the
 //     load on core 1; gateway CPU µs per answered action (as bench:action measures it).
 //  2. Many sockets (default 50,000) on GATEWAY_WORKERS gateway processes (each holds at most
-//     LIVE_MAX_SOCKETS; a process may open 20,000 files) from generator processes on loopback source
-//     addresses 127.0.0.2, .3, ... (one address reaches about 28,000 connections to one port):
-//     memory per socket and idle CPU per process, how long a page switch takes to reach every
-//     socket after `layout activate` returns, and what crowd frames at 4 Hz to every socket cost.
+//     LIVE_MAX_SOCKETS; a process may open 20,000 files) and as many on bare uWS, held at once
+//     (live-many-sockets.ts): memory per socket and idle CPU per process, how long a page switch
+//     takes to reach every socket after `layout activate` returns (the two targets in turn), and
+//     what crowd frames at 4 Hz to every socket cost.
 //   npm run bench:live [-- --seconds 10 --sockets 50000 --workers 4 --per-generator 10000 --window 8 --rate 0 --controls plain|aggregated --only action|sockets|gateway-sockets]
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
-import { cpus, tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { createInterface } from 'node:readline';
+import { execFile } from 'node:child_process';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { cpus } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { parseArgs, promisify } from 'node:util';
-import { actionRequests, cpuSeconds, medianBy, mintTokens, percentiles, pinProcess, pinnedRedis, rssMiB, seedDemo, spawnPinned, spawnPinnedGateway, stopChild, wrkLoad } from './harness.js';
+import { actionRequests, medianBy, mintTokens, pinProcess, pinnedRedis, seedDemo, spawnPinned, spawnPinnedGateway, stopChild, wrkLoad } from './harness.js';
 import { socketActions, type SocketLoad } from './live-action-load.js';
-import { bareTarget, gatewayTarget, type LiveTarget } from './live-servers.js';
+import { HeldSockets, measureSockets, type SocketFigures } from './live-many-sockets.js';
+import { bareTarget, gatewayTarget } from './live-servers.js';
 
 const { values } = parseArgs({ options: { seconds: { type: 'string', default: '10' }, sockets: { type: 'string', default: '50000' }, workers: { type: 'string', default: '4' }, 'per-generator': { type: 'string', default: '10000' }, connections: { type: 'string', default: '100' }, window: { type: 'string', default: '8' }, controls: { type: 'string', default: 'plain' }, rate: { type: 'string', default: '0' }, only: { type: 'string' } } });
 const seconds = Number(values.seconds);
@@ -30,13 +29,12 @@ const inFlight = Number(values.window);
 const rate = Number(values.rate);
 /** which of the demo's controls the action rounds press: the plain ones (each action an entry in Redis) or the aggregated ones (folded in memory) */
 const controls = values.controls === 'aggregated' ? 'aggregated' : 'plain';
-const GENERATOR = fileURLToPath(new URL('./live-socket-generator.js', import.meta.url));
 const BARE_HTTP = fileURLToPath(new URL('./bare-uws.js', import.meta.url));
 const BARE_LIVE = fileURLToPath(new URL('./live-bare-uws.js', import.meta.url));
 const progress = (what: string) => process.stderr.write(`bench: ${what}\n`);
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const wsUrl = (http: string) => `${http.replace(/^http/, 'ws')}/live`;
 const ROUNDS = 3;
+/** page switches on each target, alternating between them */
+const SWITCHES = 8;
 
 /** The live channel's targets, as ratios of the gateway to bare uWebSockets.js measured in the same run. */
 const TARGETS = {
@@ -122,98 +120,6 @@ async function actionCost(): Promise<string> {
   }
 }
 
-interface Generator {
-  child: ChildProcess;
-  next: () => Promise<Record<string, unknown>>;
-}
-
-function startGenerator(url: string, tokensFile: string, count: number, address: string): Generator {
-  const child = spawn(process.execPath, ['--max-old-space-size=4096', GENERATOR, wsUrl(url), tokensFile, String(count), address], { stdio: ['pipe', 'pipe', 'inherit'] });
-  const lines: string[] = [];
-  const waiting: ((line: string) => void)[] = [];
-  createInterface({ input: child.stdout }).on('line', (line) => (waiting.length > 0 ? waiting.shift()!(line) : lines.push(line)));
-  const parse = (line: string) => JSON.parse(line) as Record<string, unknown>;
-  return { child, next: () => new Promise((r) => (lines.length > 0 ? r(parse(lines.shift()!)) : waiting.push((l) => r(parse(l))))) };
-}
-
-/** What many sockets cost one target. */
-interface SocketFigures {
-  served: number;
-  failed: number;
-  openSeconds: number;
-  kbPerSocket: number;
-  /** share of a core, each process */
-  idle: number[];
-  /** per switch: frames received, p50, p99, max (ms from the switch) */
-  switches: { frames: number; p50: number; p99: number; max: number }[];
-  all: { p50: number; p99: number; max: number };
-  /** crowd frames a second per socket, and the cores they cost over idle (all processes) */
-  crowdHz: number;
-  crowdCores: number;
-}
-
-/** Part 2: `socketCount` sockets on one target from generator processes on 127.0.0.2, .3, ... */
-async function manySockets(target: LiveTarget): Promise<SocketFigures> {
-  const generators: Generator[] = [];
-  const report = async (pageId: string) => {
-    for (const g of generators) g.child.stdin!.write(`report ${pageId}\n`);
-    return Promise.all(generators.map((g) => g.next()));
-  };
-  try {
-    const tokensFile = join(mkdtempSync(join(tmpdir(), 'bench-live-')), 'tokens.json');
-    writeFileSync(tokensFile, JSON.stringify(target.tokens));
-    const rss0 = target.pids.map(rssMiB);
-    progress(`${target.name}: opening ${socketCount} sockets`);
-    const t0 = Date.now();
-    for (let g = 0, left = socketCount; left > 0; g++, left -= perGenerator) generators.push(startGenerator(target.url, tokensFile, Math.min(perGenerator, left), `127.0.0.${2 + g}`));
-    const opened = await Promise.all(generators.map((g) => g.next()));
-    const openSeconds = (Date.now() - t0) / 1000;
-    const served = opened.reduce((n, o) => n + Number(o.opened), 0);
-    await sleep(3000); // settle: garbage collected, buffers returned
-    const kbPerSocket = ((target.pids.map(rssMiB).reduce((a, b) => a + b, 0) - rss0.reduce((a, b) => a + b, 0)) * 1024) / served;
-    progress(`${target.name}: idle ${seconds} s`);
-    const idle0 = target.pids.map(cpuSeconds);
-    await sleep(seconds * 1000);
-    const idle = target.pids.map((p, i) => (cpuSeconds(p) - idle0[i]!) / seconds);
-    // page switches, each timed from the moment the switch returns
-    const switches: SocketFigures['switches'] = [];
-    const switchLatencies: number[] = [];
-    for (const pageId of ['encore', 'main', 'encore', 'main', 'encore']) {
-      await report('none'); // start clean
-      await target.switchTo(pageId);
-      const at = Date.now();
-      await sleep(3000);
-      const latencies = (await report(pageId)).flatMap((r) => r.arrivals as number[]).map((t) => t - at).sort((a, b) => a - b);
-      switchLatencies.push(...latencies);
-      switches.push({ frames: latencies.length, ...percentiles(latencies) });
-    }
-    // crowd values at 4 Hz
-    progress(`${target.name}: crowd at 4 Hz, ${seconds} s`);
-    await target.switchTo('main');
-    await sleep(2000);
-    await report('none');
-    const stopCrowd = target.crowd();
-    const crowd0 = target.pids.map(cpuSeconds);
-    await sleep(seconds * 1000);
-    const crowdCores = target.pids.reduce((n, p, i) => n + (cpuSeconds(p) - crowd0[i]!) / seconds, 0) - idle.reduce((a, b) => a + b, 0);
-    await stopCrowd();
-    const crowdFrames = (await report('none')).reduce((n, r) => n + Number(r.crowd), 0);
-    return {
-      served,
-      failed: opened.reduce((n, o) => n + Number(o.failed), 0),
-      openSeconds,
-      kbPerSocket,
-      idle,
-      switches,
-      all: percentiles(switchLatencies.sort((a, b) => a - b)),
-      crowdHz: crowdFrames / served / seconds,
-      crowdCores,
-    };
-  } finally {
-    for (const g of generators) g.child.kill('SIGKILL');
-  }
-}
-
 /** µs of CPU (all processes, over idle) per crowd frame delivered. */
 const crowdUs = (f: SocketFigures) => (f.crowdCores * 1e6) / (f.crowdHz * f.served);
 
@@ -221,6 +127,8 @@ const crowdUs = (f: SocketFigures) => (f.crowdCores * 1e6) / (f.crowdHz * f.serv
 function socketTable(bare: SocketFigures, gw: SocketFigures): string {
   const ratio = (a: number, b: number) => (b > 0 ? `${(a / b).toFixed(2)}x` : '-');
   const pct = (xs: number[]) => xs.map((x) => (x * 100).toFixed(1)).join(', ');
+  // each switch on the gateway beside the switch on bare uWS taken seconds before or after it
+  const switchRatios = gw.switches.map((g, i) => g.p99 / bare.switches[i]!.p99);
   return [
     `${gw.served} sockets open on the gateway (${gw.failed} failed) in ${gw.openSeconds.toFixed(1)} s; ${bare.served} on bare uWS in ${bare.openSeconds.toFixed(1)} s`,
     '',
@@ -236,7 +144,7 @@ function socketTable(bare: SocketFigures, gw: SocketFigures): string {
     '',
     'gateway crowd cores include the 80 slider moves a second (POST /action) that drive it',
     '',
-    target('page switch to every socket, p99, gateway / bare', gw.all.p99 / bare.all.p99, '<=', TARGETS.pageSwitchP99),
+    target('page switch to every socket, p99, gateway / bare', gw.all.p99 / bare.all.p99, '<=', TARGETS.pageSwitchP99, `switch by switch ${switchRatios.map((r) => r.toFixed(2)).join(', ')}`),
     target('CPU per crowd frame delivered, gateway / bare', crowdUs(gw) / crowdUs(bare), '<=', TARGETS.crowdFrameCpu),
     target('crowd frames a second per socket at 4 Hz, gateway / bare', gw.crowdHz / bare.crowdHz, '>=', TARGETS.crowdFrameRate),
     target('gateway memory per socket, KB', gw.kbPerSocket, '<=', TARGETS.socketKb),
@@ -256,13 +164,26 @@ async function main(): Promise<void> {
   await pinProcess('0-1');
   if (values.only === 'action') return;
   const bare = values.only === 'gateway-sockets' ? null : await bareTarget(workers);
-  const floor = bare && (await manySockets(bare).finally(() => bare.stop()));
   const redis = await pinnedRedis(1);
+  const held: HeldSockets[] = [];
   try {
     const gateway = await gatewayTarget(redis.url, workers);
-    const figures = await manySockets(gateway).finally(() => gateway.stop());
-    say(floor ? socketTable(floor, figures) : JSON.stringify(figures));
+    try {
+      // each target from generators of its own: the gateway on 127.0.0.2, .3, ..., bare uWS on the next
+      // ones. The gateway's first, as soon as its tokens are minted, as when it ran alone: its memory
+      // per socket is the growth of its processes' RSS, which the minting's garbage, collected while
+      // the other target's sockets open, made smaller than the sockets' own cost (0.4 KB, under the floor's 1.0)
+      const onGateway = await HeldSockets.open(gateway, socketCount, perGenerator, 2);
+      held.push(onGateway);
+      if (bare) held.unshift(await HeldSockets.open(bare, socketCount, perGenerator, 2 + Math.ceil(socketCount / perGenerator)));
+      const figures = await measureSockets(held, { seconds, switches: SWITCHES }); // bare uWS first, then the gateway
+      say(figures.length === 2 ? socketTable(figures[0]!, figures[1]!) : JSON.stringify(figures[0]));
+    } finally {
+      for (const h of held) h.close();
+      await gateway.stop();
+    }
   } finally {
+    await bare?.stop();
     await redis.stop();
   }
   if (values.only !== undefined) return;
