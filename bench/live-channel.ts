@@ -33,8 +33,8 @@ const BARE_HTTP = fileURLToPath(new URL('./bare-uws.js', import.meta.url));
 const BARE_LIVE = fileURLToPath(new URL('./live-bare-uws.js', import.meta.url));
 const progress = (what: string) => process.stderr.write(`bench: ${what}\n`);
 const ROUNDS = 3;
-/** page switches on each target, alternating between them */
-const SWITCHES = 8;
+/** page switches on each target, alternating between them (odd: the median is one pair's) */
+const SWITCHES = 9;
 
 /** The live channel's targets, as ratios of the gateway to bare uWebSockets.js measured in the same run. */
 const TARGETS = {
@@ -127,7 +127,9 @@ const crowdUs = (f: SocketFigures) => (f.crowdCores * 1e6) / (f.crowdHz * f.serv
 function socketTable(bare: SocketFigures, gw: SocketFigures): string {
   const ratio = (a: number, b: number) => (b > 0 ? `${(a / b).toFixed(2)}x` : '-');
   const pct = (xs: number[]) => xs.map((x) => (x * 100).toFixed(1)).join(', ');
-  // each switch on the gateway beside the switch on bare uWS taken seconds before or after it
+  // Each switch on the gateway beside the switch on bare uWS taken seconds before or after it; the
+  // median of these pairs is judged. A p99 pooled over all switches is the one worst switch of
+  // either side: in one run it gave 1.02 while the gateway was the slower in 6 of 8 pairs.
   const switchRatios = gw.switches.map((g, i) => g.p99 / bare.switches[i]!.p99);
   return [
     `${gw.served} sockets open on the gateway (${gw.failed} failed) in ${gw.openSeconds.toFixed(1)} s; ${bare.served} on bare uWS in ${bare.openSeconds.toFixed(1)} s`,
@@ -144,7 +146,7 @@ function socketTable(bare: SocketFigures, gw: SocketFigures): string {
     '',
     'gateway crowd cores include the 80 slider moves a second (POST /action) that drive it',
     '',
-    target('page switch to every socket, p99, gateway / bare', gw.all.p99 / bare.all.p99, '<=', TARGETS.pageSwitchP99, `switch by switch ${switchRatios.map((r) => r.toFixed(2)).join(', ')}`),
+    target('page switch to every socket, p99, gateway / bare (median of the switch pairs)', medianBy(switchRatios, (r) => r), '<=', TARGETS.pageSwitchP99, `switch by switch ${switchRatios.map((r) => r.toFixed(2)).join(', ')}; all switches pooled ${ratio(gw.all.p99, bare.all.p99)}`),
     target('CPU per crowd frame delivered, gateway / bare', crowdUs(gw) / crowdUs(bare), '<=', TARGETS.crowdFrameCpu),
     target('crowd frames a second per socket at 4 Hz, gateway / bare', gw.crowdHz / bare.crowdHz, '>=', TARGETS.crowdFrameRate),
     target('gateway memory per socket, KB', gw.kbPerSocket, '<=', TARGETS.socketKb),
