@@ -24,8 +24,12 @@ export function isWorker(): boolean {
 }
 
 export function serveSupervisor(w: WorkerSide): () => void {
+  // A send can still meet the closed channel of a supervisor that is gone: timers that fell due
+  // while the process was stopped run before the channel's end is read. With a callback the error
+  // is handed to it, not thrown as an 'error' event that ends the process; 'disconnect' follows
+  // and ends the worker cleanly.
   const send = (m: FromWorker) => {
-    if (process.connected) process.send!(m);
+    if (process.connected) process.send!(m, undefined, undefined, () => {});
   };
   const id = process.env.GATEWAY_WORKER_ID;
   let pushing = false;

@@ -2,7 +2,7 @@
 // worker killed with kill -9, loses nothing it accepted, and sums both workers' requests in one
 // /metrics. The supervisor alone speaks to systemd (READY once, WATCHDOG, STOPPING). SIGTERM stops all.
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -174,6 +174,29 @@ describe('GATEWAY_WORKERS=2', () => {
         }
       }
       await stopProcess(gw2.child, 'SIGKILL');
+    }
+  }, 30_000);
+
+  it('a worker whose supervisor was killed while it was stopped (SIGSTOP) ends cleanly when it runs again: a heartbeat to the gone supervisor is no unhandled EPIPE', async () => {
+    const gw3 = await spawnGateway({ REDIS_URL: redis.get().server.url, REDIS_PREFIX: randomPrefix(), GATEWAY_WORKERS: '2' });
+    const pids = listeners(gw3.port);
+    // a worker that ended but is not reaped yet (its parent, the supervisor, is gone) is a zombie: ended
+    const alive = (pid: number) => {
+      try {
+        return !/^State:\s+Z/m.test(readFileSync(`/proc/${pid}/status`, 'utf8'));
+      } catch {
+        return false;
+      }
+    };
+    try {
+      for (const pid of pids) process.kill(pid, 'SIGSTOP');
+      await stopProcess(gw3.child, 'SIGKILL'); // the supervisor
+      await new Promise((r) => setTimeout(r, 600)); // heartbeats fall due meanwhile: they run before the pipe's end is read
+      for (const pid of pids) process.kill(pid, 'SIGCONT');
+      await eventually(() => pids.every((pid) => !alive(pid)), 15_000);
+      expect(gw3.output()).not.toMatch(/EPIPE|Unhandled 'error'/);
+    } finally {
+      for (const pid of pids.filter(alive)) process.kill(pid, 'SIGKILL');
     }
   }, 30_000);
 });
