@@ -87,7 +87,7 @@ class RawLiveSocket {
 
   /** Counts the whole frames in what was read (a partial one waits for the next read). */
   private read(chunk: Buffer): [acks: number, errors: number, page: boolean] {
-    let buf = this.pending.length > 0 ? Buffer.concat([this.pending, chunk]) : chunk;
+    const buf = this.pending.length > 0 ? Buffer.concat([this.pending, chunk]) : chunk;
     let acks = 0;
     let errors = 0;
     let page = false;
@@ -113,7 +113,6 @@ class RawLiveSocket {
       at = start + length;
     }
     this.pending = at < buf.length ? Buffer.from(buf.subarray(at)) : Buffer.alloc(0);
-    buf = Buffer.alloc(0);
     return [acks, errors, page];
   }
 }
