@@ -6,6 +6,7 @@
 // busy: it measured the generator, not the server.
 import { randomBytes } from 'node:crypto';
 import { connect, type Socket } from 'node:net';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { cpuSeconds } from './harness.js';
 import { liveSubprotocols } from '../schemas/live-protocol.js';
 
@@ -34,7 +35,6 @@ export interface ActionLoadSpec {
   rate: number;
 }
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** A client frame: FIN + text, masked with the key 0 (the payload stays as it is). */
 function clientFrame(text: string): Buffer {

@@ -8,13 +8,13 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { cpuSeconds, percentiles, rssMiB } from './harness.js';
 import type { LiveTarget } from './live-servers.js';
 
 const GENERATOR = fileURLToPath(new URL('./live-socket-generator.js', import.meta.url));
 const progress = (what: string) => process.stderr.write(`bench: ${what}\n`);
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const wsUrl = (http: string) => `${http.replace(/^http/, 'ws')}/live`;
 /** how long a page switch is given to reach every socket before its arrivals are read, by default */
 const SWITCH_WAIT_MS = 3000;
