@@ -8,9 +8,10 @@
 // SIGTERM/SIGINT, speaks to systemd for all (READY once every worker listens, WATCHDOG while at
 // least one serves and its own loop turns, STOPPING), and serves on OPS_PORT one /metrics summed
 // over the workers (prom-client's AggregatorRegistry), /healthz and /readyz. Workers push their
-// metrics and readiness every STATE_PUSH_MS, so both answer at once from what the supervisor keeps,
-// whatever a worker is doing; the last counts of a worker that died are kept, so summed counters
-// never go backwards.
+// counts and readiness every STATE_PUSH_MS, and all their metrics when a scrape or a probe asks,
+// so both answer at once from what the supervisor keeps, whatever a worker is doing (a wedged
+// worker's gauges are those of the last scrape it answered); the last counts of a worker that died
+// are kept, so summed counters never go backwards.
 import { fork, type ChildProcess } from 'node:child_process';
 import { AggregatorRegistry, Counter, Registry, type MetricObjectWithValues, type MetricValue } from 'prom-client';
 import type { Logger } from '../../runtime/log.js';
@@ -39,19 +40,19 @@ interface Worker {
   child: ChildProcess;
   listening: boolean;
   lastHeartbeat: number;
-  /** the last metrics and readiness it pushed */
+  /** all its metrics, as it last sent them when asked */
   metrics: Metrics;
+  /** its counters and histograms, as it last sent them (asked or not) */
+  counts: Metrics;
   problem: string | null;
   /** what its /readyz adds to a 200 (a clock far from Redis's), or null */
   note: string | null;
-  /** when it last pushed its state */
-  stateAt: number;
+  /** when it last sent all its metrics */
+  metricsAt: number;
 }
 
-/** What of a snapshot only grows (counters, histograms): kept for a worker that died. */
-function cumulative(metrics: Metrics): Metrics {
-  return metrics.filter((m) => ['counter', 'histogram'].includes(String(m.type)));
-}
+/** A metric that only grows (a counter, a histogram): a worker's counts, kept for a worker that died. */
+const isCumulative = (m: Metrics[number]) => ['counter', 'histogram'].includes(String(m.type));
 
 export async function superviseWorkers(config: GatewayConfig, count: number, script: string, log: Logger): Promise<void> {
   const notifier = new SystemdNotifier(process.env, (e) => log.warn({ err: e.message }, 'systemd-notify failed'));
@@ -66,7 +67,7 @@ export async function superviseWorkers(config: GatewayConfig, count: number, scr
   let readySent = false;
 
   const retire = (w: Worker): void => {
-    const kept = cumulative(w.metrics);
+    const kept = w.counts;
     if (kept.length === 0) return;
     retired.push(kept);
     if (retired.length <= RETIRED_PARTS_MAX) return;
@@ -84,7 +85,7 @@ export async function superviseWorkers(config: GatewayConfig, count: number, scr
       execArgv: process.execArgv,
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     });
-    const w: Worker = { id, child, listening: false, lastHeartbeat: Date.now(), metrics: [], problem: 'starting', note: null, stateAt: 0 };
+    const w: Worker = { id, child, listening: false, lastHeartbeat: Date.now(), metrics: [], counts: [], problem: 'starting', note: null, metricsAt: 0 };
     workers.set(id, w);
     const startedAt = Date.now();
     child.on('message', (raw: unknown) => {
@@ -95,10 +96,14 @@ export async function superviseWorkers(config: GatewayConfig, count: number, scr
       }
       w.lastHeartbeat = Date.now();
       if (m.type === 'state') {
-        w.metrics = m.metrics as Metrics;
+        const metrics = m.metrics as Metrics;
+        if (m.scope === 'all') {
+          w.metrics = metrics;
+          w.metricsAt = Date.now();
+        }
+        w.counts = m.scope === 'all' ? metrics.filter(isCumulative) : metrics;
         w.problem = m.problem;
         w.note = m.note;
-        w.stateAt = Date.now();
         collected?.();
       } else if (m.type === 'listening') {
         w.listening = true;
@@ -141,7 +146,7 @@ export async function superviseWorkers(config: GatewayConfig, count: number, scr
         resolve();
       };
       const timer = setTimeout(done, COLLECT_WAIT_MS);
-      collected = () => live.every((w) => w.stateAt >= asked) && done();
+      collected = () => live.every((w) => w.metricsAt >= asked) && done();
       collected();
     });
   };
@@ -151,7 +156,9 @@ export async function superviseWorkers(config: GatewayConfig, count: number, scr
     async metrics(): Promise<string> {
       await collect();
       const own = (await registry.getMetricsAsJSON()) as Metrics;
-      return AggregatorRegistry.aggregate([...[...workers.values()].map((w) => w.metrics), ...retired, own]).metrics();
+      // each worker's newest counts, beside the gauges of the last scrape it answered
+      const latest = (w: Worker) => [...w.metrics.filter((m) => !isCumulative(m)), ...w.counts];
+      return AggregatorRegistry.aggregate([...[...workers.values()].map(latest), ...retired, own]).metrics();
     },
   } as unknown as Registry;
 

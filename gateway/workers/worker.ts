@@ -1,8 +1,10 @@
 // The worker side of GATEWAY_WORKERS: tells the supervisor it listens, sends heartbeats while its
-// event loop turns, and pushes its metrics and readiness every STATE_PUSH_MS.
+// event loop turns, pushes its counts and readiness every STATE_PUSH_MS, and all its metrics when
+// asked. Its gauges are collected only when asked (a scrape): process_open_fds lists
+// /proc/self/fd, one entry per live socket, and once a second that was most of an idle worker's CPU.
 import { availableParallelism } from 'node:os';
 import type { Registry } from 'prom-client';
-import { HEARTBEAT_MS, STATE_PUSH_MS, type FromWorker, type ToWorker } from './messages.js';
+import { HEARTBEAT_MS, STATE_PUSH_MS, type FromWorker, type StateScope, type ToWorker } from './messages.js';
 
 export interface WorkerSide {
   port: number;
@@ -11,6 +13,14 @@ export interface WorkerSide {
   ready: () => Promise<string | null>;
   /** what its /readyz would add to a 200 (the clock), or null */
   note: () => string | null;
+}
+
+const CUMULATIVE = new Set(['counter', 'histogram']);
+
+/** The registry's metrics in the scope, as getMetricsAsJSON() gives them; for `counts`, no gauge is collected. */
+function metricsIn(registry: Registry, scope: StateScope): Promise<unknown[]> {
+  if (scope === 'all') return registry.getMetricsAsJSON();
+  return Promise.all(registry.getMetricsAsArray().filter((m) => CUMULATIVE.has(String(m.type))).map((m) => registry.getSingleMetric(m.name)!.get()));
 }
 
 /** GATEWAY_WORKERS: a number, or `auto` for one worker per core. */
@@ -32,23 +42,24 @@ export function serveSupervisor(w: WorkerSide): () => void {
     if (process.connected) process.send!(m, undefined, undefined, () => {});
   };
   const id = process.env.GATEWAY_WORKER_ID;
-  let pushing = false;
-  const push = () => {
-    if (pushing) return; // a slow Redis answer must not pile up pushes
-    pushing = true;
-    Promise.all([w.registry.getMetricsAsJSON(), w.ready().catch((e: unknown) => String(e))])
-      .then(([metrics, problem]) => send({ type: 'state', metrics, problem: problem === null ? null : `worker ${id}: ${problem}`, note: w.note() }))
-      .catch(() => send({ type: 'state', metrics: [], problem: `worker ${id}: could not read its metrics`, note: null }))
-      .finally(() => (pushing = false));
+  /** the push under way, by scope: a slow Redis answer must not pile up pushes */
+  const pushing = new Set<StateScope>();
+  const push = (scope: StateScope) => {
+    if (pushing.has(scope)) return;
+    pushing.add(scope);
+    Promise.all([metricsIn(w.registry, scope), w.ready().catch((e: unknown) => String(e))])
+      .then(([metrics, problem]) => send({ type: 'state', scope, metrics, problem: problem === null ? null : `worker ${id}: ${problem}`, note: w.note() }))
+      .catch(() => send({ type: 'state', scope, metrics: [], problem: `worker ${id}: could not read its metrics`, note: null }))
+      .finally(() => pushing.delete(scope));
   };
   const onMessage = (m: ToWorker) => {
-    if (m?.type === 'collect') push();
+    if (m?.type === 'collect') push('all');
   };
   process.on('message', onMessage);
   send({ type: 'listening', port: w.port });
-  push();
+  push('counts');
   const heartbeat = setInterval(() => send({ type: 'heartbeat' }), HEARTBEAT_MS);
-  const state = setInterval(push, STATE_PUSH_MS);
+  const state = setInterval(() => push('counts'), STATE_PUSH_MS);
   // the supervisor went away (killed): a worker must not outlive it
   process.once('disconnect', () => process.kill(process.pid, 'SIGTERM'));
   return () => {

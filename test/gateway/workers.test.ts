@@ -1,7 +1,7 @@
 // GATEWAY_WORKERS=2: two gateway processes serve one port under a supervisor that replaces a
 // worker killed with kill -9, loses nothing it accepted, and sums both workers' requests in one
 // /metrics. The supervisor alone speaks to systemd (READY once, WATCHDOG, STOPPING). SIGTERM stops all.
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, fork, spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -21,6 +21,7 @@ import { randomPrefix, useRedis } from '../helpers/redis.js';
 const redis = useRedis();
 const SUPERVISOR = fileURLToPath(new URL('../fixtures/run-supervisor.mjs', import.meta.url));
 const WORKER_FIXTURE = fileURLToPath(new URL('../fixtures/chatty-worker.mjs', import.meta.url));
+const GAUGE_WORKER = fileURLToPath(new URL('../fixtures/gauge-worker.mjs', import.meta.url));
 let seeded: TestGateway;
 let gw: GatewayProcess;
 let notifySocket: ChildProcess | undefined;
@@ -214,6 +215,32 @@ describe('the supervisor and what its workers send', () => {
       expect((await fetch(`http://127.0.0.1:${opsPort}/readyz`)).status).toBe(200);
       expect(child.exitCode).toBeNull();
       expect(await stopProcess(child, 'SIGTERM')).toBe(0);
+    } finally {
+      child.kill('SIGKILL');
+    }
+  });
+});
+
+describe('the worker side', () => {
+  it('pushes its counts every second without collecting its gauges, and collects them only when the supervisor asks', async () => {
+    // a gauge can be costly to collect: process_open_fds lists /proc/self/fd, one entry per live socket
+    type State = { type: string; metrics: { name: string; values: { value: number }[] }[] };
+    const child = fork(GAUGE_WORKER, [], { env: { PATH: process.env.PATH ?? '', GATEWAY_WORKER_ID: '1' }, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+    const states: State[] = [];
+    child.on('message', (m: State) => m.type === 'state' && states.push(m));
+    const value = (s: State, name: string) => s.metrics.find((m) => m.name === name)?.values[0]?.value;
+    try {
+      await eventually(() => states.length >= 3, 10_000); // the first at once, then one a second
+      for (const s of states) {
+        expect(value(s, 'fixture_requests_total')).toBe(3);
+        expect(value(s, 'fixture_collects')).toBeUndefined();
+      }
+      const pushed = states.length;
+      child.send({ type: 'collect' });
+      await eventually(() => states.slice(pushed).some((s) => value(s, 'fixture_collects') !== undefined));
+      const asked = states.slice(pushed).find((s) => value(s, 'fixture_collects') !== undefined)!;
+      expect(value(asked, 'fixture_collects')).toBe(1); // collected once, for this answer
+      expect(value(asked, 'fixture_requests_total')).toBe(3);
     } finally {
       child.kill('SIGKILL');
     }
