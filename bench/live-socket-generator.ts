@@ -2,51 +2,63 @@
 // source address, sharing the given tokens, and tells its parent on stdout (one JSON line each):
 // {"opened"} once every socket has its first page; on stdin "report <pageId>" the arrival times of
 // the page frames showing that page and the crowd frames received since the last report (both then
-// start again from nothing); "close"
-// ends it. Upgrades refused with 503 (the gateway's new-socket rate) are tried again a second later.
+// start again from nothing); "close" ends it. The sockets are raw (live-raw-socket.ts): a `ws`
+// client's cost per frame, times 10,000 sockets on the cores the servers share, was most of what a
+// page switch measured. Upgrades refused with 503 (the gateway's new-socket rate) are tried again a
+// second or two later; a socket dropped before its first page, 100 ms later.
 //   node dist/bench/live-socket-generator.js <ws url> <tokens file> <count> <source address>
 import { readFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
-import WebSocket from 'ws';
-import { liveSubprotocols } from '../schemas/live-protocol.js';
+import { OP_LETTER, RawLiveSocket, UpgradeRefused } from './live-raw-socket.js';
 
 const [url = '', tokensFile = '', countText = '0', localAddress = '127.0.0.1'] = process.argv.slice(2);
+const target = new URL(url.replace(/^ws/, 'http'));
 const tokens = JSON.parse(readFileSync(tokensFile, 'utf8')) as string[];
 const count = Number(countText);
 const pageArrivals = new Map<string, number[]>();
+const ACTIVE_PAGE = Buffer.from('"activePageId":"');
 let crowd = 0;
 let opened = 0;
-const failed = 0;
-const sockets: WebSocket[] = [];
+const sockets: RawLiveSocket[] = [];
 const say = (o: object) => process.stdout.write(`${JSON.stringify(o)}\n`);
 
+/** A page frame's arrival, under the page it shows. */
+function pageArrived(buf: Buffer, start: number, end: number): boolean {
+  const at = Date.now();
+  const from = buf.indexOf(ACTIVE_PAGE, start);
+  if (from < 0 || from >= end) return false;
+  const idStart = from + ACTIVE_PAGE.length;
+  const page = buf.toString('latin1', idStart, buf.indexOf(0x22, idStart));
+  const list = pageArrivals.get(page);
+  if (list) list.push(at);
+  else pageArrivals.set(page, [at]);
+  return true;
+}
+
 function open(i: number): void {
-  const ws = new WebSocket(url, liveSubprotocols(tokens[i % tokens.length]!), { localAddress, perMessageDeflate: false });
   let first = true;
-  ws.on('message', (data: Buffer) => {
-    const text = data.toString();
-    if (text.startsWith('{"op":"crowd"')) return void crowd++;
-    if (!text.startsWith('{"op":"page"')) return;
-    const page = /"activePageId":"([^"]+)"/.exec(text)![1]!;
-    const at = Date.now();
-    const list = pageArrivals.get(page) ?? [];
-    list.push(at);
-    pageArrivals.set(page, list);
-    if (first) {
-      first = false;
-      if (++opened + failed === count) say({ opened, failed });
-    }
+  const raw = new RawLiveSocket(
+    target,
+    tokens[i % tokens.length]!,
+    {
+      frame: (op, buf, start, end) => {
+        if (op === OP_LETTER.crowd) crowd++;
+        else if (op === OP_LETTER.page && pageArrived(buf, start, end) && first) {
+          first = false;
+          if (++opened === count) say({ opened, failed: 0 });
+        }
+      },
+      closed: () => {
+        if (first) setTimeout(() => open(i), 100); // dropped before its page: reconnect
+      },
+    },
+    localAddress,
+  );
+  raw.upgraded.catch((e: unknown) => {
+    // 503: the gateway's rate of new sockets; anything else (a reset) is tried again too
+    setTimeout(() => open(i), e instanceof UpgradeRefused && e.status === 503 ? 1000 + Math.random() * 1000 : 100);
   });
-  ws.on('unexpected-response', (_req, res) => {
-    res.resume();
-    ws.terminate();
-    setTimeout(() => open(i), 1000 + Math.random() * 1000); // 503: the gateway's rate of new sockets
-  });
-  ws.on('error', () => {});
-  ws.on('close', (code) => {
-    if (first && code === 1006) setTimeout(() => open(i), 100); // dropped before its page: reconnect
-  });
-  sockets.push(ws);
+  sockets.push(raw);
 }
 
 // paced: a burst would be refused by LIVE_NEW_SOCKETS_PER_SECOND anyway
@@ -63,7 +75,7 @@ createInterface({ input: process.stdin }).on('line', (line) => {
     pageArrivals.clear();
     crowd = 0;
   } else if (command === 'close') {
-    for (const ws of sockets) ws.terminate();
+    for (const s of sockets) s.destroy();
     process.exit(0);
   }
 });
