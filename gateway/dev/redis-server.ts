@@ -1,5 +1,8 @@
 // Runs a private redis-server child on loopback: the embedded default of `npm start` and the
-// server every test talks to. AOF is on, so a kill -9 loses nothing Redis acknowledged.
+// server every test talks to. AOF is on, so a kill -9 loses nothing Redis acknowledged. It ends
+// with the process that started it, however that ends (setpriv --pdeathsig: the kernel sends it
+// SIGTERM), and its stderr is read here: a crashed demo or bench leaves no Redis running and no
+// pipe of its parent's held open.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, readFileSync } from 'node:fs';
 import { createConnection } from 'node:net';
@@ -129,12 +132,14 @@ export async function startRedisServer(opts: RedisServerOptions): Promise<RedisS
     // Another server on the port would answer the PING below as if it were this one: refuse it
     // before starting, and check the one that answers is the child started here.
     if (!(await portIsFree({ host: '127.0.0.1', port, protocol: 'tcp' }))) throw new Error(`port ${port} is in use (another Redis, or another program)`);
-    child = spawn('redis-server', args, { stdio: ['ignore', 'pipe', 'inherit'] });
+    // setpriv execs redis-server in place (same pid) after asking the kernel for SIGTERM when this process ends
+    child = spawn('setpriv', ['--pdeathsig', 'TERM', 'redis-server', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
     // its log (warnings only) goes to stdout: the last of it says why a start failed
     let log = '';
     child.stdout!.on('data', (d: Buffer) => (log = (log + d.toString()).slice(-LOG_KEPT)));
+    child.stderr!.on('data', (d: Buffer) => process.stderr.write(d));
     const failed = new Promise<never>((_, reject) => {
-      child.once('error', (e) => reject(new Error(`cannot run redis-server: ${e.message}`)));
+      child.once('error', (e) => reject(new Error(`cannot run setpriv redis-server: ${e.message}`)));
       child.once('exit', (code) => reject(new Error(`redis-server exited with code ${code}: ${lastLines(log)}`)));
     });
     await Promise.race([waitForRedis(port), failed]);
