@@ -8,6 +8,7 @@ import type { TemplatedApp } from 'uWebSockets.js';
 import type { CrowdValue } from '../../schemas/crowd-merge.js';
 import { CLOSE } from '../../schemas/live-protocol.js';
 import { revokedByLayout } from '../auth/audience-tokens.js';
+import type { LiveLayout } from '../layouts/layout-cache.js';
 import type { CrowdFeed } from './crowd-feed.js';
 import { ActionFrames } from './action-frames.js';
 import { Admission } from './admission.js';
@@ -31,6 +32,8 @@ export class LiveChannel {
   private readonly publisher: Publisher;
   private readonly frames: ActionFrames;
   private readonly lifecycle: TokenLifecycle;
+  /** each layout's revocations its sockets were last checked against */
+  private readonly checked = new Map<string, Pick<LiveLayout, 'tokensRevokedBefore' | 'revokedSubs'>>();
   /** true while an upgrade completed after an await runs (its socket's close then is uWS's own) */
   private inUpgrade = false;
 
@@ -44,6 +47,7 @@ export class LiveChannel {
       layoutWatched: (layoutId) => this.crowd?.watch(layoutId), // the first socket on the layout here: its crowd is listened to
       layoutLeft: (layoutId) => {
         this.publisher.left(layoutId);
+        this.checked.delete(layoutId);
         this.crowd?.unwatch(layoutId);
       },
       closedByUs: (code) => o.onClosed?.(code),
@@ -118,19 +122,39 @@ export class LiveChannel {
     this.publisher.crowdChanged(layoutId, values);
   }
 
-  /** A layout changed (page switch, re-import, revocations, gone): each of its sockets gets the new page, or is closed. */
+  /**
+   * A layout changed (page switch, re-import, revocations, gone): each of its sockets gets the new
+   * page, or is closed. Its sockets are looked at one by one only when the layout is gone or its
+   * revocations changed: a page switch goes straight to its one publish, which on a loaded host
+   * each pass over 12,500 sockets held up by tens of milliseconds.
+   */
   layoutChanged(layoutId: string): void {
     if (!this.registry.hasLayout(layoutId)) return;
     void Promise.resolve(this.s.layouts.get(layoutId)).then(
       async (layout) => {
-        for (const [ws, data] of this.registry.ofLayout(layoutId)) {
-          if (!layout) this.registry.end(ws, data, CLOSE.layoutGone, 'the layout is gone');
-          else if (revokedByLayout(data.claims, layout)) this.registry.end(ws, data, CLOSE.tokenInvalid, 'token_revoked');
+        if (!layout || this.revocationsChanged(layout)) {
+          const closing: [LiveSocket, SocketData][] = [];
+          for (const entry of this.registry.ofLayout(layoutId)) if (!layout || revokedByLayout(entry[1].claims, layout)) closing.push(entry);
+          for (const [ws, data] of closing) {
+            if (!layout) this.registry.end(ws, data, CLOSE.layoutGone, 'the layout is gone');
+            else this.registry.end(ws, data, CLOSE.tokenInvalid, 'token_revoked');
+          }
         }
         if (layout) await this.publisher.publishPage(layout);
       },
       (e: unknown) => this.publisher.failed(e, 'live_page'),
     );
+  }
+
+  /**
+   * Whether a layout's revocations differ from those its sockets were last checked against (then
+   * they are noted as checked). A socket that opens later is checked when its first page is sent.
+   */
+  private revocationsChanged(layout: LiveLayout): boolean {
+    const seen = this.checked.get(layout.layoutId);
+    if (seen && seen.tokensRevokedBefore === layout.tokensRevokedBefore && seen.revokedSubs.size === layout.revokedSubs.size && [...layout.revokedSubs].every((sub) => seen.revokedSubs.has(sub))) return false;
+    this.checked.set(layout.layoutId, { tokensRevokedBefore: layout.tokensRevokedBefore, revokedSubs: layout.revokedSubs });
+    return true;
   }
 
   /** An API key was revoked: the sockets of the tokens it minted close with CLOSE.tokenInvalid. */

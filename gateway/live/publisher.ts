@@ -6,6 +6,7 @@
 import type { TemplatedApp } from 'uWebSockets.js';
 import type { CrowdValue } from '../../schemas/crowd-merge.js';
 import { CLOSE } from '../../schemas/live-protocol.js';
+import { revokedByLayout } from '../auth/audience-tokens.js';
 import { AppError } from '../errors.js';
 import type { LiveLayout } from '../layouts/layout-cache.js';
 import { topicOf, type Backpressure } from './backpressure.js';
@@ -53,6 +54,8 @@ export class Publisher {
       const layout = await this.s.layouts.get(data.layoutId);
       if (!data.open) return;
       if (!layout) return this.registry.end(ws, data, CLOSE.layoutGone, 'the layout is gone');
+      // revoked after its upgrade was let in: a layout change the socket was not yet there for
+      if (revokedByLayout(data.claims, layout)) return this.registry.end(ws, data, CLOSE.tokenInvalid, 'token_revoked');
       const destinationCount = await this.destinations(data.layoutId);
       if (!data.open || data.overSince !== null) return; // it catches up when it drains
       const lids = crowdLids(layout);

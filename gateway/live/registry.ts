@@ -69,9 +69,9 @@ export class SocketRegistry {
     if (own?.length === 0) this.bySub.delete(data.claims.sub);
   }
 
-  /** The sockets of a layout (a snapshot: closing them while iterating is safe). */
-  ofLayout(layoutId: string): [LiveSocket, SocketData][] {
-    return [...(this.byLayout.get(layoutId) ?? [])];
+  /** The sockets of a layout, live, not copied (collect before closing any of them). */
+  ofLayout(layoutId: string): Iterable<[LiveSocket, SocketData]> {
+    return this.byLayout.get(layoutId) ?? [];
   }
 
   hasLayout(layoutId: string): boolean {

@@ -4,6 +4,7 @@
 // whichever way it acts, and the close codes: 4001 when the token is revoked, 1012 when the gateway
 // stops (spread over LIVE_DRAIN_MS).
 import { Writable } from 'node:stream';
+import { decodeJwt } from 'jose';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
@@ -171,6 +172,29 @@ describe('GET /live', () => {
     await keyed.next('page');
     await t.admin.apiKeys.revoke(key.keyId);
     expect(await keyed.closed).toEqual({ code: 4001, reason: 'token_revoked' });
+  });
+
+  it('closes with 4001 a participant revoked after page switches, and only that one: its socket still gets every switch until then', async () => {
+    // a page switch leaves the layout's revocations as they were, so its sockets are not looked at
+    // one by one; a revocation that follows must still find its socket
+    const revokedToken = await mintToken(t, t.layoutId, t.apiKey);
+    const revoked = await connect(revokedToken);
+    const kept = await connect(await mintToken(t, t.layoutId, t.apiKey));
+    await Promise.all([revoked.next('page'), kept.next('page')]);
+    for (const pageId of ['encore', 'main']) {
+      const before = [revoked.frames.length, kept.frames.length] as const;
+      await t.admin.layouts.activate(t.layoutId, pageId);
+      expect((await revoked.next('page', before[0])).activePageId).toBe(pageId);
+      expect((await kept.next('page', before[1])).activePageId).toBe(pageId);
+    }
+    await t.admin.layouts.revokeTokens(t.layoutId, { sub: decodeJwt(revokedToken).sub! });
+    expect(await revoked.closed).toEqual({ code: 4001, reason: 'token_revoked' });
+    const before = kept.frames.length;
+    await t.admin.layouts.activate(t.layoutId, 'encore');
+    expect((await kept.next('page', before)).activePageId).toBe('encore');
+    expect(kept.ws.readyState).toBe(WebSocket.OPEN);
+    await t.admin.layouts.activate(t.layoutId, 'main');
+    kept.ws.close();
   });
 
   it('closes with 4001 when the signing key of its token is retired; a token of the new key keeps its socket', async () => {
