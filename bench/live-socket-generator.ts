@@ -2,10 +2,11 @@
 // source address, sharing the given tokens, and tells its parent on stdout (one JSON line each):
 // {"opened"} once every socket has its first page; on stdin "report <pageId>" the arrival times of
 // the page frames showing that page and the crowd frames received since the last report (both then
-// start again from nothing); "close" ends it. The sockets are raw (live-raw-socket.ts): a `ws`
-// client's cost per frame, times 10,000 sockets on the cores the servers share, was most of what a
-// page switch measured. Upgrades refused with 503 (the gateway's new-socket rate) are tried again a
-// second or two later; a socket dropped before its first page, 100 ms later.
+// start again from nothing); "close" ends it. The sockets are raw (live-raw-socket.ts), so a
+// generator does little more per frame than read it: its reads share the two cores with the
+// servers, and are part of every page switch's time. Upgrades refused with 503 (the gateway's
+// new-socket rate) are tried again a second or two later; a socket dropped before its first page,
+// 100 ms later.
 //   node dist/bench/live-socket-generator.js <ws url> <tokens file> <count> <source address>
 import { readFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
@@ -19,7 +20,8 @@ const pageArrivals = new Map<string, number[]>();
 const ACTIVE_PAGE = Buffer.from('"activePageId":"');
 let crowd = 0;
 let opened = 0;
-const sockets: RawLiveSocket[] = [];
+/** the sockets open or opening: one refused or closed is dropped, so a generator whose upgrades were refused holds no more than one that was let in at once */
+const sockets = new Set<RawLiveSocket>();
 const say = (o: object) => process.stdout.write(`${JSON.stringify(o)}\n`);
 
 /** A page frame's arrival, under the page it shows. */
@@ -49,16 +51,18 @@ function open(i: number): void {
         }
       },
       closed: () => {
+        sockets.delete(raw);
         if (first) setTimeout(() => open(i), 100); // dropped before its page: reconnect
       },
     },
     localAddress,
   );
   raw.upgraded.catch((e: unknown) => {
+    sockets.delete(raw);
     // 503: the gateway's rate of new sockets; anything else (a reset) is tried again too
     setTimeout(() => open(i), e instanceof UpgradeRefused && e.status === 503 ? 1000 + Math.random() * 1000 : 100);
   });
-  sockets.push(raw);
+  sockets.add(raw);
 }
 
 // paced: a burst would be refused by LIVE_NEW_SOCKETS_PER_SECOND anyway
