@@ -6,6 +6,7 @@ import type { ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { DEMO_LAYOUT_FILE } from '../gateway/demo/seed.js';
+import { GATEWAY_NODE_FLAGS } from '../gateway/node-flags.js';
 import { createStores } from '../gateway/store/stores.js';
 import { createRedisClient } from '../runtime/redis.js';
 import { mintTokens, seedDemo, spawnPinned, stopChild } from './harness.js';
@@ -47,7 +48,8 @@ export async function gatewayTarget(redisUrl: string, workers: number): Promise<
   const key = await seedDemo(redisUrl, 'ac:', [benchLayout()]);
   const port = 20000 + Math.floor(Math.random() * 20000);
   const env = { ...BENCH_LIMITS, REDIS_URL: redisUrl, PORT: String(port), OPS_PORT: '0', LOG_LEVEL: 'info', GATEWAY_WORKERS: String(workers), LIVE_MAX_SOCKETS: '18000', LIVE_NEW_SOCKETS_PER_SECOND: '5000' };
-  const started = await spawnPinned('0-1', MAIN, [], env, /"pids":\[([\d,]+)\].*workers listening/);
+  // with the V8 flags it ships with (its workers inherit them), as every other bench runs it
+  const started = await spawnPinned('0-1', MAIN, [], env, /"pids":\[([\d,]+)\].*workers listening/, [...GATEWAY_NODE_FLAGS]);
   const url = `http://127.0.0.1:${port}`;
   const admin = createRedisClient({ url: redisUrl }, { name: 'bench-admin', commandTimeoutMs: 5000, reconnectStepMs: 100, maxReconnectDelayMs: 100 });
   await admin.connect();
