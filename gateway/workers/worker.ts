@@ -42,15 +42,27 @@ export function serveSupervisor(w: WorkerSide): () => void {
     if (process.connected) process.send!(m, undefined, undefined, () => {});
   };
   const id = process.env.GATEWAY_WORKER_ID;
-  /** the push under way, by scope: a slow Redis answer must not pile up pushes */
-  const pushing = new Set<StateScope>();
+  // One push at a time, so states reach the supervisor in the order they were read (counts never
+  // go back there): a slow Redis answer must not pile up pushes, and a collect asked for meanwhile
+  // is answered right after the push under way.
+  let pushing = false;
+  let collectAsked = false;
   const push = (scope: StateScope) => {
-    if (pushing.has(scope)) return;
-    pushing.add(scope);
+    if (pushing) {
+      if (scope === 'all') collectAsked = true;
+      return;
+    }
+    pushing = true;
     Promise.all([metricsIn(w.registry, scope), w.ready().catch((e: unknown) => String(e))])
       .then(([metrics, problem]) => send({ type: 'state', scope, metrics, problem: problem === null ? null : `worker ${id}: ${problem}`, note: w.note() }))
       .catch(() => send({ type: 'state', scope, metrics: [], problem: `worker ${id}: could not read its metrics`, note: null }))
-      .finally(() => pushing.delete(scope));
+      .finally(() => {
+        pushing = false;
+        if (collectAsked) {
+          collectAsked = false;
+          push('all');
+        }
+      });
   };
   const onMessage = (m: ToWorker) => {
     if (m?.type === 'collect') push('all');
