@@ -1,6 +1,7 @@
 // The moderation queues in Redis: each layout's held texts, the decisions made on them, and its
 // muted participants, all under the layout's hash tag. Holding and deciding are one Lua call each,
-// so every bound holds and every item is decided once however many gateways and operators act.
+// so every bound holds and every item is decided once however many gateways and operators act;
+// listing is one too, so the moderators' view is one moment of the queue.
 import { randomUUID } from 'node:crypto';
 import type { RedisClient } from '../../runtime/redis.js';
 import { ACTION_FIELD } from '../../schemas/action-entry.js';
@@ -116,17 +117,14 @@ export class ModerationStore {
     return { until, rejected: 0 };
   }
 
-  /** The queue, oldest first (those past the hold time left out), and the newest decisions, newest first. */
+  /**
+   * The queue, oldest first (those past the hold time left out), and the newest decisions, newest
+   * first, read at one moment (one script), so a decision made meanwhile shows in one or the other.
+   */
   async list(layoutId: string, holdMs: number, now: number, decisions = 100): Promise<{ queue: HeldItem[]; decided: DecisionRecord[] }> {
     const k = this.keys.moderation(layoutId);
-    const [ids, decidedIds] = await Promise.all([this.redis.zrangebyscore(k.queue, now - holdMs, '+inf'), this.redis.zrevrange(k.decidedOrder, 0, decisions - 1)]);
-    const [items, records] = await Promise.all([
-      ids.length > 0 ? this.redis.hmget(k.items, ...ids) : Promise.resolve([]),
-      decidedIds.length > 0 ? this.redis.hmget(k.decided, ...decidedIds) : Promise.resolve([]),
-    ]);
-    return {
-      queue: items.filter((x): x is string => x !== null).map((x) => JSON.parse(x) as HeldItem),
-      decided: records.filter((x): x is string => x !== null).map((x) => JSON.parse(x) as DecisionRecord),
-    };
+    const [items, records] = (await runScript(this.redis, 'listModeration', [k.queue, k.items, k.decided, k.decidedOrder], [now - holdMs, decisions])) as [string[], string[]];
+    return { queue: items.map((x) => JSON.parse(x) as HeldItem), decided: records.map((x) => JSON.parse(x) as DecisionRecord) };
   }
+
 }
