@@ -152,7 +152,7 @@ export class LiveChannel {
    */
   private revocationsChanged(layout: LiveLayout): boolean {
     const seen = this.checked.get(layout.layoutId);
-    if (seen && seen.tokensRevokedBefore === layout.tokensRevokedBefore && seen.revokedSubs.size === layout.revokedSubs.size && [...layout.revokedSubs].every((sub) => seen.revokedSubs.has(sub))) return false;
+    if (seen && seen.tokensRevokedBefore === layout.tokensRevokedBefore && sameSet(seen.revokedSubs, layout.revokedSubs)) return false;
     this.checked.set(layout.layoutId, { tokensRevokedBefore: layout.tokensRevokedBefore, revokedSubs: layout.revokedSubs });
     return true;
   }
@@ -178,4 +178,10 @@ export class LiveChannel {
     this.admission.stop();
     await this.registry.drain(drainMs);
   }
+}
+
+function sameSet<T>(a: ReadonlySet<T>, b: ReadonlySet<T>): boolean {
+  if (a.size !== b.size) return false;
+  for (const x of b) if (!a.has(x)) return false;
+  return true;
 }
