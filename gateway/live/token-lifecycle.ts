@@ -34,14 +34,14 @@ export class TokenLifecycle {
     const now = this.o.now();
     const expired: [LiveSocket, SocketData][] = [];
     // every socket is looked at without copying the registry; only the few to close are collected
-    for (const [ws, data] of this.registry.all()) {
+    this.registry.forEach((ws, data) => {
       const left = data.claims.exp * 1000 - now;
       if (left <= 0) expired.push([ws, data]);
       else if (left <= this.o.expiryNoticeMs && !data.noticeSent) {
         data.noticeSent = true;
         this.answer(ws, data, expiringFrame(data.claims.exp * 1000));
       }
-    }
+    });
     for (const [ws, data] of expired) this.registry.end(ws, data, CLOSE.tokenExpired, 'token_expired');
   }
 
