@@ -4,6 +4,7 @@
 // definitions declare (commander options, parseArgs options), a Node flag the programs run with,
 // or one of the few flags of other programs the docs name; every 4xxx close code is one the live
 // protocol declares, and the close-code table of docs/live.md lists exactly the declared codes.
+import { execFileSync } from 'node:child_process';
 import { readFileSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -49,7 +50,13 @@ describe('command-line flags the docs name', () => {
       for (const m of text.matchAll(/\.(?:option|requiredOption)\(\s*'(?:-\w, )?(--[a-z0-9-]+)/g)) known.add(m[1]!);
       if (text.includes('parseArgs')) for (const m of text.matchAll(/(?<=[{,]\s*)'?([a-z][a-z0-9-]*)'?: \{ type: '(?:string|boolean)'/g)) known.add(`--${m[1]}`);
     }
-    for (const f of [...GATEWAY_NODE_FLAGS, ...BRIDGE_NODE_FLAGS, '--trace-gc-nvp']) known.add(f.split('=')[0]!); // Node's and V8's
+    // Node's and V8's, each as this Node lists it
+    const nodeHelp = execFileSync(process.execPath, ['--help'], { encoding: 'utf8' }) + execFileSync(process.execPath, ['--v8-options'], { encoding: 'utf8' });
+    for (const f of [...GATEWAY_NODE_FLAGS, ...BRIDGE_NODE_FLAGS, '--trace-gc-nvp', '--trace-gc', '--cpu-prof']) {
+      const name = f.split('=')[0]!;
+      expect(nodeHelp, `${name} is not a flag of Node ${process.version}`).toMatch(new RegExp(`(^|\\s)--${name.slice(2).replaceAll('-', '[-_]')}(\\s|=|$)`, 'm'));
+      known.add(name);
+    }
     for (const f of ['--read-only', '--ulimit', '--runtime']) known.add(f); // podman's (docs/deploy.md)
     for (const f of ['--ready', '--status']) known.add(f); // systemd-notify's (docs/venue.md)
     known.add('--contents'); // dpkg's (docs/venue.md)
