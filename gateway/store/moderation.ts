@@ -126,5 +126,4 @@ export class ModerationStore {
     const [items, records] = (await runScript(this.redis, 'listModeration', [k.queue, k.items, k.decided, k.decidedOrder], [now - holdMs, decisions])) as [string[], string[]];
     return { queue: items.map((x) => JSON.parse(x) as HeldItem), decided: records.map((x) => JSON.parse(x) as DecisionRecord) };
   }
-
 }

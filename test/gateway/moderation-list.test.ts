@@ -66,4 +66,21 @@ describe('the moderation list', () => {
     expect(end.queue).toEqual([]);
     expect(end.decided.map((d) => d.id)).toEqual([...ids].reverse());
   });
+
+  it('reads a queue of 10,000 held texts (MODERATION_QUEUE_MAX allows 100,000), oldest first', async () => {
+    const layoutId = 'long-wall';
+    const now = Date.now();
+    const n = 10_000;
+    const bounds = { perLayout: n, perParticipant: 1000, holdMs: HOLD_MS };
+    for (let i = 0; i < n; i += 500) {
+      const batch = Array.from({ length: Math.min(500, n - i) }, (_, j) => i + j);
+      const held = await Promise.all(batch.map((k) => readStores.moderation.hold({ id: `long-${k}`, layoutId, sub: `fan-${k % 100}`, lid: 5, address: '/005', text: `text ${k}`, heldAt: now + k, exp: now + 3_600_000 }, bounds)));
+      expect(held.every((h) => h.added)).toBe(true);
+    }
+    const { queue, decided } = await readStores.moderation.list(layoutId, HOLD_MS, Date.now());
+    expect(queue.length).toBe(n);
+    expect(queue[0]!.id).toBe('long-0');
+    expect(queue[n - 1]!.id).toBe(`long-${n - 1}`);
+    expect(decided).toEqual([]);
+  });
 });

@@ -5,11 +5,14 @@
 -- KEYS[3]  decisions (hash: id -> JSON)   KEYS[4] decisions in order (sorted set: id -> at)
 -- ARGV[1]  held at or after (ms): older texts have expired   ARGV[2] decisions returned at most
 -- returns  {items JSON..., oldest first}, {decisions JSON..., newest first}
+-- HMGET in slices: Lua unpacks at most about 8,000 values, and a queue may hold 100,000
+local SLICE = 1000
 local function values(hash, ids)
-  if #ids == 0 then return {} end
   local out = {}
-  for _, v in ipairs(redis.call('HMGET', hash, unpack(ids))) do
-    if v then out[#out + 1] = v end
+  for first = 1, #ids, SLICE do
+    for _, v in ipairs(redis.call('HMGET', hash, unpack(ids, first, math.min(first + SLICE - 1, #ids)))) do
+      if v then out[#out + 1] = v end
+    end
   end
   return out
 end
