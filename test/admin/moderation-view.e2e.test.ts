@@ -133,6 +133,53 @@ describe('the moderation queue on the team page', () => {
     await one.screenshot({ path: `${ARTIFACTS}/moderation-queue.png`, fullPage: true });
   });
 
+  it('a read answered after a newer one is not shown: a decided text never comes back', async () => {
+    const fan = await mintToken(t, LAYOUT.layoutId, t.apiKey);
+    await hold(fan, 'First!');
+    await hold(fan, 'Second!');
+    await expect.poll(() => texts(one)).toEqual(['First!', 'Second!']);
+    expect(await selected(one)).toBe('First!');
+    // the page's next read of the queue is read now (both texts waiting) but answered only after
+    // the decision below has been made and shown
+    const url = `**/admin/api/layouts/${LAYOUT.layoutId}/moderation`;
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    let readIn!: () => void;
+    const read = new Promise<void>((r) => (readIn = r));
+    let answered!: () => void;
+    const late = new Promise<void>((r) => (answered = r));
+    let reads = 0;
+    await one.route(url, async (route) => {
+      if (route.request().method() !== 'GET' || reads++ > 0) return route.continue();
+      const response = await route.fetch();
+      readIn();
+      await gate;
+      await route.fulfill({ response }).catch(() => {});
+      answered();
+    });
+    await read;
+    // every queue the page shows from here on (the test's TypeScript has no DOM types: a string)
+    await one.evaluate(`(() => {
+      window.queueShown = [];
+      const list = document.querySelector('.mod-queue');
+      new MutationObserver(() => window.queueShown.push([...list.querySelectorAll('[data-item] .mod-text')].map((e) => e.textContent))).observe(list, { childList: true, subtree: true });
+    })()`);
+    await queueOf(one).focus();
+    await one.keyboard.press('a');
+    await expect.poll(() => one.locator('#status').textContent()).toBe('“First!” approved.');
+    await expect.poll(() => texts(one)).toEqual(['Second!']);
+    release();
+    await late;
+    // a read asked for after the late one has been answered and shown
+    await one.waitForResponse((r) => r.url().endsWith(`/layouts/${LAYOUT.layoutId}/moderation`) && r.request().method() === 'GET');
+    await expect.poll(() => texts(one)).toEqual(['Second!']);
+    const shownMeanwhile = await one.evaluate<string[][]>('window.queueShown');
+    expect(shownMeanwhile.filter((q) => q.includes('First!'))).toEqual([]);
+    await one.unroute(url);
+    await one.keyboard.press('r');
+    await expect.poll(() => texts(one)).toEqual([]);
+  });
+
   it('has nothing for axe-core to report, with texts waiting', async () => {
     const fan = await mintToken(t, LAYOUT.layoutId, t.apiKey);
     await hold(fan, 'Encore!');

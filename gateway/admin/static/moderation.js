@@ -127,8 +127,18 @@ export function createModeration({ api, el, say, guarded }) {
     });
   }
 
+  /** per layout: the number of the latest read asked for, and of the latest read shown */
+  const reads = new Map();
+
+  /** Reads the queue and shows it, unless a read asked for later has been shown already. */
   async function refresh(layout) {
-    render(layout, await api('GET', `/admin/api/layouts/${encodeURIComponent(layout.layoutId)}/moderation`));
+    const n = reads.get(layout.layoutId) ?? { asked: 0, shown: 0 };
+    reads.set(layout.layoutId, n);
+    const mine = ++n.asked;
+    const data = await api('GET', `/admin/api/layouts/${encodeURIComponent(layout.layoutId)}/moderation`);
+    if (mine < n.shown) return; // an older read answered late: it would bring back what was decided since
+    n.shown = mine;
+    render(layout, data);
   }
 
   /** Reads the queue of every layout that holds texts. */
