@@ -91,6 +91,49 @@ describe('the crowd view', () => {
     await expect.poll(() => field(4, 'cue')).toMatch(/^fired 1 at /);
   });
 
+  it('a read answered after a newer one is not shown: the counts never go back', async () => {
+    const url = `**/admin/api/layouts/${LAYOUT.layoutId}/crowd`;
+    await expect.poll(() => field(4, 'n')).toBe('4');
+    // the page's next poll reads the crowd now (4 counted) and is answered only after the re-arm's
+    // own read has shown the crowd with a fifth vote; the poll waits for it meanwhile
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    let readIn!: () => void;
+    const read = new Promise<void>((r) => (readIn = r));
+    let answered!: () => void;
+    const late = new Promise<void>((r) => (answered = r));
+    let reads = 0;
+    await page.route(url, async (route) => {
+      if (reads++ > 0) return route.continue();
+      const response = await route.fetch();
+      readIn();
+      await gate;
+      await route.fulfill({ response }).catch(() => {});
+      answered();
+    });
+    await read;
+    await vote('left', 1);
+    // page.request shares the page's session and not its routes
+    await expect.poll(async () => ((await (await page.request.get(`${t.url}/admin/api/layouts/${LAYOUT.layoutId}/crowd`)).json()) as { controls: { lid: number; n: number }[] }).controls.find((c) => c.lid === 4)?.n).toBe(5);
+    // every count the page shows from here on (the test's TypeScript has no DOM types: a string)
+    await page.evaluate(`(() => {
+      window.countsShown = [];
+      const box = document.querySelector('[data-crowd="${LAYOUT.layoutId}"] .crowd-controls');
+      new MutationObserver(() => window.countsShown.push(box.querySelector('[data-lid="4"] [data-field="n"]')?.textContent)).observe(box, { childList: true, subtree: true, characterData: true });
+    })()`);
+    await card(4).getByRole('button', { name: 'Re-arm the cue of Colour' }).click();
+    await expect.poll(() => field(4, 'n')).toBe('5');
+    release();
+    await late;
+    // a read asked for after the late one has been answered and shown
+    await page.waitForResponse((r) => r.url().endsWith(`/layouts/${LAYOUT.layoutId}/crowd`));
+    await expect.poll(() => field(4, 'n')).toBe('5');
+    const shown = await page.evaluate<string[]>('window.countsShown');
+    expect(shown).toContain('5');
+    expect(shown.slice(shown.indexOf('5'))).not.toContain('4');
+    await page.unroute(url);
+  });
+
   it('has nothing for axe-core to report', async () => {
     // axe is injected as a script, which the page's Content-Security-Policy rightly refuses: a
     // second context that bypasses it, signed in on the same gateway

@@ -2,6 +2,8 @@
 // its zones, a vote's bars and the cue's phase with its Re-arm button, read a few times a second.
 // Every value from the server is set as text, never as HTML.
 
+import { latestReads } from './latest-read.js';
+
 export const CROWD_POLL_MS = 300;
 
 /** The aggregated controls of a layout's live page (the crowd view shows them). */
@@ -102,12 +104,9 @@ export function createCrowdView({ api, el, say, guarded }) {
     }
   }
 
+  /** Reads the crowd of every layout whose live page has aggregated controls. */
   async function load(layouts) {
-    await Promise.all(
-      layouts
-        .filter((l) => crowdControls(l).length > 0)
-        .map(async (l) => showCrowd(l, await api('GET', `/admin/api/layouts/${encodeURIComponent(l.layoutId)}/crowd`))),
-    );
+    await Promise.all(layouts.filter((l) => crowdControls(l).length > 0).map(refresh));
   }
 
   function rearm(layout, c) {
@@ -118,8 +117,11 @@ export function createCrowdView({ api, el, say, guarded }) {
     });
   }
 
-  async function refresh(layout) {
-    showCrowd(layout, await api('GET', `/admin/api/layouts/${encodeURIComponent(layout.layoutId)}/crowd`));
+  const latest = latestReads();
+
+  /** Reads a layout's crowd and shows it, unless a read asked for later has been shown already. */
+  function refresh(layout) {
+    return latest(layout.layoutId, () => api('GET', `/admin/api/layouts/${encodeURIComponent(layout.layoutId)}/crowd`), (crowd) => showCrowd(layout, crowd));
   }
 
   return { section: crowdSection, load };

@@ -3,6 +3,8 @@
 // decisions, read every second so every operator sees the same queue and each other's decisions.
 // Every value from the server is set as text, never as HTML.
 
+import { latestReads } from './latest-read.js';
+
 export const MODERATION_POLL_MS = 1000;
 
 /** Whether a layout has a String control in mode hold, on any page. */
@@ -127,18 +129,11 @@ export function createModeration({ api, el, say, guarded }) {
     });
   }
 
-  /** per layout: the number of the latest read asked for, and of the latest read shown */
-  const reads = new Map();
+  const latest = latestReads();
 
   /** Reads the queue and shows it, unless a read asked for later has been shown already. */
-  async function refresh(layout) {
-    const n = reads.get(layout.layoutId) ?? { asked: 0, shown: 0 };
-    reads.set(layout.layoutId, n);
-    const mine = ++n.asked;
-    const data = await api('GET', `/admin/api/layouts/${encodeURIComponent(layout.layoutId)}/moderation`);
-    if (mine < n.shown) return; // an older read answered late: it would bring back what was decided since
-    n.shown = mine;
-    render(layout, data);
+  function refresh(layout) {
+    return latest(layout.layoutId, () => api('GET', `/admin/api/layouts/${encodeURIComponent(layout.layoutId)}/moderation`), (data) => render(layout, data));
   }
 
   /** Reads the queue of every layout that holds texts. */
