@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { LayoutDefinition } from '../../schemas/types.js';
 import { useBridgeWithSink } from '../helpers/bridge.js';
 import { DEMO_LAYOUT, postAction, postJson, startTestGateway, type TestGateway } from '../helpers/gateway.js';
+import { holdNextRead } from '../helpers/held-response.js';
 import { useRedis } from '../helpers/redis.js';
 import { axeViolations } from '../helpers/axe.js';
 
@@ -92,26 +93,11 @@ describe('the crowd view', () => {
   });
 
   it('a read answered after a newer one is not shown: the counts never go back', async () => {
-    const url = `**/admin/api/layouts/${LAYOUT.layoutId}/crowd`;
     await expect.poll(() => field(4, 'n')).toBe('4');
     // the page's next poll reads the crowd now (4 counted) and is answered only after the re-arm's
     // own read has shown the crowd with a fifth vote; the poll waits for it meanwhile
-    let release!: () => void;
-    const gate = new Promise<void>((r) => (release = r));
-    let readIn!: () => void;
-    const read = new Promise<void>((r) => (readIn = r));
-    let answered!: () => void;
-    const late = new Promise<void>((r) => (answered = r));
-    let reads = 0;
-    await page.route(url, async (route) => {
-      if (reads++ > 0) return route.continue();
-      const response = await route.fetch();
-      readIn();
-      await gate;
-      await route.fulfill({ response }).catch(() => {});
-      answered();
-    });
-    await read;
+    const held = await holdNextRead(page, `**/admin/api/layouts/${LAYOUT.layoutId}/crowd`);
+    await held.read;
     await vote('left', 1);
     // page.request shares the page's session and not its routes
     await expect.poll(async () => ((await (await page.request.get(`${t.url}/admin/api/layouts/${LAYOUT.layoutId}/crowd`)).json()) as { controls: { lid: number; n: number }[] }).controls.find((c) => c.lid === 4)?.n).toBe(5);
@@ -123,15 +109,15 @@ describe('the crowd view', () => {
     })()`);
     await card(4).getByRole('button', { name: 'Re-arm the cue of Colour' }).click();
     await expect.poll(() => field(4, 'n')).toBe('5');
-    release();
-    await late;
+    held.release();
+    await held.answered;
     // a read asked for after the late one has been answered and shown
     await page.waitForResponse((r) => r.url().endsWith(`/layouts/${LAYOUT.layoutId}/crowd`));
     await expect.poll(() => field(4, 'n')).toBe('5');
     const shown = await page.evaluate<string[]>('window.countsShown');
     expect(shown).toContain('5');
     expect(shown.slice(shown.indexOf('5'))).not.toContain('4');
-    await page.unroute(url);
+    await held.stop();
   });
 
   it('has nothing for axe-core to report', async () => {

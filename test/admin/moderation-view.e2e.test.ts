@@ -10,6 +10,7 @@ import type { LayoutDefinition } from '../../schemas/types.js';
 import { axeViolations } from '../helpers/axe.js';
 import { useBridgeWithSink } from '../helpers/bridge.js';
 import { mintToken, postAction, startTestGateway, type TestGateway } from '../helpers/gateway.js';
+import { holdNextRead } from '../helpers/held-response.js';
 import { useRedis } from '../helpers/redis.js';
 
 const ARTIFACTS = 'test-artifacts/admin';
@@ -141,23 +142,8 @@ describe('the moderation queue on the team page', () => {
     expect(await selected(one)).toBe('First!');
     // the page's next read of the queue is read now (both texts waiting) but answered only after
     // the decision below has been made and shown
-    const url = `**/admin/api/layouts/${LAYOUT.layoutId}/moderation`;
-    let release!: () => void;
-    const gate = new Promise<void>((r) => (release = r));
-    let readIn!: () => void;
-    const read = new Promise<void>((r) => (readIn = r));
-    let answered!: () => void;
-    const late = new Promise<void>((r) => (answered = r));
-    let reads = 0;
-    await one.route(url, async (route) => {
-      if (route.request().method() !== 'GET' || reads++ > 0) return route.continue();
-      const response = await route.fetch();
-      readIn();
-      await gate;
-      await route.fulfill({ response }).catch(() => {});
-      answered();
-    });
-    await read;
+    const held = await holdNextRead(one, `**/admin/api/layouts/${LAYOUT.layoutId}/moderation`);
+    await held.read;
     // every queue the page shows from here on (the test's TypeScript has no DOM types: a string)
     await one.evaluate(`(() => {
       window.queueShown = [];
@@ -168,14 +154,14 @@ describe('the moderation queue on the team page', () => {
     await one.keyboard.press('a');
     await expect.poll(() => one.locator('#status').textContent()).toBe('“First!” approved.');
     await expect.poll(() => texts(one)).toEqual(['Second!']);
-    release();
-    await late;
+    held.release();
+    await held.answered;
     // a read asked for after the late one has been answered and shown
     await one.waitForResponse((r) => r.url().endsWith(`/layouts/${LAYOUT.layoutId}/moderation`) && r.request().method() === 'GET');
     await expect.poll(() => texts(one)).toEqual(['Second!']);
     const shownMeanwhile = await one.evaluate<string[][]>('window.queueShown');
     expect(shownMeanwhile.filter((q) => q.includes('First!'))).toEqual([]);
-    await one.unroute(url);
+    await held.stop();
     await one.keyboard.press('r');
     await expect.poll(() => texts(one)).toEqual([]);
   });
