@@ -25,6 +25,7 @@ if [ "$job" = test ]; then
   need+=([promtool]=prometheus) # promtool check metrics on both /metrics outputs
   need+=([dpkg-deb]=dpkg)       # the bridge's Debian package is built, installed into a scratch root and removed
   need+=([faketime]=faketime)   # a gateway or a bridge whose host clock is seconds off
+  need+=([strace]=strace)       # holds Redis's fsyncs: a Redis on a slow disk, killed under load
   need+=([nginx]=nginx)         # deploy/nginx/audience-control.conf in front of two gateways, over TLS
   need+=([haproxy]=haproxy)     # deploy/haproxy/audience-control.cfg, the same
   need+=([podman]=podman)       # deploy/Containerfile built and run as a pod

@@ -1,5 +1,6 @@
 // Runs a private redis-server child on loopback: the embedded default of `npm start` and the
-// server every test talks to. AOF is on, so a kill -9 loses nothing Redis acknowledged. It ends
+// server every test talks to. AOF is on (appendfsync everysec unless `extraArgs` say otherwise): a
+// kill -9 loses only writes Redis answered while a slow fsync held their AOF write back. It ends
 // with the process that started it, however that ends (setpriv --pdeathsig: the kernel sends it
 // SIGTERM), and its stderr is read here: a crashed demo or bench leaves no Redis running and no
 // pipe of its parent's held open.

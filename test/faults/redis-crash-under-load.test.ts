@@ -1,6 +1,8 @@
 // Redis killed (-9) and restarted while actions pour in: the gateway answers 503 within 1 s during
 // the outage, recovers by itself within 2 s, every action that got a 200 is in the stream
-// afterwards (AOF on), and the bridge reconnects and delivers them.
+// afterwards, and the bridge reconnects and delivers them. Redis runs with `appendfsync always`
+// (it answers a write once the write is in its AOF), its files in memory, so no other program's
+// disk writes slow its fsyncs; redis-slow-disk.test.ts kills it on a slow disk.
 import { describe, expect, it } from 'vitest';
 import { startTestBridge } from '../helpers/bridge.js';
 import { recordFigure } from '../helpers/figures.js';
@@ -8,7 +10,7 @@ import { eventually, postAction, useGatewayWithToken } from '../helpers/gateway.
 import { useRedis } from '../helpers/redis.js';
 import { UdpSink } from '../helpers/udp-sink.js';
 
-const redis = useRedis();
+const redis = useRedis(['--appendfsync', 'always'], '/dev/shm');
 const g = useGatewayWithToken(() => redis.get().server.url);
 
 describe('Redis crash under load', () => {

@@ -13,13 +13,17 @@ export interface TestRedis {
   client: Redis;
 }
 
-/** Starts redis-server before the file's tests and stops it after. */
-export function useRedis(): { get: () => TestRedis } {
+/**
+ * Starts redis-server before the file's tests and stops it after: with `extraArgs` (e.g.
+ * `--appendfsync always`), its data in a new directory under `parent` (`/dev/shm`: memory, where an
+ * fsync waits for no disk).
+ */
+export function useRedis(extraArgs: string[] = [], parent = tmpdir()): { get: () => TestRedis } {
   let t: TestRedis | undefined;
   let dir = '';
   beforeAll(async () => {
-    dir = mkdtempSync(join(tmpdir(), 'ac-redis-'));
-    const server = await startRedisServer({ dir });
+    dir = mkdtempSync(join(parent, 'ac-redis-'));
+    const server = await startRedisServer({ dir, extraArgs });
     t = { server, client: new Redis(server.url, { maxRetriesPerRequest: 1 }) };
     t.client.on('error', () => {}); // tests that kill Redis expect this client's errors
   });
