@@ -1,18 +1,22 @@
 // Throughput of POST /action against a bare uWS reply, on this machine: the server under test on
 // core 0, Redis and the load generator (wrk by default, or autocannon) on core 1.
-//   npm run bench:action [-- --seconds 10 --connections 100 --tokens 2000 --generator wrk|autocannon]
+// With --appendfsync, POST /action runs once per Redis AOF fsync policy listed, in that order
+// (`everysec,always,everysec,always` interleaves them), each after CONFIG SET appendfsync.
+//   npm run bench:action [-- --seconds 10 --connections 100 --tokens 2000 --generator wrk|autocannon --appendfsync everysec,always]
 import { parseArgs } from 'node:util';
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import { GATEWAY_NODE_FLAGS } from '../gateway/node-flags.js';
 import { actionRequests, load, pinProcess, mintTokens, pinnedRedis, seedDemo, spawnPinned, stopChild, wrkLoad, type BuiltRequest, type LoadResult, spawnPinnedGateway } from './harness.js';
 
-const { values } = parseArgs({ options: { seconds: { type: 'string', default: '10' }, connections: { type: 'string', default: '100' }, tokens: { type: 'string', default: '2000' }, generator: { type: 'string', default: 'wrk' } } });
+const { values } = parseArgs({ options: { seconds: { type: 'string', default: '10' }, connections: { type: 'string', default: '100' }, tokens: { type: 'string', default: '2000' }, generator: { type: 'string', default: 'wrk' }, appendfsync: { type: 'string', default: 'everysec' } } });
 const seconds = Number(values.seconds);
 const connections = Number(values.connections);
 const tokenCount = Number(values.tokens);
 if (values.generator !== 'wrk' && values.generator !== 'autocannon') throw new Error('--generator is wrk or autocannon');
 const generator = values.generator;
+const fsyncPolicies = values.appendfsync.split(',');
+if (fsyncPolicies.some((p) => !['always', 'everysec', 'no'].includes(p))) throw new Error('--appendfsync lists always, everysec or no');
 
 /** GATEWAY_PROFILE=DIR writes a V8 CPU profile of the gateway there (see bench/README.md). */
 const nodeArgs = process.env.GATEWAY_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.GATEWAY_PROFILE}`] : [];
@@ -56,14 +60,22 @@ async function main(): Promise<void> {
 
     progress(`minting ${tokenCount} tokens`);
     const tokens = await mintTokens(url, key.apiKey, key.layoutId, tokenCount);
+    const fsyncNote = (policy: string) => (fsyncPolicies.length > 1 ? `, appendfsync ${policy}` : '');
+    await admin.config('SET', 'appendfsync', fsyncPolicies[0]!);
     await admin.config('RESETSTAT'); // the Lua calls counted below are the run's alone
-    progress(`POST /action, ${seconds} s`);
+    progress(`POST /action${fsyncNote(fsyncPolicies[0]!)}, ${seconds} s`);
     const prebuilt = actionRequests(tokens, key.layoutId);
-    results.push(await run({ name: `POST /action (${tokenCount} tokens, control mix)`, url, serverPid: gw.child.pid!, requests: prebuilt }));
+    results.push(await run({ name: `POST /action (${tokenCount} tokens, control mix${fsyncNote(fsyncPolicies[0]!)})`, url, serverPid: gw.child.pid!, requests: prebuilt }));
     // XLEN is capped by MAXLEN trimming; entries-added counts every append ever made.
     const info = (await admin.call('XINFO', 'STREAM', 'ac:layout:{demo-show}:actions')) as (string | number)[];
     const entriesAdded = Number(info[info.indexOf('entries-added') + 1]);
     const luaCalls = await scriptCalls(admin);
+    for (const policy of fsyncPolicies.slice(1)) {
+      await admin.config('SET', 'appendfsync', policy);
+      progress(`POST /action${fsyncNote(policy)}, ${seconds} s`);
+      results.push(await run({ name: `POST /action (${tokenCount} tokens, control mix${fsyncNote(policy)})`, url, serverPid: gw.child.pid!, requests: prebuilt }));
+    }
+    await admin.config('SET', 'appendfsync', 'everysec');
     if (generator === 'wrk') {
       progress(`POST /action with a fresh Idempotency-Key each, ${seconds} s`);
       results.push(await wrkLoad({ name: `POST /action with Idempotency-Key (${tokenCount} tokens, control mix)`, url, connections, durationSec: seconds, serverPid: gw.child.pid!, requests: prebuilt, idempotency: true }));
