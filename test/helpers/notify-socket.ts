@@ -16,9 +16,10 @@ export interface FakeNotifySocket {
   pings: number[];
 }
 
-export async function startFakeNotifySocket(): Promise<FakeNotifySocket> {
+/** `holdMs`: how long the socket holds each barrier before letting systemd-notify return (a busy service manager). */
+export async function startFakeNotifySocket(holdMs = 0): Promise<FakeNotifySocket> {
   const path = join(mkdtempSync(join(tmpdir(), 'ac-notify-')), 'notify.sock');
-  const child = spawn('python3', [fileURLToPath(new URL('./notify-socket.py', import.meta.url)), path]);
+  const child = spawn('python3', [fileURLToPath(new URL('./notify-socket.py', import.meta.url)), path, String(holdMs)]);
   const pings: number[] = [];
   let text = '';
   child.stdout.on('data', (d: Buffer) => {
