@@ -41,7 +41,9 @@ export default defineConfig({
     testTimeout: 30_000,
     // expect.poll waits for something that must happen as long as eventually does (1 s by default)
     expect: { poll: { timeout: LOADED_MACHINE_MS } },
-    hookTimeout: 30_000,
+    // a file's setup starts its processes (Redis, gateways, Chromium) and hashes passwords: beside
+    // another file and a busy core, the team page's took over 30 s in one npm test run
+    hookTimeout: 60_000,
     projects: [
       { extends: true, test: { name: 'tests', include: ['test/**/*.test.ts'], exclude: [...configDefaults.exclude, ...ALONE], sequence: { groupOrder: 0 } } },
       { extends: true, test: { name: 'alone', include: ALONE, poolOptions: { forks: { singleFork: true } }, sequence: { groupOrder: 1 } } },
