@@ -1,7 +1,10 @@
 // Stream ids waiting for XACK, sent in one call per send tick, and never awaited by the tick: a
 // round trip to Redis (slow, or timing out) must not hold the send schedule or the reader. One call
-// is in flight at a time; what is added meanwhile goes with the next. A failed call keeps its ids for the
-// next ticks, MAX_ACK_ATTEMPTS calls at most: then they are given up and counted. A given-up id is
+// is in flight at a time; what is added meanwhile goes with the next. A failed call keeps its ids for
+// later calls, MAX_ACK_ATTEMPTS calls at most: then they are given up and counted. After a failure
+// the next call waits ACK_RETRY_MS, then twice as long each time, so the calls of one id span about
+// 4 s: with the link down every XACK fails at once (no offline queue), and retried every tick the
+// acks of a cut of any length were given up within milliseconds. A given-up id is
 // harmless: it stays in the group's pending list, and when the bridge reads it again (after a
 // restart, or through XAUTOCLAIM) its action id is known, so it is acked without being sent again.
 import type { LayoutCounters } from './counters.js';
@@ -9,6 +12,8 @@ import type { Logger } from '../runtime/log.js';
 import { SeenIds } from './seen-ids.js';
 
 export const MAX_ACK_ATTEMPTS = 5;
+/** the wait after a failed XACK call; each further failure doubles it (250, 500, 1000, 2000 ms) */
+export const ACK_RETRY_MS = 250;
 const LOG_EVERY_MS = 5000;
 
 export class AckQueue {
@@ -17,6 +22,8 @@ export class AckQueue {
   private retries: { ids: string[]; attempts: number }[] = [];
   private lastLog = 0;
   private inFlight: Promise<void> | null = null;
+  /** no call before this time (ms): backing off after a failed one */
+  private retryAt = 0;
   /** every id given to this queue (at least the last 100,000): what this run settled */
   private readonly given = new SeenIds(100_000);
 
@@ -43,16 +50,19 @@ export class AckQueue {
     return this.fresh.length > 0 || this.retries.length > 0;
   }
 
-  /** Starts one XACK for everything waiting, unless one is in flight (then they wait for the next flush). */
-  flush(): void {
-    if (this.inFlight || !this.waiting) return;
+  /**
+   * Starts one XACK for everything waiting, unless one is in flight or the queue is backing off
+   * after a failure (then they wait for a later flush); `now` skips the back-off.
+   */
+  flush(now = false): void {
+    if (this.inFlight || !this.waiting || (!now && this.now() < this.retryAt)) return;
     this.inFlight = this.send().finally(() => (this.inFlight = null));
   }
 
   /** Waits for the XACK in flight, then acks what is left (once: a failure stays queued). For stopping. */
   async drain(): Promise<void> {
     await this.inFlight;
-    this.flush();
+    this.flush(true);
     await this.inFlight;
   }
 
@@ -65,6 +75,7 @@ export class AckQueue {
       await this.ack(ids);
       this.c.acked += ids.length;
       this.retries = [];
+      this.retryAt = 0;
     } catch (e) {
       this.failed(fresh, e);
     }
@@ -81,6 +92,8 @@ export class AckQueue {
     this.retries = kept;
     this.c.acksAbandoned += abandoned;
     const now = this.now();
+    const attempts = Math.max(0, ...kept.map((r) => r.attempts));
+    this.retryAt = attempts > 0 ? now + ACK_RETRY_MS * 2 ** (attempts - 1) : 0;
     if (abandoned > 0 || now - this.lastLog >= LOG_EVERY_MS) {
       this.lastLog = now;
       this.log.warn({ layoutId: this.layoutId, err: (e as Error).message, retrying: kept.reduce((n, r) => n + r.ids.length, 0), abandoned }, 'XACK failed; retrying on later ticks');
