@@ -3,8 +3,8 @@
 // is in flight at a time; what is added meanwhile goes with the next. A failed call keeps its ids for
 // later calls, MAX_ACK_ATTEMPTS calls at most: then they are given up and counted. After a failure
 // the next call waits ACK_RETRY_MS, then twice as long each time, so the calls of one id span about
-// 4 s: with the link down every XACK fails at once (no offline queue), and retried every tick the
-// acks of a cut of any length were given up within milliseconds. A given-up id is
+// 4 s: with the link down every XACK fails at once (no offline queue), so retried every tick the
+// acks of a cut of any length would be given up within milliseconds. A given-up id is
 // harmless: it stays in the group's pending list, and when the bridge reads it again (after a
 // restart, or through XAUTOCLAIM) its action id is known, so it is acked without being sent again.
 import type { LayoutCounters } from './counters.js';
