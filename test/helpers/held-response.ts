@@ -29,7 +29,7 @@ export async function holdNextRead(page: Page, url: string): Promise<HeldRespons
     const response = await route.fetch();
     readIn();
     await gate;
-    await route.fulfill({ response }).catch(() => {});
+    await route.fulfill({ response }).catch(() => {}); // the page closed meanwhile (a failed test): nothing to hand it
     answeredIn();
   });
   return { read, release, answered, stop: () => page.unroute(url) };
