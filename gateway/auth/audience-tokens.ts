@@ -1,5 +1,5 @@
 // Audience tokens: HS256 JWTs minted for one layout, verified with a cache. jose's jwtVerify costs
-// about 185 us of CPU here and a hit about 1 (npm run bench:token-cache), so a verified token is
+// about 120 us of CPU here and a hit about 1 (npm run bench:token-cache), so a verified token is
 // kept (bounded LRU) and each hit only re-checks what can change after verification: expiry, the
 // minting key's revocation and the signing key's retirement.
 //
@@ -14,7 +14,7 @@
 // could already use: a cache hit never grants anything a verified token did not. Two live tokens
 // with one fingerprint (about one pair in 100,000 tokens) take turns in the cache, each verified by
 // jose when the other replaced it.
-import { randomBytes } from 'node:crypto';
+import { randomBytes, webcrypto } from 'node:crypto';
 import { SignJWT, decodeProtectedHeader, errors as joseErrors, jwtVerify } from 'jose';
 import { LRUCache } from 'lru-cache';
 import { AppError } from '../errors.js';
@@ -149,6 +149,8 @@ export class AudienceTokens {
   /** verified tokens by tokenFingerprint (as a signed 32-bit number, which V8 keeps unboxed) */
   private readonly cache: LRUCache<number, CachedToken> | null;
   private readonly interned = new Interner();
+  /** each signing secret as a WebCrypto key, imported once: given the raw bytes, jose imports them on every verification */
+  private readonly verifyKeys = new WeakMap<Uint8Array, Promise<webcrypto.CryptoKey>>();
 
   constructor(
     private readonly settings: TokenSettings,
@@ -236,6 +238,15 @@ export class AudienceTokens {
     return c;
   }
 
+  private verifyKey(secret: Uint8Array): Promise<webcrypto.CryptoKey> {
+    let key = this.verifyKeys.get(secret);
+    if (key === undefined) {
+      key = webcrypto.subtle.importKey('raw', secret, { name: 'HMAC', hash: 'SHA-256' }, false, ['verify']);
+      this.verifyKeys.set(secret, key);
+    }
+    return key;
+  }
+
   /** The verified token's claims, with its signature: the cache's entry as it is kept. `graceSeconds`: past its exp too, by up to this. */
   private async verifySignature(token: string, graceSeconds = 0): Promise<CachedToken> {
     let kid: string | undefined;
@@ -250,7 +261,7 @@ export class AudienceTokens {
     const secret = kid === undefined ? undefined : this.keyring.secret(kid);
     if (status === 'unknown' || !secret || kid === undefined) throw new AppError('token_invalid');
     try {
-      const { payload } = await jwtVerify(token, secret, {
+      const { payload } = await jwtVerify(token, await this.verifyKey(secret), {
         algorithms: ['HS256'],
         typ: TOKEN_TYP,
         issuer: this.settings.issuer,
