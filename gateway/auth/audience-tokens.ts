@@ -1,5 +1,5 @@
 // Audience tokens: HS256 JWTs minted for one layout, verified with a cache. jose's jwtVerify costs
-// about 120 us of CPU here and a hit about 1 (npm run bench:token-cache), so a verified token is
+// about 110 us of CPU here and a hit about 1 (npm run bench:token-cache), so a verified token is
 // kept (bounded LRU) and each hit only re-checks what can change after verification: expiry, the
 // minting key's revocation and the signing key's retirement.
 //
@@ -149,8 +149,8 @@ export class AudienceTokens {
   /** verified tokens by tokenFingerprint (as a signed 32-bit number, which V8 keeps unboxed) */
   private readonly cache: LRUCache<number, CachedToken> | null;
   private readonly interned = new Interner();
-  /** each signing secret as a WebCrypto key, imported once: given the raw bytes, jose imports them on every verification */
-  private readonly verifyKeys = new WeakMap<Uint8Array, Promise<webcrypto.CryptoKey>>();
+  /** each signing secret as a WebCrypto key, imported once: given the raw bytes, jose imports them on every signature and verification */
+  private readonly hmacKeys = new WeakMap<Uint8Array, Promise<webcrypto.CryptoKey>>();
 
   constructor(
     private readonly settings: TokenSettings,
@@ -205,7 +205,7 @@ export class AudienceTokens {
       .setSubject(sub)
       .setIssuedAt(iat)
       .setExpirationTime(exp)
-      .sign(secret);
+      .sign(await this.hmacKey(secret));
     return { token, expiresAt: exp * 1000 };
   }
 
@@ -238,11 +238,11 @@ export class AudienceTokens {
     return c;
   }
 
-  private verifyKey(secret: Uint8Array): Promise<webcrypto.CryptoKey> {
-    let key = this.verifyKeys.get(secret);
+  private hmacKey(secret: Uint8Array): Promise<webcrypto.CryptoKey> {
+    let key = this.hmacKeys.get(secret);
     if (key === undefined) {
-      key = webcrypto.subtle.importKey('raw', secret, { name: 'HMAC', hash: 'SHA-256' }, false, ['verify']);
-      this.verifyKeys.set(secret, key);
+      key = webcrypto.subtle.importKey('raw', secret, { name: 'HMAC', hash: 'SHA-256' }, false, ['sign', 'verify']);
+      this.hmacKeys.set(secret, key);
     }
     return key;
   }
@@ -261,7 +261,7 @@ export class AudienceTokens {
     const secret = kid === undefined ? undefined : this.keyring.secret(kid);
     if (status === 'unknown' || !secret || kid === undefined) throw new AppError('token_invalid');
     try {
-      const { payload } = await jwtVerify(token, await this.verifyKey(secret), {
+      const { payload } = await jwtVerify(token, await this.hmacKey(secret), {
         algorithms: ['HS256'],
         typ: TOKEN_TYP,
         issuer: this.settings.issuer,
