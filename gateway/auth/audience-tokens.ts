@@ -238,7 +238,9 @@ export class AudienceTokens {
     return c;
   }
 
+  /** The secret's imported key; a secret that is not bytes (a broken keyring) throws a TypeError before anything is imported or kept. */
   private hmacKey(secret: Uint8Array): Promise<webcrypto.CryptoKey> {
+    if (!(secret instanceof Uint8Array)) throw new TypeError(`a signing secret is bytes, not ${typeof secret}`);
     let key = this.hmacKeys.get(secret);
     if (key === undefined) {
       key = webcrypto.subtle.importKey('raw', secret, { name: 'HMAC', hash: 'SHA-256' }, false, ['sign', 'verify']);
