@@ -12,7 +12,8 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { GATEWAY_NODE_FLAGS } from '../gateway/node-flags.js';
 import { ABLATIONS, editedText, type Ablation } from './action-ablation-edits.js';
-import { actionRequests, mintTokens, pinProcess, pinnedRedis, seedDemo, spawnPinned, stealMeter, stopChild, wrkLoad, type BuiltRequest, type LoadResult, spawnPinnedGateway } from './harness.js';
+import { pinProcess, pinnedRedis, spawnPinned, stealMeter, stopChild, wrkLoad, type LoadResult, spawnPinnedGateway, type BuiltRequest } from './harness.js';
+import { actionRequests, mintTokens, seedDemo } from './audience.js';
 
 const { values } = parseArgs({ options: { seconds: { type: 'string', default: '6' }, pairs: { type: 'string', default: '2' }, only: { type: 'string', default: '' }, base: { type: 'string', default: '' }, with: { type: 'string', default: '' }, tokens: { type: 'string', default: '2000' } } });
 const SECONDS = Number(values.seconds);

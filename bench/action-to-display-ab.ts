@@ -4,7 +4,8 @@
 import { parseArgs } from 'node:util';
 import { join } from 'node:path';
 import { BRIDGE, measureEndToEnd } from './action-to-display.js';
-import { mintTokens, pinProcess, pinnedRedis, seedDemo, spawnPinnedGateway, stopChild } from './harness.js';
+import { pinProcess, pinnedRedis, spawnPinnedGateway, stopChild } from './harness.js';
+import { mintTokens, seedDemo } from './audience.js';
 
 const { values } = parseArgs({ options: { base: { type: 'string', default: '' }, hz: { type: 'string', default: '1000,100' } } });
 if (!values.base) throw new Error('give --base /path/to/other/dist (its bridge is A; this build is B)');

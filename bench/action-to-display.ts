@@ -7,7 +7,8 @@ import { createSocket } from 'node:dgram';
 import { fileURLToPath } from 'node:url';
 import { fromBuffer, timetagToDate, type OscPacketOutput } from 'osc-min';
 import { BRIDGE_NODE_FLAGS } from '../bridge/node-flags.js';
-import { actionRequests, percentiles, spawnPinned, stopChild, type LoadResult, type Percentiles } from './harness.js';
+import { percentiles, spawnPinned, stopChild, type LoadResult, type Percentiles } from './harness.js';
+import { actionRequests } from './audience.js';
 import { openLoop } from './open-loop.js';
 
 export const BRIDGE = fileURLToPath(new URL('../bridge/main.js', import.meta.url));

@@ -7,7 +7,8 @@ import { parseArgs } from 'node:util';
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import { GATEWAY_NODE_FLAGS } from '../gateway/node-flags.js';
-import { actionRequests, load, pinProcess, mintTokens, pinnedRedis, seedDemo, spawnPinned, stopChild, wrkLoad, type BuiltRequest, type LoadResult, spawnPinnedGateway } from './harness.js';
+import { load, pinProcess, pinnedRedis, spawnPinned, stopChild, wrkLoad, type LoadResult, spawnPinnedGateway, type BuiltRequest } from './harness.js';
+import { actionRequests, mintTokens, seedDemo } from './audience.js';
 
 const { values } = parseArgs({ options: { seconds: { type: 'string', default: '10' }, connections: { type: 'string', default: '100' }, tokens: { type: 'string', default: '2000' }, generator: { type: 'string', default: 'wrk' }, appendfsync: { type: 'string', default: 'everysec' } } });
 const seconds = Number(values.seconds);

@@ -21,7 +21,8 @@ import { CrowdTable, type CrowdValue } from '../schemas/crowd-merge.js';
 import { DEMO_LAYOUT_FILE } from '../gateway/demo/seed.js';
 import { decodeStreamEntry } from '../schemas/action-entry.js';
 import { actionStreamKey } from '../schemas/redis-keys.js';
-import { actionRequests, cpuSeconds, mintTokens, percentiles, pinProcess, pinnedRedis, seedDemo, spawnPinnedGateway, stopChild, wrkLoad } from './harness.js';
+import { cpuSeconds, percentiles, pinProcess, pinnedRedis, spawnPinnedGateway, stopChild, wrkLoad } from './harness.js';
+import { actionRequests, mintTokens, seedDemo } from './audience.js';
 import { oscSink as sink, spawnBenchBridge } from './action-to-display.js';
 import { openLoop } from './open-loop.js';
 

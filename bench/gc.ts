@@ -9,7 +9,8 @@
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { GATEWAY_NODE_FLAGS } from '../gateway/node-flags.js';
-import { actionRequests, mintTokens, pinProcess, pinnedRedis, seedDemo, spawnPinned, stopChild, wrkLoad, type LoadResult, spawnPinnedGateway } from './harness.js';
+import { pinProcess, pinnedRedis, spawnPinned, stopChild, wrkLoad, type LoadResult, spawnPinnedGateway } from './harness.js';
+import { actionRequests, mintTokens, seedDemo } from './audience.js';
 import { openLoop } from './open-loop.js';
 
 const sum = (xs: number[]) => xs.reduce((s, x) => s + x, 0);

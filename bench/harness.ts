@@ -1,4 +1,6 @@
-// Bench plumbing: processes pinned to cores, an embedded Redis, seeding, and autocannon runs.
+// Bench plumbing: processes pinned to cores, an embedded Redis, what /proc says of them, and the
+// autocannon and wrk runs. What the benches play (the demo's data, tokens, the request mix) is in
+// audience.ts.
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -9,7 +11,6 @@ import { promisify } from 'node:util';
 import { freePort, startRedisServer, type RedisServer } from '../gateway/dev/redis-server.js';
 import { BENCH_LIMITS } from './limits.js';
 import { GATEWAY_NODE_FLAGS } from '../gateway/node-flags.js';
-import { createRedisClient, type RedisTarget } from '../runtime/redis.js';
 import { ensureKekFile } from '../gateway/store/signing-kek.js';
 
 /** The servers spawnPinned started that are still running: a bench that fails before stopping them kills them as it exits. */
@@ -186,6 +187,9 @@ export interface LoadResult {
   serverCpuShare?: number;
 }
 
+/** A request built up front (the generator then only sends it). */
+export type BuiltRequest = { method: 'GET' | 'POST'; path: string; headers: Record<string, string>; body?: string };
+
 export interface LoadSpec {
   name: string;
   url: string;
@@ -297,61 +301,4 @@ export async function wrkLoad(spec: WrkSpec): Promise<LoadResult> {
 export function rssMiB(pid: number): number {
   const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
   return m ? Number(m[1]) / 1024 : NaN;
-}
-
-/** A team, the demo layout (and `moreLayouts`) and an API key, written straight to Redis (a URL, or a cluster's seeds). */
-export async function seedDemo(redis: string | RedisTarget, prefix = 'ac:', moreLayouts: readonly object[] = []): Promise<{ apiKey: string; layoutId: string }> {
-  const { createStores } = await import('../gateway/store/stores.js');
-  const { DEMO_LAYOUT_FILE } = await import('../gateway/demo/seed.js');
-  const admin = createRedisClient(typeof redis === 'string' ? { url: redis } : redis, { name: 'bench-seed', commandTimeoutMs: 5000, reconnectStepMs: 100, maxReconnectDelayMs: 100 });
-  await admin.connect();
-  try {
-    const stores = createStores(admin, prefix);
-    const team = await stores.teams.create('bench');
-    await stores.layouts.import(team.teamId, JSON.parse(readFileSync(DEMO_LAYOUT_FILE, 'utf8')));
-    for (const layout of moreLayouts) await stores.layouts.import(team.teamId, layout);
-    const key = await stores.apiKeys.create(team.teamId, { name: 'bench' });
-    return { apiKey: key.apiKey, layoutId: 'demo-show' };
-  } finally {
-    admin.disconnect();
-  }
-}
-
-/** `count` audience tokens from POST /token, `parallel` requests at a time. */
-export async function mintTokens(url: string, apiKey: string, layoutId: string, count: number, parallel = 32): Promise<string[]> {
-  const tokens: string[] = [];
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: parallel }, async () => {
-      while (next < count) {
-        next++;
-        const r = await fetch(`${url}/token`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': apiKey }, body: JSON.stringify({ layoutId }) });
-        tokens.push(((await r.json()) as { token: string }).token);
-      }
-    }),
-  );
-  return tokens;
-}
-
-/** The audience's mix of control types: mostly continuous controls, some discrete. */
-const MIX: { weight: number; body: (i: number) => object }[] = [
-  { weight: 40, body: (i) => ({ lid: 2, type: 'Slider', value: (i % 101) / 100 }) },
-  { weight: 25, body: (i) => ({ lid: 6, type: 'XYPad', value: [(i % 11) / 10, (i % 7) / 6] }) },
-  { weight: 15, body: () => ({ lid: 1, type: 'Button' }) },
-  { weight: 10, body: (i) => ({ lid: 3, type: 'Toggle', value: i % 2 === 0 }) },
-  { weight: 7, body: (i) => ({ lid: 4, type: 'Index', value: i % 3 }) },
-  { weight: 3, body: (i) => ({ lid: 5, type: 'String', value: `go team ${i % 50}` }) },
-];
-const WHEEL = MIX.flatMap((m) => Array<(i: number) => object>(m.weight).fill(m.body));
-
-export type BuiltRequest = { method: 'GET' | 'POST'; path: string; headers: Record<string, string>; body?: string };
-
-/** `count` POST /action requests rotating over the tokens and the mix, built up front (the generator then only sends). */
-export function actionRequests(tokens: string[], layoutId: string, count = 10_000, body?: (i: number) => object): BuiltRequest[] {
-  return Array.from({ length: count }, (_, i) => ({
-    method: 'POST',
-    path: '/action',
-    headers: { 'content-type': 'application/json', authorization: `Bearer ${tokens[i % tokens.length]}` },
-    body: JSON.stringify({ layoutId, ...(body ?? WHEEL[i % WHEEL.length]!)(i) }),
-  }));
 }

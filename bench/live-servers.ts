@@ -9,7 +9,8 @@ import { DEMO_LAYOUT_FILE } from '../gateway/demo/seed.js';
 import { GATEWAY_NODE_FLAGS } from '../gateway/node-flags.js';
 import { createStores } from '../gateway/store/stores.js';
 import { createRedisClient } from '../runtime/redis.js';
-import { mintTokens, seedDemo, spawnPinned, stopChild } from './harness.js';
+import { spawnPinned, stopChild } from './harness.js';
+import { mintTokens, seedDemo } from './audience.js';
 import { BENCH_LIMITS } from './limits.js';
 
 const MAIN = fileURLToPath(new URL('../gateway/main.js', import.meta.url));

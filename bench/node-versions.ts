@@ -6,7 +6,8 @@ import { execFileSync } from 'node:child_process';
 import { cpus } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { actionRequests, mintTokens, pinProcess, pinnedRedis, seedDemo, spawnPinned, stopChild, wrkLoad, type LoadResult, spawnPinnedGateway } from './harness.js';
+import { pinProcess, pinnedRedis, spawnPinned, stopChild, wrkLoad, type LoadResult, spawnPinnedGateway } from './harness.js';
+import { actionRequests, mintTokens, seedDemo } from './audience.js';
 
 const { values } = parseArgs({ options: { seconds: { type: 'string', default: '10' } } });
 const SECONDS = Number(values.seconds);

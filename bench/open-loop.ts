@@ -9,7 +9,7 @@
 // HTTP/1.1 on plain keep-alive sockets: requests are serialised once, replies are framed by their
 // Content-Length (the servers under test always send one), one request in flight per socket.
 import { connect, type Socket } from 'node:net';
-import { percentiles, type BuiltRequest, type LoadResult } from './harness.js';
+import { percentiles, type LoadResult, type BuiltRequest } from './harness.js';
 
 export interface OpenLoopSpec {
   name: string;

@@ -10,7 +10,8 @@ import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { GATEWAY_NODE_FLAGS } from '../gateway/node-flags.js';
-import { actionRequests, mintTokens, pinProcess, pinnedRedis, seedDemo, stopChild, wrkLoad, spawnPinnedGateway } from './harness.js';
+import { pinProcess, pinnedRedis, stopChild, wrkLoad, spawnPinnedGateway } from './harness.js';
+import { actionRequests, mintTokens, seedDemo } from './audience.js';
 import { socketActions } from './live-action-load.js';
 
 const { values } = parseArgs({ options: { seconds: { type: 'string', default: '8' }, heap: { type: 'boolean', default: false }, promoted: { type: 'boolean', default: false }, top: { type: 'string', default: '30' }, live: { type: 'boolean', default: false } } });

@@ -19,7 +19,8 @@ import { runScript } from '../gateway/store/scripts.js';
 import { ACTION_FIELD, encodeActionEntry } from '../schemas/action-entry.js';
 import { createRedisClient } from '../runtime/redis.js';
 import { BENCH_LIMITS } from './limits.js';
-import { actionRequests, cpuSeconds, mintTokens, pinnedRedis, seedDemo, spawnPinned, stopChild, wrkLoad, type LoadResult } from './harness.js';
+import { cpuSeconds, pinnedRedis, spawnPinned, stopChild, wrkLoad, type LoadResult } from './harness.js';
+import { actionRequests, mintTokens, seedDemo } from './audience.js';
 
 const { values } = parseArgs({ options: { seconds: { type: 'string', default: '10' } } });
 const SECONDS = Number(values.seconds);
