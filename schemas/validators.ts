@@ -125,6 +125,11 @@ function describeError(e: ErrorObject, what: string): string {
     case 'pattern':
       // the one pattern on a value (action-value.schema.json#/$defs/String) gets words, not a regex
       return String(e.params.pattern).includes('\\u0000') ? `${at} must not contain U+0000 or an unpaired surrogate (OSC strings are NUL-terminated UTF-8)` : `${at} ${e.message ?? 'is invalid'}`;
+    case 'discriminator': {
+      // the field that picks a oneOf branch (live-frames' op, action-entry's type): absent is `required`
+      const { error, tag, tagValue } = e.params as { error: 'tag' | 'mapping'; tag: string; tagValue: unknown };
+      return error === 'tag' ? `${at}.${tag} must be a string` : `${at}.${tag} has an unknown value ${JSON.stringify(tagValue)}`;
+    }
     case 'enum':
       return `${at} must be one of ${(e.params.allowedValues as unknown[]).map((v) => JSON.stringify(v)).join(', ')}`;
     default:
