@@ -89,7 +89,7 @@ export class ActionFrames {
       if (!validateLiveClientFrame(frame, WHOLE_DOCUMENT)) throw new AppError('invalid_body', describeFirstError(validateLiveClientFrame.errors, 'frame'));
       if (frame.op === CLIENT_OP.refresh) return this.lifecycle().refresh(ws, data, frame.token);
       if (frame.layoutId !== undefined && frame.layoutId !== data.claims.layoutId) throw new AppError('token_layout_mismatch');
-      const body = { layoutId: data.claims.layoutId, lid: frame.lid, type: frame.type, ...(frame.value !== undefined && { value: frame.value }) };
+      const body = { layoutId: data.claims.layoutId, lid: frame.lid, type: frame.type, value: frame.value }; // one shape, no spread: the hot path
       const waiter = new FrameAnswer(ws, data, frame.ref, this.answers, this.o.onError);
       const at = this.o.now();
       const once = frame.idempotencyKey ?? '';

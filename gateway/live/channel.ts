@@ -83,7 +83,7 @@ export class LiveChannel {
           deps: this.s,
           admit: () => this.admission.process(),
           admitParticipant: (claims) => this.admission.participant(claims),
-          newSocket: (claims, layoutId) => ({ claims, noticeSent: false, layoutId, version: -1, open: true, refusedInARow: 0, overSince: null, stale: false }),
+          newSocket: (claims, layoutId) => ({ claims, noticeSent: false, layoutId, version: -1, open: true, refusedInARow: 0, overSince: null, stale: false, answers: [] }),
           onError: this.o.onError,
           upgrading: (run) => {
             this.inUpgrade = true;

@@ -21,7 +21,8 @@ export interface SocketData {
   overSince: number | null;
   /** a state frame was skipped: the socket gets the current state when it drains */
   stale: boolean;
-
+  /** answers (ack, error) waiting for this turn's write (answers.ts); empty between turns */
+  answers: string[];
 }
 export type LiveSocket = WebSocket<SocketData>;
 

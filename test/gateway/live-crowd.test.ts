@@ -221,6 +221,47 @@ describe('answers to a client that does not read', () => {
   }, 30_000);
 });
 
+describe('acks to a client that does not read', () => {
+  it('close the socket with 4008 once they would pass 64 times LIVE_BUFFER_BYTES, and only that socket; its stored actions stay stored', async () => {
+    const g = await startTestGateway({ redisUrl: redis.get().server.url, overrides: { liveBufferBytes: 1024, actionRatePerSecond: 10_000, actionBurst: 100_000 } });
+    try {
+      const deaf = await connectLive(g.url, await mintToken(g, g.layoutId, g.apiKey));
+      const other = await connectLive(g.url, await mintToken(g, g.layoutId, g.apiKey));
+      await Promise.all([deaf.next('page'), other.next('page')]);
+      (deaf.ws as unknown as { _socket: { pause(): void } })._socket.pause();
+      // each action is stored, then acked (through the answers' queue) with a ref of 64 characters
+      const ref = 'r'.repeat(64);
+      const frame = JSON.stringify({ op: 'action', ref, lid: 1, type: 'Button' });
+      // within the participant's budget (a refusal would be an error frame, sent without the queue)
+      const start = Date.now();
+      const budget = () => 100_000 + Math.floor(((Date.now() - start) / 1000) * 10_000 * 0.8);
+      let sent = 0;
+      while (sent < 400_000 && deaf.ws.readyState === deaf.ws.OPEN) {
+        for (let i = 0; i < 2000 && sent < budget(); i++, sent++) deaf.ws.send(frame);
+        await new Promise((r) => setTimeout(r, 20)); // let Redis store them
+        const r = await fetch(`http://127.0.0.1:${g.gw.opsPort}/metrics`);
+        if (/audience_gateway_live_closes_total\{code="4008"\} 1/.test(await r.text())) break;
+      }
+      await eventually(async () => {
+        const r = await fetch(`http://127.0.0.1:${g.gw.opsPort}/metrics`);
+        return /audience_gateway_live_closes_total\{code="4008"\} 1/.test(await r.text());
+      }, 20_000);
+      const before = other.frames.length;
+      other.send({ op: 'action', ref: 'fine', lid: 1, type: 'Button' });
+      expect(await other.next('ack', before)).toEqual({ op: 'ack', ref: 'fine' });
+      const stored = await redis.get().client.xlen(g.gw.stores.keys.actions(g.layoutId));
+      console.log(`figure: a deaf socket was closed after ${sent} actions sent, ${stored} stored`);
+      const metrics = await (await fetch(`http://127.0.0.1:${g.gw.opsPort}/metrics`)).text();
+      expect(metrics).not.toMatch(/audience_gateway_live_closes_total\{code="4029"\}/); // not closed as a flood
+      expect(stored).toBeGreaterThan(1024 * 64 / 80); // more acks than its limit holds were queued for it
+      deaf.ws.terminate();
+      other.ws.close();
+    } finally {
+      await g.close();
+    }
+  }, 60_000);
+});
+
 describe('a crowd subscription that fails', () => {
   it('is tried again while sockets are there, so crowd frames come once Redis answers (CLIENT PAUSE makes the SSUBSCRIBE time out)', async () => {
     const g = await startTestGateway({ redisUrl: redis.get().server.url, layout: { ...CROWD_LAYOUT, layoutId: 'paused-show' }, overrides: { redisCommandTimeoutMs: 200 } });
