@@ -43,7 +43,11 @@ class ActionSocket {
     let acks = 0;
     let errors = 0;
     let paged = () => {};
-    this.paged = new Promise((r) => (paged = r));
+    let lost = (_: Error) => {};
+    this.paged = new Promise((resolve, reject) => {
+      paged = resolve;
+      lost = reject;
+    });
     this.raw = new RawLiveSocket(url, token, {
       frame: (op) => {
         if (op === OP_LETTER.ack) acks++;
@@ -54,7 +58,33 @@ class ActionSocket {
         if (acks + errors > 0) this.onAnswers(acks, errors);
         acks = errors = 0;
       },
+      closed: () => lost(new Error('closed before its first page')),
     });
+  }
+}
+
+/** How long a socket of the load may take to get its first page before it is opened again. */
+const OPEN_TIMEOUT_MS = 10_000;
+const OPEN_TRIES = 3;
+
+/**
+ * A socket that has its first page. One that uWS drops right after the asynchronous upgrade
+ * (uNetworking/uWebSockets#1928, counted by the gateway) is opened again, as a phone would.
+ */
+async function openedSocket(url: URL, token: string): Promise<ActionSocket> {
+  for (let attempt = 1; ; attempt++) {
+    const s = new ActionSocket(url, token);
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      const late = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`no page within ${OPEN_TIMEOUT_MS} ms`)), OPEN_TIMEOUT_MS)));
+      await Promise.race([Promise.all([s.raw.upgraded, s.paged]), late]);
+      return s;
+    } catch (e) {
+      s.raw.destroy();
+      if (attempt === OPEN_TRIES) throw new Error(`a socket of the action load did not open in ${OPEN_TRIES} tries: ${String(e)}`);
+    } finally {
+      clearTimeout(timer);
+    }
   }
 }
 
@@ -64,8 +94,7 @@ class ActionSocket {
  */
 export async function socketActions(spec: ActionLoadSpec): Promise<SocketLoad> {
   const url = new URL(spec.url);
-  const sockets = Array.from({ length: spec.connections }, (_, i) => new ActionSocket(url, spec.tokens[i % spec.tokens.length]!));
-  await Promise.all(sockets.flatMap((s) => [s.raw.upgraded, s.paged]));
+  const sockets = await Promise.all(Array.from({ length: spec.connections }, (_, i) => openedSocket(url, spec.tokens[i % spec.tokens.length]!)));
   const frames = spec.bodies.map((b, i) => clientFrame(Buffer.from(JSON.stringify({ op: 'action', ref: String(i), ...b }))));
   let sent = 0;
   let acked = 0;
