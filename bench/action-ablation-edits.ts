@@ -2,7 +2,7 @@
 // compiled gateway in dist/ (so the production code carries no bench switch), or a change of Node
 // flags. test/bench/ablation-edits.test.ts checks that every edit still applies to the build, so
 // the accounting cannot quietly stop measuring a step when the code under it changes.
-import { readFileSync } from 'node:fs';
+import { cpSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { GATEWAY_NODE_FLAGS } from '../gateway/node-flags.js';
 
@@ -140,6 +140,53 @@ export const ABLATIONS: Ablation[] = [
     nodeFlags: [...GATEWAY_NODE_FLAGS.filter((f) => !f.startsWith('--max-semi-space-size')), '--max-semi-space-size=64'],
   },
 ];
+
+const LIVE_FRAMES = 'gateway/live/action-frames.js';
+
+/**
+ * The socket action's steps above its transport (bench/live-action-ablation.ts), each build taking
+ * out one more: what each build's CPU per action lacks against the one before it is that step's cost.
+ */
+export const LIVE_ABLATIONS: Ablation[] = [
+  {
+    name: 'no-redis',
+    step: "the Lua call: each batch answered on the next turn as if stored (ioredis's encoding and write, Redis's reply)",
+    how: 'removed',
+    edits: [{ file: LOG, find: "const call = runScript(this.redis, 'appendActions', [this.keys.actions(layoutId)], [this.trim.maxLen, this.minId(), ACTION_FIELD, ...payloads]);", replace: "const call = new Promise((r) => setImmediate(() => r(['1'.repeat(payloads.length), ''])));" }],
+  },
+  {
+    name: 'ack-in-handler',
+    step: "the entry's text, the group commit and the answers' queue as well: the ack sent from the frame's handler once every check passed",
+    how: 'removed',
+    edits: [
+      { file: INTAKE, find: 'return d.actions.appendFor(layout.layoutId, newEntryText(layout.layoutId, control, value, at), waiter);', replace: 'return waiter.stored();' },
+      { file: LIVE_FRAMES, find: 'this.answers.push(this.ws, this.data, ackFrame(this.ref));', replace: 'this.ws.send(ackFrame(this.ref));' },
+    ],
+  },
+  {
+    name: 'parse-and-ack',
+    step: "the checks as well (schema, layout, budget, the control's value): the frame parsed and acked with its ref, the floor's job in the gateway's socket",
+    how: 'removed',
+    edits: [{ file: LIVE_FRAMES, find: 'frame = JSON.parse(decoder.decode(message));', replace: 'frame = JSON.parse(decoder.decode(message)); ws.send(`{"op":"ack","ref":${JSON.stringify(String(frame.ref))}}`); return;' }],
+  },
+];
+
+/** The live ablations are cumulative: each build has the edits of those before it, and its own. */
+export function cumulative(list: readonly Ablation[]): Ablation[] {
+  return list.map((a, i) => ({ ...a, edits: list.slice(0, i + 1).flatMap((x) => x.edits) }));
+}
+
+/**
+ * A copy of `dist`'s gateway under `root` with the ablation's edits; returns its gateway/main.js.
+ * Throws when an edit no longer applies.
+ */
+export function ablatedCopy(dist: string, root: string, a: Ablation): string {
+  rmSync(root, { recursive: true, force: true });
+  mkdirSync(root, { recursive: true });
+  for (const dir of ['gateway', 'runtime', 'schemas']) cpSync(join(dist, dir), join(root, 'dist', dir), { recursive: true });
+  for (const e of a.edits) writeFileSync(join(root, 'dist', e.file), editedText(join(root, 'dist'), a, e));
+  return join(root, 'dist', 'gateway', 'main.js');
+}
 
 /** The text of `dist`'s file with the edit made; throws, naming the step, when its text is not there exactly once. */
 export function editedText(dist: string, a: Ablation, e: Edit): string {

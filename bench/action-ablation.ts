@@ -6,12 +6,12 @@
 // edit that no longer applies stops the run, naming it.
 //   npm run bench:ablation [-- --seconds 6 --pairs 2 --only request-id,uuid]
 //   npm run bench:ablation -- --base /path/to/other/dist [--with /path/to/dist]   (A: that build, B: this one or --with: what a change saved)
-import { cpSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { GATEWAY_NODE_FLAGS } from '../gateway/node-flags.js';
-import { ABLATIONS, editedText, type Ablation } from './action-ablation-edits.js';
+import { ABLATIONS, ablatedCopy, type Ablation } from './action-ablation-edits.js';
 import { pinProcess, pinnedRedis, spawnPinned, stealMeter, stopChild, wrkLoad, type LoadResult, spawnPinnedGateway, type BuiltRequest } from './harness.js';
 import { actionRequests, mintTokens, seedDemo } from './audience.js';
 
@@ -26,12 +26,7 @@ const BARE = join(DIST, 'bench', 'bare-uws.js');
 
 /** A copy of dist/ with the ablation's edits; throws when an edit no longer applies. */
 function variant(a: Ablation): string {
-  const root = join(VARIANTS, a.name);
-  rmSync(root, { recursive: true, force: true });
-  mkdirSync(root, { recursive: true });
-  for (const dir of ['gateway', 'runtime', 'schemas']) cpSync(join(DIST, dir), join(root, 'dist', dir), { recursive: true });
-  for (const e of a.edits) writeFileSync(join(root, 'dist', e.file), editedText(DIST, a, e));
-  return join(root, 'dist', 'gateway', 'main.js');
+  return ablatedCopy(DIST, join(VARIANTS, a.name), a);
 }
 
 function progress(what: string): void {
