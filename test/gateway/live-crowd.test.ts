@@ -196,6 +196,12 @@ describe("the layout's crowd channel", () => {
   });
 });
 
+/** The gateway closed exactly one socket with `code`, by its metrics. */
+async function closedOnce(g: TestGateway, code: number): Promise<boolean> {
+  const r = await fetch(`http://127.0.0.1:${g.gw.opsPort}/metrics`);
+  return new RegExp(`audience_gateway_live_closes_total\\{code="${code}"\\} 1\\n`).test(await r.text());
+}
+
 describe('answers to a client that does not read', () => {
   it('close the socket with 4008 once they would pass 64 times LIVE_BUFFER_BYTES, and only that socket', async () => {
     const g = await startTestGateway({ redisUrl: redis.get().server.url, overrides: { liveBufferBytes: 1024 } });
@@ -206,10 +212,7 @@ describe('answers to a client that does not read', () => {
       // each bad frame is answered by an error frame of about 150 bytes that nobody reads
       const frame = JSON.stringify({ op: 'dance', ref: 'x' });
       for (let i = 0; i < 60_000 && deaf.ws.readyState === deaf.ws.OPEN; i++) deaf.ws.send(frame);
-      await eventually(async () => {
-        const r = await fetch(`http://127.0.0.1:${g.gw.opsPort}/metrics`);
-        return /audience_gateway_live_closes_total\{code="4008"\} 1/.test(await r.text());
-      }, 10_000);
+      await eventually(() => closedOnce(g, 4008), 10_000);
       const before = other.frames.length;
       other.send({ op: 'action', ref: 'fine', lid: 1, type: 'Button' });
       expect(await other.next('ack', before)).toEqual({ op: 'ack', ref: 'fine' });
@@ -239,13 +242,9 @@ describe('acks to a client that does not read', () => {
       while (sent < 400_000 && deaf.ws.readyState === deaf.ws.OPEN) {
         for (let i = 0; i < 2000 && sent < budget(); i++, sent++) deaf.ws.send(frame);
         await new Promise((r) => setTimeout(r, 20)); // let Redis store them
-        const r = await fetch(`http://127.0.0.1:${g.gw.opsPort}/metrics`);
-        if (/audience_gateway_live_closes_total\{code="4008"\} 1/.test(await r.text())) break;
+        if (await closedOnce(g, 4008)) break;
       }
-      await eventually(async () => {
-        const r = await fetch(`http://127.0.0.1:${g.gw.opsPort}/metrics`);
-        return /audience_gateway_live_closes_total\{code="4008"\} 1/.test(await r.text());
-      }, 20_000);
+      await eventually(() => closedOnce(g, 4008), 20_000);
       const before = other.frames.length;
       other.send({ op: 'action', ref: 'fine', lid: 1, type: 'Button' });
       expect(await other.next('ack', before)).toEqual({ op: 'ack', ref: 'fine' });
