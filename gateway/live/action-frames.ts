@@ -73,7 +73,7 @@ export class ActionFrames {
     private readonly lifecycle: () => TokenLifecycle,
     private readonly o: Pick<LiveOptions, 'now' | 'onError'>,
   ) {
-    this.answers = new AnswerQueue((ws, data) => this.registry.end(ws, data, CLOSE.tooSlow, 'too slow to read'));
+    this.answers = new AnswerQueue((ws, data) => this.registry.end(ws, data, CLOSE.tooSlow, 'too slow to read'), o.onError);
   }
 
   received(ws: LiveSocket, data: SocketData, message: ArrayBuffer, isBinary: boolean): void {

@@ -29,6 +29,8 @@ export class AnswerQueue {
   constructor(
     /** a socket whose answer uWS dropped past its limit: the channel closes it (CLOSE.tooSlow) */
     private readonly onDropped: (ws: LiveSocket, data: SocketData) => void,
+    /** a write that threw (a bug: uWS throws on a socket it closed): logged; the other sockets' answers still go */
+    private readonly onError: (e: unknown) => void,
   ) {}
 
   /**
@@ -61,7 +63,11 @@ export class AnswerQueue {
         this.writingTo = ws;
         this.writing = data;
         this.dropped = false;
-        ws.cork(this.writeAll);
+        try {
+          ws.cork(this.writeAll);
+        } catch (e) {
+          this.onError(e);
+        }
         if (this.dropped) dropped.push([ws, data]);
       }
       data.answers.length = 0;
