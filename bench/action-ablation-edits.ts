@@ -149,17 +149,38 @@ const LIVE_FRAMES = 'gateway/live/action-frames.js';
  */
 export const LIVE_ABLATIONS: Ablation[] = [
   {
-    name: 'no-redis',
-    step: "the Lua call: each batch answered on the next turn as if stored (ioredis's encoding and write, Redis's reply)",
+    name: 'same-entry',
+    step: "the entry's text: every action appended as one constant text (no id, JSON or time made per action; ioredis still measures and writes each)",
     how: 'removed',
-    edits: [{ file: LOG, find: "const call = runScript(this.redis, 'appendActions', [this.keys.actions(layoutId)], [this.trim.maxLen, this.minId(), ACTION_FIELD, ...payloads]);", replace: "const call = new Promise((r) => setImmediate(() => r(['1'.repeat(payloads.length), ''])));" }],
+    edits: [{ file: INTAKE, find: 'newEntryText(layout.layoutId, control, value, at)', replace: `'{"v":1,"id":"0b7a6d1e-3c1f-4c39-9d7e-5a1f7f3b2c10","layoutId":"demo","lid":2,"address":"/002","type":"Slider","value":0.5,"ts":1764400000000}'` }],
+  },
+  {
+    name: 'one-entry-a-call',
+    step: "each entry's argument as well: a call carries its batch's first entry only (one argument, one XADD) and its answer stands for every action of the batch",
+    how: 'removed',
+    edits: [
+      { file: LOG, find: 'ACTION_FIELD, ...payloads]);', replace: 'ACTION_FIELD, payloads[0]]);' },
+      { file: LOG, find: 'appended.charCodeAt(i) === 0x31', replace: 'appended.charCodeAt(0) === 0x31' },
+    ],
+  },
+  {
+    name: 'no-redis',
+    step: "the Lua call as well: each batch answered on the next turn as if stored (ioredis's encoding and write, Redis's reply)",
+    how: 'removed',
+    edits: [
+      {
+        file: LOG,
+        find: "const call = runScript(this.redis, 'appendActions', [this.keys.actions(layoutId)], [this.trim.maxLen, this.minId(), ",
+        replace: "const call = new Promise((r) => setImmediate(() => r(['1'.repeat(payloads.length), '']))); void ([",
+      },
+    ],
   },
   {
     name: 'ack-in-handler',
-    step: "the entry's text, the group commit and the answers' queue as well: the ack sent from the frame's handler once every check passed",
+    step: "the group commit and the answers' queue as well: the ack sent from the frame's handler once every check passed",
     how: 'removed',
     edits: [
-      { file: INTAKE, find: 'return d.actions.appendFor(layout.layoutId, newEntryText(layout.layoutId, control, value, at), waiter);', replace: 'return waiter.stored();' },
+      { file: INTAKE, find: 'return d.actions.appendFor(layout.layoutId, ', replace: 'return waiter.stored(); d.actions.appendFor(layout.layoutId, ' },
       { file: LIVE_FRAMES, find: 'this.answers.push(this.ws, this.data, ackFrame(this.ref));', replace: 'this.ws.send(ackFrame(this.ref));' },
     ],
   },

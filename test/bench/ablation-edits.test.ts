@@ -1,6 +1,7 @@
 // bench:ablation and bench:live-ablation measure each step of POST /action and of the socket action
 // by editing the compiled gateway; an edit whose text is gone would stop the accounting (or, worse,
 // edit code off the hot path). Every edit must still apply, exactly once, to this build.
+import { execFileSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -32,6 +33,20 @@ describe('bench:ablation', () => {
         if (!e.replace.includes(e.find)) expect(text).not.toContain(e.find);
       }
       expect(readFileSync(main, 'utf8')).toBe(readFileSync(join(DIST, 'gateway', 'main.js'), 'utf8'));
+    } finally {
+      rmSync(root, { recursive: true, force: true });
+    }
+  });
+
+  it('leaves every file of every live build valid JavaScript (the edits of one file compose)', () => {
+    const root = mkdtempSync(join(tmpdir(), 'ac-live-ablation-'));
+    try {
+      for (const build of cumulative(LIVE_ABLATIONS)) {
+        ablatedCopy(DIST, join(root, build.name), build);
+        for (const file of new Set(build.edits.map((e) => e.file))) {
+          expect(() => execFileSync(process.execPath, ['--check', join(root, build.name, 'dist', file)], { stdio: 'pipe' }), `${build.name}: ${file}`).not.toThrow();
+        }
+      }
     } finally {
       rmSync(root, { recursive: true, force: true });
     }
