@@ -24,7 +24,7 @@ export interface Ablation {
 const SERVER = 'gateway/http/server.js';
 const REPLY = 'gateway/http/reply.js';
 const EXCHANGE = 'gateway/http/exchange.js';
-const ENTRY_TEXT = 'gateway/actions/entry-text.js';
+const ENTRY_BATCH = 'gateway/actions/entry-batch.js';
 const ACTION = 'gateway/routes/action.js';
 const INTAKE = 'gateway/actions/intake.js';
 const LOG = 'gateway/actions/action-log.js';
@@ -76,21 +76,27 @@ export const ABLATIONS: Ablation[] = [
   },
   {
     name: 'uuid',
-    step: 'entry id (entryId: a v4 UUID from a random pool)',
+    step: 'entry id (writeEntryId: a v4 UUID from a random pool, written into the entry)',
     how: 'removed',
-    edits: [{ file: ENTRY_TEXT, find: '"id":"${entryId()}${middle}', replace: '"id":"00000000-0000-4000-8000-000000000000${middle}' }],
+    edits: [{ file: ENTRY_BATCH, find: 'writeEntryId(buf, at);', replace: 'buf.fill(0x30, at, at + 36);' }],
   },
   {
     name: 'encode',
-    step: 'entry encoding (its JSON from parts made once per control, and the value\'s JSON.stringify)',
+    step: 'entry encoding (written in place from parts made once per control, and the value\'s JSON.stringify)',
     how: 'doubled',
-    edits: [{ file: ENTRY_TEXT, find: 'return `{"v":1,"id":"${entryId()}${middle}${JSON.stringify(value)},"ts":${ts}}`;', replace: 'const id = entryId(); globalThis.__entry = `{"v":1,"id":"${id}${middle}${JSON.stringify(value)},"ts":${ts}}`; return `{"v":1,"id":"${id}${middle}${JSON.stringify(value)},"ts":${ts}}`;' }],
+    edits: [
+      {
+        file: ENTRY_BATCH,
+        find: '    addAction(layoutId, control, value, ts) {',
+        replace: '    addAction(layoutId, control, value, ts) { this.addActionOnce(layoutId, control, value, ts); this.end = this.starts.pop(); this.texts.pop(); this.addActionOnce(layoutId, control, value, ts); }\n    addActionOnce(layoutId, control, value, ts) {',
+      },
+    ],
   },
   {
     name: 'redis',
     step: "batching and the Lua call's share (Redis's answer, ioredis, the socket)",
     how: 'removed',
-    edits: [{ file: LOG, find: 'this.send(layoutId, payloads.slice(i, i + MAX_BATCH), waiters.slice(i, i + MAX_BATCH));', replace: 'for (const w of waiters.slice(i, i + MAX_BATCH)) w.stored();' }],
+    edits: [{ file: LOG, find: 'this.send(layoutId, entries, i, to, waiters.length <= MAX_BATCH ? waiters : waiters.slice(i, to));', replace: 'for (const w of waiters.slice(i, to)) w.stored();' }],
   },
   {
     name: 'metrics',
@@ -150,16 +156,22 @@ const LIVE_FRAMES = 'gateway/live/action-frames.js';
 export const LIVE_ABLATIONS: Ablation[] = [
   {
     name: 'same-entry',
-    step: "the entry's text: every action appended as one constant text (no id, JSON or time made per action; ioredis still measures and writes each)",
+    step: "the entry's making: every action appended as one constant text (no id, JSON or time made per action; still written into the call's bytes)",
     how: 'removed',
-    edits: [{ file: INTAKE, find: 'newEntryText(layout.layoutId, control, value, at)', replace: `'{"v":1,"id":"0b7a6d1e-3c1f-4c39-9d7e-5a1f7f3b2c10","layoutId":"demo","lid":2,"address":"/002","type":"Slider","value":0.5,"ts":1764400000000}'` }],
+    edits: [
+      {
+        file: INTAKE,
+        find: 'd.actions.appendAction(layout.layoutId, control, value, at, waiter)',
+        replace: `d.actions.appendFor(layout.layoutId, '{"v":1,"id":"0b7a6d1e-3c1f-4c39-9d7e-5a1f7f3b2c10","layoutId":"demo","lid":2,"address":"/002","type":"Slider","value":0.5,"ts":1764400000000}', waiter)`,
+      },
+    ],
   },
   {
     name: 'one-entry-a-call',
     step: "each entry's argument as well: a call carries its batch's first entry only (one argument, one XADD) and its answer stands for every action of the batch",
     how: 'removed',
     edits: [
-      { file: LOG, find: 'ACTION_FIELD, ...payloads]);', replace: 'ACTION_FIELD, payloads[0]]);' },
+      { file: LOG, find: 'to - from, entries.bytes(from, to)', replace: '1, entries.bytes(from, from + 1)' },
       { file: LOG, find: 'appended.charCodeAt(i) === 0x31', replace: 'appended.charCodeAt(0) === 0x31' },
     ],
   },
@@ -170,8 +182,8 @@ export const LIVE_ABLATIONS: Ablation[] = [
     edits: [
       {
         file: LOG,
-        find: "const call = runScript(this.redis, 'appendActions', [this.keys.actions(layoutId)], [this.trim.maxLen, this.minId(), ",
-        replace: "const call = new Promise((r) => setImmediate(() => r(['1'.repeat(payloads.length), '']))); void ([",
+        find: "const call = runScriptOnBulk(this.redis, 'appendActions', [this.keys.actions(layoutId)], [this.trim.maxLen, this.minId(), ACTION_FIELD], ",
+        replace: "const call = new Promise((r) => setImmediate(() => r(['1'.repeat(to - from), '']))); void (",
       },
     ],
   },
@@ -180,7 +192,7 @@ export const LIVE_ABLATIONS: Ablation[] = [
     step: "the group commit and the answers' queue as well: the ack sent from the frame's handler once every check passed",
     how: 'removed',
     edits: [
-      { file: INTAKE, find: 'return d.actions.appendFor(layout.layoutId, ', replace: 'return waiter.stored(); d.actions.appendFor(layout.layoutId, ' },
+      { file: INTAKE, find: 'return d.actions.', replace: 'return waiter.stored(); d.actions.' },
       { file: LIVE_FRAMES, find: 'this.answers.push(this.ws, this.data, ackFrame(this.ref));', replace: 'this.ws.send(ackFrame(this.ref));' },
     ],
   },

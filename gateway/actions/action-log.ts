@@ -7,11 +7,12 @@
 // Redis answered its call, so the route answers 200 only for an action that is in the stream.
 import type { RedisClient } from '../../runtime/redis.js';
 import { ACTION_FIELD, encodeActionEntry } from '../../schemas/action-entry.js';
-import type { ActionEntry } from '../../schemas/types.js';
+import type { ActionEntry, ActionValue, Control } from '../../schemas/types.js';
 import { AppError, orUnavailable, writeRefusal, type WriteRefusal } from '../errors.js';
 import type { RedisKeys } from '../store/keys.js';
 import { untimed, type RedisTimer } from '../store/redis.js';
-import { runScript } from '../store/scripts.js';
+import { runScript, runScriptOnBulk } from '../store/scripts.js';
+import { EntryBatch } from './entry-batch.js';
 import { rateLimited } from '../limits/participant-limits.js';
 
 const NEVER = () => false;
@@ -75,7 +76,8 @@ export interface OnceRecord {
 }
 
 interface Batch {
-  readonly payloads: string[];
+  /** the entries, as the call's arguments (entry-batch.ts) */
+  readonly entries: EntryBatch;
   readonly waiters: AppendWaiter[];
 }
 
@@ -159,14 +161,24 @@ export class ActionLog {
 
   /** The same append, answered through `waiter` (`stored`, or `failed` with `unavailable`) instead of a promise. */
   appendFor(layoutId: string, payload: string, waiter: AppendWaiter): void {
+    this.batchOf(layoutId, waiter).entries.addText(payload);
+  }
+
+  /** Appends a new action's entry (a fresh id; the control's fields, `value`, `ts`), answered through `waiter`. */
+  appendAction(layoutId: string, control: Control, value: ActionValue, ts: number, waiter: AppendWaiter): void {
+    this.batchOf(layoutId, waiter).entries.addAction(layoutId, control, value, ts);
+  }
+
+  /** The layout's batch, with `waiter` added (its entry is added next); the flush is scheduled. */
+  private batchOf(layoutId: string, waiter: AppendWaiter): Batch {
     let batch = this.batches.get(layoutId);
     if (!batch) {
-      batch = { payloads: [], waiters: [] };
+      batch = { entries: new EntryBatch(), waiters: [] };
       this.batches.set(layoutId, batch);
     }
-    batch.payloads.push(payload);
     batch.waiters.push(waiter);
     if (this.canSend(layoutId)) this.scheduleFlush(); // otherwise a call in flight sends it when answered
+    return batch;
   }
 
   /** setImmediate runs after the poll phase, so the flush gathers every request uWS handled in this turn. */
@@ -183,15 +195,16 @@ export class ActionLog {
       this.batches.delete(layoutId);
       // A request whose client left in this turn (uWS closes a connection that pipelined requests
       // whose answers are still pending) is not applied: no action without its answer.
-      let { payloads, waiters } = batch;
+      let { entries, waiters } = batch;
       if (waiters.some((w) => w.aborted())) {
         const keep = waiters.map((w) => !w.aborted());
-        payloads = payloads.filter((_, i) => keep[i]);
+        entries = entries.kept(keep);
         for (const w of waiters.filter((_, i) => !keep[i])) this.tell(w, clientLeft());
         waiters = waiters.filter((_, i) => keep[i]);
       }
-      for (let i = 0; i < payloads.length; i += MAX_BATCH) {
-        this.send(layoutId, payloads.slice(i, i + MAX_BATCH), waiters.slice(i, i + MAX_BATCH));
+      for (let i = 0; i < waiters.length; i += MAX_BATCH) {
+        const to = Math.min(waiters.length, i + MAX_BATCH);
+        this.send(layoutId, entries, i, to, waiters.length <= MAX_BATCH ? waiters : waiters.slice(i, to));
       }
     }
   };
@@ -200,9 +213,14 @@ export class ActionLog {
     return (this.inFlight.get(layoutId) ?? 0) < MAX_IN_FLIGHT;
   }
 
-  private send(layoutId: string, payloads: string[], waiters: AppendWaiter[]): void {
+  /** Sends entries [from, to) of `entries` in one call; `waiters` are theirs. */
+  private send(layoutId: string, entries: EntryBatch, from: number, to: number, waiters: AppendWaiter[]): void {
     this.inFlight.set(layoutId, (this.inFlight.get(layoutId) ?? 0) + 1);
-    const call = runScript(this.redis, 'appendActions', [this.keys.actions(layoutId)], [this.trim.maxLen, this.minId(), ACTION_FIELD, ...payloads]);
+    const call = runScriptOnBulk(this.redis, 'appendActions', [this.keys.actions(layoutId)], [this.trim.maxLen, this.minId(), ACTION_FIELD], to - from, entries.bytes(from, to), () => {
+      const texts: string[] = [];
+      for (let i = from; i < to; i++) texts.push(entries.text(i));
+      return texts;
+    });
     // Every call ends (ioredis's command timeout), so a stream's queue never waits on a lost answer.
     orUnavailable(this.counted(this.timed('append_actions', call))).then(
       (reply) => {

@@ -1,19 +1,23 @@
 // The stream text of a new action entry, for the hot path. An entry is JSON of eight fields (the
-// codec in schemas/action-entry.ts); five are the same for every entry of one control, so their
-// text is made once per control and each entry adds its id, value and time. The result is the
-// same text encodeActionEntry makes of the same entry (test/gateway/entry-text.test.ts).
-import type { ActionValue, Control } from '../../schemas/types.js';
-import { entryId } from './entry-id.js';
+// codec in schemas/action-entry.ts) in a fixed order: `{"v":1,"id":"<id>` ENTRY_PREFIX and the id,
+// then `","layoutId":…,"value":` (five fields that are the same for every entry of one control,
+// made once per control), the value's JSON, `,"ts":<ts>` and `}`. entry-batch.ts writes it from
+// these parts; test/gateway/entry-text.test.ts checks it against encodeActionEntry.
+import type { Control } from '../../schemas/types.js';
 
-/** `","layoutId":…,"value":` of each control, keyed by the layout's own control object (a changed layout brings new ones). */
-const shared = new WeakMap<Control, string>();
+/** The entry's text up to its id. */
+export const ENTRY_PREFIX = '{"v":1,"id":"';
+/** Between the value and the time. */
+export const ENTRY_TS = ',"ts":';
 
-/** A new entry's JSON: a fresh id (a UUID: nothing to escape), the control's fields, `value` and `ts`. */
-export function newEntryText(layoutId: string, control: Control, value: ActionValue, ts: number): string {
-  let middle = shared.get(control);
-  if (middle === undefined) {
-    middle = `","layoutId":${JSON.stringify(layoutId)},"lid":${JSON.stringify(control.lid)},"address":${JSON.stringify(control.address)},"type":${JSON.stringify(control.type)},"value":`;
-    shared.set(control, middle);
+/** `","layoutId":…,"value":` of each control, as UTF-8, keyed by the layout's own control object (a changed layout brings new ones). */
+const shared = new WeakMap<Control, Buffer>();
+
+export function sharedBytes(layoutId: string, control: Control): Buffer {
+  let bytes = shared.get(control);
+  if (bytes === undefined) {
+    bytes = Buffer.from(`","layoutId":${JSON.stringify(layoutId)},"lid":${JSON.stringify(control.lid)},"address":${JSON.stringify(control.address)},"type":${JSON.stringify(control.type)},"value":`, 'utf8');
+    shared.set(control, bytes);
   }
-  return `{"v":1,"id":"${entryId()}${middle}${JSON.stringify(value)},"ts":${ts}}`;
+  return bytes;
 }

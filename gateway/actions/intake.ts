@@ -14,7 +14,6 @@ import type { AppendWaiter, OnceRecord } from './action-log.js';
 import { checkAction } from './check-action.js';
 import type { AggregatedControl } from './crowd-fold.js';
 import { entryId } from './entry-id.js';
-import { newEntryText } from './entry-text.js';
 import { FRAME_LIMITS } from '../../schemas/live-protocol.js';
 
 /** Idempotency-Key: 1 to 64 of A-Z a-z 0-9 . _ : - */
@@ -65,7 +64,7 @@ export class ActionIntake {
       const zone = claims.zone !== '' && layout.zones.includes(claims.zone) ? claims.zone : '';
       return waiter.after(d.crowd.add(layout.layoutId, control as AggregatedControl, claims.sub, value, at, zone));
     }
-    if (once === '') return d.actions.appendFor(layout.layoutId, newEntryText(layout.layoutId, control, value, at), waiter);
+    if (once === '') return d.actions.appendAction(layout.layoutId, control, value, at, waiter);
     if (!IDEMPOTENCY_KEY.test(once)) throw new AppError('idempotency_key_invalid');
     const entry: ActionEntry = { v: 1, id: entryId(), layoutId: layout.layoutId, lid: control.lid, address: control.address, type: control.type, value, ts: at };
     // 96 bits of the action: enough to tell one participant's actions apart, 16 characters stored

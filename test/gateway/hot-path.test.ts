@@ -6,7 +6,7 @@ import { ActionLog, MAX_BATCH, type AppendWaiter } from '../../gateway/actions/a
 import type { AppError } from '../../gateway/errors.js';
 import { RedisKeys } from '../../gateway/store/keys.js';
 import { encodeActionEntry } from '../../schemas/action-entry.js';
-import type { ActionEntry } from '../../schemas/types.js';
+import type { ActionEntry, Control } from '../../schemas/types.js';
 import { eventually, mintToken, postAction, startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { randomPrefix, useRedis } from '../helpers/redis.js';
 
@@ -61,8 +61,8 @@ describe('the /action hot path', () => {
 describe('ActionLog', () => {
   const entry = (i: number): ActionEntry => ({ v: 1, id: `id-${i}`, layoutId: 'show', lid: 1, address: '/001', type: 'Button', value: null, ts: 1_700_000_000_000 + i });
 
-  /** A log on a fresh prefix with its script loaded (entry -1 stored), for `run`; then the calls it made and the ids in its stream. */
-  async function withLog(run: (log: ActionLog) => Promise<void>): Promise<{ calls: number; ids: string[] }> {
+  /** A log on a fresh prefix with its script loaded (entry -1 stored), for `run`; then the calls it made, the ids in its stream and their texts. */
+  async function withLog(run: (log: ActionLog) => Promise<void>): Promise<{ calls: number; ids: string[]; texts: string[] }> {
     const client = new Redis(redis.get().server.url);
     const keys = new RedisKeys(randomPrefix());
     try {
@@ -72,7 +72,8 @@ describe('ActionLog', () => {
       await run(log);
       const after = await commandCalls();
       const stored = await client.xrange(keys.actions('show'), '-', '+');
-      return { calls: (after.get('evalsha') ?? 0) - (before.get('evalsha') ?? 0), ids: stored.map(([, fields]) => (JSON.parse(fields[1]!) as ActionEntry).id) };
+      const texts = stored.map(([, fields]) => fields[1]!);
+      return { calls: (after.get('evalsha') ?? 0) - (before.get('evalsha') ?? 0), ids: texts.map((t) => (JSON.parse(t) as { id: string }).id), texts };
     } finally {
       client.disconnect();
     }
@@ -84,7 +85,7 @@ describe('ActionLog', () => {
     const r = await withLog(async (log) => {
       await Promise.all(Array.from({ length: count }, (_, i) => log.append(entry(i))));
     });
-    expect(r).toEqual({ calls: 2, ids: ids(count) });
+    expect(r).toMatchObject({ calls: 2, ids: ids(count) });
   });
 
   it('sends a second call while one is in flight, then gathers the later turns into the next call, in order', async () => {
@@ -101,7 +102,7 @@ describe('ActionLog', () => {
       });
       // entry 0 in the first call, entry 1 in a second one sent at once (two calls may be in
       // flight), the nine later turns together in a third once the first is answered
-      expect(r).toEqual({ calls: 3, ids: ids(11) });
+      expect(r).toMatchObject({ calls: 3, ids: ids(11) });
     } finally {
       pauser.disconnect();
     }
@@ -119,7 +120,37 @@ describe('ActionLog', () => {
       await new Promise((r) => setTimeout(r, 200));
     });
     expect(told.sort()).toEqual(['w0 stored', 'w1 unavailable', 'w2 stored']);
-    expect(r).toEqual({ calls: 1, ids: ['id--1', 'id-0', 'id-2'] });
+    expect(r).toMatchObject({ calls: 1, ids: ['id--1', 'id-0', 'id-2'] });
+  });
+
+  it("stores new actions' entries, text of any kind included, beside entries given as text, in one call and in order", async () => {
+    const text: Control = { lid: 5, address: '/005', type: 'String', props: { label: 't' } };
+    const pad: Control = { lid: 6, address: '/pad é', type: 'XYPad', props: { label: 'p' } };
+    const values = ['plain', 'é 漢 😀', '\u2028 "quoted" \\ and \n', ''];
+    const told: string[] = [];
+    const waiter = (name: string): AppendWaiter => ({ stored: () => told.push(name), failed: (e) => told.push(String(e)), aborted: () => false });
+    const r = await withLog(async (log) => {
+      values.forEach((v, i) => log.appendAction('show', text, v, 1_700_000_000_000 + i, waiter(`t${i}`)));
+      log.appendFor('show', encodeActionEntry(entry(9)), waiter('given'));
+      log.appendAction('show', pad, [0.25, 1], 1_700_000_000_009, waiter('pad'));
+      await eventually(() => told.length === values.length + 2);
+    });
+    expect(told).toEqual(['t0', 't1', 't2', 't3', 'given', 'pad']);
+    expect(r.calls).toBe(1);
+    const stored = r.texts.slice(1).map((t) => JSON.parse(t) as ActionEntry);
+    expect(stored.slice(0, 4).map((e) => [e.value, e.address, e.ts])).toEqual(values.map((v, i) => [v, '/005', 1_700_000_000_000 + i]));
+    expect(r.texts[5]).toBe(encodeActionEntry(entry(9)));
+    expect(stored[5]).toMatchObject({ lid: 6, address: '/pad é', type: 'XYPad', value: [0.25, 1] });
+    for (const [i, t] of r.texts.slice(1).entries()) if (i !== 4) expect(t).toBe(encodeActionEntry(JSON.parse(t) as ActionEntry));
+  });
+
+  it('stores a batch when Redis has lost its script (NOSCRIPT: restarted, flushed, failed over), and the ones after it', async () => {
+    const r = await withLog(async (log) => {
+      await redis.get().client.script('FLUSH');
+      await Promise.all([log.append(entry(0)), log.append(entry(1))]);
+      await Promise.all([log.append(entry(2)), log.append(entry(3))]);
+    });
+    expect(r.ids).toEqual(ids(4));
   });
 
   it('tells every waiter of a call even when one of them throws, and reports what it threw', async () => {
