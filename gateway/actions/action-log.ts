@@ -161,24 +161,31 @@ export class ActionLog {
 
   /** The same append, answered through `waiter` (`stored`, or `failed` with `unavailable`) instead of a promise. */
   appendFor(layoutId: string, payload: string, waiter: AppendWaiter): void {
-    this.batchOf(layoutId, waiter).entries.addText(payload);
+    const batch = this.batchOf(layoutId);
+    batch.entries.addText(payload);
+    this.queue(layoutId, batch, waiter);
   }
 
   /** Appends a new action's entry (a fresh id; the control's fields, `value`, `ts`), answered through `waiter`. */
   appendAction(layoutId: string, control: Control, value: ActionValue, ts: number, waiter: AppendWaiter): void {
-    this.batchOf(layoutId, waiter).entries.addAction(layoutId, control, value, ts);
+    const batch = this.batchOf(layoutId);
+    batch.entries.addAction(layoutId, control, value, ts);
+    this.queue(layoutId, batch, waiter);
   }
 
-  /** The layout's batch, with `waiter` added (its entry is added next); the flush is scheduled. */
-  private batchOf(layoutId: string, waiter: AppendWaiter): Batch {
+  private batchOf(layoutId: string): Batch {
     let batch = this.batches.get(layoutId);
     if (!batch) {
       batch = { entries: new EntryBatch(), waiters: [] };
       this.batches.set(layoutId, batch);
     }
+    return batch;
+  }
+
+  /** The waiter of the entry just added (only once it is added: waiters[i] is entry i's), and the flush scheduled. */
+  private queue(layoutId: string, batch: Batch, waiter: AppendWaiter): void {
     batch.waiters.push(waiter);
     if (this.canSend(layoutId)) this.scheduleFlush(); // otherwise a call in flight sends it when answered
-    return batch;
   }
 
   /** setImmediate runs after the poll phase, so the flush gathers every request uWS handled in this turn. */

@@ -144,6 +144,19 @@ describe('ActionLog', () => {
     for (const [i, t] of r.texts.slice(1).entries()) if (i !== 4) expect(t).toBe(encodeActionEntry(JSON.parse(t) as ActionEntry));
   });
 
+  it('keeps each waiter with its own entry when an entry cannot be written (the append throws, and nothing of it is queued)', async () => {
+    const told: string[] = [];
+    const waiter = (name: string): AppendWaiter => ({ stored: () => told.push(`${name} stored`), failed: (e) => told.push(`${name} ${(e as AppError).code}`), aborted: () => false });
+    const r = await withLog(async (log) => {
+      expect(() => log.appendFor('show', 42 as unknown as string, waiter('broken'))).toThrow(TypeError);
+      log.appendFor('show', encodeActionEntry(entry(0)), waiter('w0'));
+      await eventually(() => told.length >= 1);
+      await new Promise((r) => setTimeout(r, 100)); // and nothing more
+    });
+    expect(told).toEqual(['w0 stored']);
+    expect(r).toMatchObject({ calls: 1, ids: ids(1) });
+  });
+
   it('stores a batch when Redis has lost its script (NOSCRIPT: restarted, flushed, failed over), and the ones after it', async () => {
     const r = await withLog(async (log) => {
       await redis.get().client.script('FLUSH');
