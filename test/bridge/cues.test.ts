@@ -16,6 +16,12 @@ import { randomPrefix, useRedis } from '../helpers/redis.js';
 
 const LAYOUT = 'cue-show';
 const WINDOW = 60_000;
+/**
+ * The threshold cue's hold: ten times the 150 ms its test keeps the fraction out of the band, so a
+ * loaded machine that delays the action ending an excursion cannot make it count as held (with a
+ * 300 ms hold, a CI run beside a busy core fired the cue on one of them).
+ */
+const FRACTION_HOLD_MS = 1500;
 const CUE_LAYOUT: LayoutDefinition = {
   layoutId: LAYOUT,
   name: 'Cue show',
@@ -25,7 +31,7 @@ const CUE_LAYOUT: LayoutDefinition = {
       pageId: 'main',
       name: 'Main',
       controls: [
-        { lid: 3, address: '/003', type: 'Toggle', props: { label: 'Strobe' }, aggregate: { mode: 'fraction', windowMs: WINDOW, cue: { above: 0.6, below: 0.4, quorum: 5, holdMs: 300 } } },
+        { lid: 3, address: '/003', type: 'Toggle', props: { label: 'Strobe' }, aggregate: { mode: 'fraction', windowMs: WINDOW, cue: { above: 0.6, below: 0.4, quorum: 5, holdMs: FRACTION_HOLD_MS } } },
         {
           lid: 4,
           address: '/004',
@@ -157,7 +163,7 @@ describe('a threshold cue', () => {
     const set = (on: number) => Promise.all(tokens.map((t, i) => send(t, 3, 'Toggle', i < on)));
     await set(5); // 0.5: inside the band
     for (let k = 0; k < 8; k++) {
-      await set(k % 2 === 0 ? 4 : 6); // 0.4 and 0.6 (not held), 0.5 between
+      await set(k % 2 === 0 ? 4 : 6); // 0.4 and 0.6 for far less than FRACTION_HOLD_MS, 0.5 between
       await sleep(150);
       await set(5);
       await sleep(100);
