@@ -66,7 +66,7 @@ export class EntryBatch {
     this.tail(at + bytes);
   }
 
-  /** Adds a new action's entry: the same text as newEntryText makes (a fresh id), written in place. */
+  /** Adds a new action's entry, written in place: the text encodeActionEntry makes of it, with a fresh id. */
   addAction(layoutId: string, control: Control, value: ActionValue, ts: number): void {
     const shared = sharedBytes(layoutId, control);
     const valueText = JSON.stringify(value);
@@ -89,15 +89,19 @@ export class EntryBatch {
     this.tail(at);
   }
 
-  /** The bulk strings of entries [from, to), to be sent. */
-  bytes(from = 0, to = this.count): Buffer {
-    return this.buf.subarray(this.starts[from], to < this.count ? this.starts[to] : this.end);
+  /** Where entry i's bulk string starts; for i = count, where the last one ends. */
+  private startOf(i: number): number {
+    return i < this.count ? this.starts[i]! : this.end;
   }
 
-  /** The text of entry i (for a call made again as plain arguments). */
+  /** The bulk strings of entries [from, to), to be sent. */
+  bytes(from = 0, to = this.count): Buffer {
+    return this.buf.subarray(this.startOf(from), this.startOf(to));
+  }
+
+  /** The text of entry i (for a call made again as plain arguments): its bulk string without the head and the closing CRLF. */
   text(i: number): string {
-    const end = i + 1 < this.count ? this.starts[i + 1]! : this.end;
-    return this.buf.toString('utf8', this.texts[i], end - 2);
+    return this.buf.toString('utf8', this.texts[i], this.startOf(i + 1) - 2);
   }
 
   /** A batch of the entries whose `keep` is true, in order. */
