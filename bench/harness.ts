@@ -144,10 +144,16 @@ export function stealMeter(): () => number {
   };
 }
 
+/** CPU seconds a process has used so far in user space and in the kernel, from /proc. */
+export function cpuSplit(pid: number): { user: number; system: number } {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  return { user: Number(fields[11]) / 100, system: Number(fields[12]) / 100 }; // utime, stime in clock ticks (USER_HZ = 100)
+}
+
 /** CPU seconds (user + system) a process has used so far, from /proc. */
 export function cpuSeconds(pid: number): number {
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-  return (Number(fields[11]) + Number(fields[12])) / 100; // utime, stime in clock ticks (USER_HZ = 100)
+  const { user, system } = cpuSplit(pid);
+  return user + system;
 }
 
 /** The percentiles every figure here reports. */

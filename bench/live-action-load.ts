@@ -4,7 +4,7 @@
 // costs a syscall and a mask per frame, and on the core it shares with Redis it could not keep
 // bare uWS busy: it measured the generator, not the server.
 import { setTimeout as sleep } from 'node:timers/promises';
-import { cpuSeconds } from './harness.js';
+import { cpuSplit } from './harness.js';
 import { clientFrame, OP_LETTER, RawLiveSocket } from './live-raw-socket.js';
 
 export interface SocketLoad {
@@ -12,6 +12,8 @@ export interface SocketLoad {
   acked: number;
   perSecond: number;
   usPerAction: number;
+  /** of usPerAction, the part in the kernel (system time: the sockets' reads and writes) */
+  systemUsPerAction: number;
   /** the server's CPU over the run, as a share of one core */
   cpuShare: number;
 }
@@ -30,6 +32,8 @@ export interface ActionLoadSpec {
   inFlight: number;
   /** actions a second over all sockets at an even pace (0: closed loop) */
   rate: number;
+  /** at a `rate`: the frames of one write, to one socket in turn (the frames a server reads at once) */
+  perWrite: number;
 }
 
 
@@ -90,7 +94,8 @@ async function openedSocket(url: URL, token: string): Promise<ActionSocket> {
 
 /**
  * Server CPU µs per acked action over `connections` sockets for `seconds`: each socket keeping
- * `inFlight` actions in flight, or `rate` a second over all of them at an even pace.
+ * `inFlight` actions in flight, or `rate` a second over all of them at an even pace, `perWrite`
+ * frames a write.
  */
 export async function socketActions(spec: ActionLoadSpec): Promise<SocketLoad> {
   const url = new URL(spec.url);
@@ -105,7 +110,7 @@ export async function socketActions(spec: ActionLoadSpec): Promise<SocketLoad> {
     for (let k = 0; k < n; k++) list.push(frames[sent++ % frames.length]!);
     return list.length === 1 ? list[0]! : Buffer.concat(list);
   };
-  const cpu0 = cpuSeconds(spec.pid);
+  const cpu0 = cpuSplit(spec.pid);
   const t0 = performance.now();
   for (const s of sockets) {
     s.onAnswers = (acks, errors) => {
@@ -115,17 +120,11 @@ export async function socketActions(spec: ActionLoadSpec): Promise<SocketLoad> {
     if (spec.rate === 0) s.raw.write(nextFrames(spec.inFlight));
   }
   if (spec.rate > 0) {
-    // every millisecond, what is due by now goes out, spread over the sockets in turn, one write each
+    // every millisecond, what is due by now goes out in writes of `perWrite` frames, to the sockets in turn
     let turn = 0;
     const pacer = setInterval(() => {
       const due = Math.floor(((performance.now() - t0) / 1000) * spec.rate) - sent;
-      if (due <= 0) return;
-      const each = Math.floor(due / sockets.length);
-      let extra = due - each * sockets.length;
-      for (let k = 0; k < sockets.length && (each > 0 || extra > 0); k++) {
-        const n = each + (extra-- > 0 ? 1 : 0);
-        sockets[turn++ % sockets.length]!.raw.write(nextFrames(n));
-      }
+      for (let n = Math.floor(due / spec.perWrite); n > 0; n--) sockets[turn++ % sockets.length]!.raw.write(nextFrames(spec.perWrite));
     }, 1);
     await sleep(spec.seconds * 1000);
     clearInterval(pacer);
@@ -133,7 +132,9 @@ export async function socketActions(spec: ActionLoadSpec): Promise<SocketLoad> {
   } else await sleep(spec.seconds * 1000);
   stop = true;
   const elapsed = (performance.now() - t0) / 1000;
-  const cpu = cpuSeconds(spec.pid) - cpu0;
+  const cpu1 = cpuSplit(spec.pid);
+  const system = cpu1.system - cpu0.system;
+  const cpu = cpu1.user - cpu0.user + system;
   for (const s of sockets) s.raw.destroy();
-  return { acked, perSecond: acked / elapsed, usPerAction: (cpu * 1e6) / acked, cpuShare: cpu / elapsed };
+  return { acked, perSecond: acked / elapsed, usPerAction: (cpu * 1e6) / acked, systemUsPerAction: (system * 1e6) / acked, cpuShare: cpu / elapsed };
 }

@@ -26,7 +26,7 @@ const perGenerator = Number(values['per-generator']);
 const connections = Number(values.connections);
 /** actions each socket keeps in flight in the action rounds */
 const inFlight = Number(values.window);
-/** actions a second sent over all sockets at an even pace in the action rounds (0: each socket keeps `--window` in flight) */
+/** actions a second sent over all sockets at an even pace in the action rounds, `--window` frames a write (0: each socket keeps `--window` in flight) */
 const rate = Number(values.rate);
 /** which of the demo's controls the action rounds press: the plain ones (each action an entry in Redis) or the aggregated ones (folded in memory) */
 const controls = values.controls === 'aggregated' ? 'aggregated' : 'plain';
@@ -88,7 +88,7 @@ async function actionCost(): Promise<string> {
     // the socket ack of bare uWS and of the gateway, both on core 0, in interleaved rounds (what the
     // machine's other tenants do in one minute falls on both)
     const bareWs = await spawnPinned(0, BARE_LIVE, ['0'], {}, /listening (\d+)/, [], process.execPath, true);
-    const actionLoad = { tokens, bodies, connections, seconds, inFlight, rate };
+    const actionLoad = { tokens, bodies, connections, seconds, inFlight, rate, perWrite: inFlight };
     const bareRounds: SocketLoad[] = [];
     const gwRounds: SocketLoad[] = [];
     for (let round = 1; round <= ROUNDS; round++) {
@@ -103,14 +103,14 @@ async function actionCost(): Promise<string> {
     const roundRatios = gwRounds.map((g, i) => g.usPerAction / bareRounds[i]!.usPerAction);
     const socketRatio = medianBy(roundRatios, (r) => r);
     const ratio = ws.usPerAction / http.serverCpuUsPerRequest!;
-    const load = `${connections} sockets, ${rate > 0 ? `${rate} actions/s at an even pace` : `${inFlight} in flight each`}, ${controls} controls; median of ${ROUNDS}`;
+    const load = `${connections} sockets, ${rate > 0 ? `${rate} actions/s at an even pace, ${inFlight} frames a write` : `${inFlight} in flight each`}, ${controls} controls; median of ${ROUNDS}`;
     return [
-      '| path | actions/s | server CPU (share of a core) | server CPU µs/action |',
-      '|---|---|---|---|',
-      `| bare uWS HTTP reply (wrk, ${connections} connections) | ${Math.round(bareHttp.requestsPerSec)} | ${bareHttp.serverCpuShare!.toFixed(2)} | ${bareHttp.serverCpuUsPerRequest!.toFixed(1)} |`,
-      `| bare uWS socket ack: JSON.parse, ack with its ref (${load}) | ${Math.round(bareSocket.perSecond)} | ${bareSocket.cpuShare.toFixed(2)} | ${bareSocket.usPerAction.toFixed(1)} |`,
-      `| POST /action (wrk, ${connections} connections) | ${Math.round(http.requestsPerSec)} | ${http.serverCpuShare!.toFixed(2)} | ${http.serverCpuUsPerRequest!.toFixed(1)} |`,
-      `| action frame over the live channel (${load}) | ${Math.round(ws.perSecond)} | ${ws.cpuShare.toFixed(2)} | ${ws.usPerAction.toFixed(1)} |`,
+      '| path | actions/s | server CPU (share of a core) | server CPU µs/action | of it in the kernel |',
+      '|---|---|---|---|---|',
+      `| bare uWS HTTP reply (wrk, ${connections} connections) | ${Math.round(bareHttp.requestsPerSec)} | ${bareHttp.serverCpuShare!.toFixed(2)} | ${bareHttp.serverCpuUsPerRequest!.toFixed(1)} | |`,
+      `| bare uWS socket ack: JSON.parse, ack with its ref (${load}) | ${Math.round(bareSocket.perSecond)} | ${bareSocket.cpuShare.toFixed(2)} | ${bareSocket.usPerAction.toFixed(1)} | ${bareSocket.systemUsPerAction.toFixed(1)} |`,
+      `| POST /action (wrk, ${connections} connections) | ${Math.round(http.requestsPerSec)} | ${http.serverCpuShare!.toFixed(2)} | ${http.serverCpuUsPerRequest!.toFixed(1)} | |`,
+      `| action frame over the live channel (${load}) | ${Math.round(ws.perSecond)} | ${ws.cpuShare.toFixed(2)} | ${ws.usPerAction.toFixed(1)} | ${ws.systemUsPerAction.toFixed(1)} |`,
       '',
       target('CPU per socket action, gateway / bare uWS socket ack', socketRatio, '<=', TARGETS.socketAction, `rounds ${roundRatios.map((r) => r.toFixed(2)).join(', ')}`),
       `socket / POST: ${ratio.toFixed(2)} of the CPU per action`,

@@ -36,12 +36,50 @@ describe("bench:live's byte-level action load", () => {
     const { port } = server.address() as AddressInfo;
     const connections = 4;
     const inFlight = 8;
-    const load = await socketActions({ url: `http://127.0.0.1:${port}`, pid: process.pid, tokens: ['t'], bodies: [{ lid: 7, type: 'Button' }], connections, seconds: 1, inFlight, rate: 0 });
+    const load = await socketActions({ url: `http://127.0.0.1:${port}`, pid: process.pid, tokens: ['t'], bodies: [{ lid: 7, type: 'Button' }], connections, seconds: 1, inFlight, rate: 0, perWrite: inFlight });
     const { acked } = load;
     expect(invalid).toBe(0);
     expect(acked).toBeGreaterThan(100);
     // two of every three answers are acks; at most the frames in flight at the end go unread
     expect(acked).toBeLessThanOrEqual(Math.ceil((received * 2) / 3));
     expect(acked).toBeGreaterThanOrEqual(received - connections * inFlight - Math.ceil(received / 3));
+  });
+
+  it('at a rate, sends about that many frames a second in writes of perWrite frames each, and measures the server CPU it caused', async () => {
+    const reads: number[] = [];
+    server = new WebSocketServer({ host: '127.0.0.1', port: 0, path: '/live', handleProtocols: (offered) => (offered.has(LIVE_SUBPROTOCOL) ? LIVE_SUBPROTOCOL : false) });
+    server.on('connection', (ws, req) => {
+      ws.send('{"op":"page"}');
+      // the frames of each TCP read (a write of the load arrives whole on loopback at these sizes)
+      let inRead = 0;
+      req.socket.prependListener('data', () => {
+        if (inRead > 0) reads.push(inRead);
+        inRead = 0;
+        setImmediate(() => {
+          if (inRead > 0) reads.push(inRead);
+          inRead = 0;
+        });
+      });
+      ws.on('message', (data: Buffer) => {
+        inRead++;
+        ws.send(`{"op":"ack","ref":"${(JSON.parse(data.toString()) as { ref: string }).ref}"}`);
+      });
+    });
+    await once(server, 'listening');
+    const { port } = server.address() as AddressInfo;
+    const rate = 2000;
+    const perWrite = 8;
+    const load = await socketActions({ url: `http://127.0.0.1:${port}`, pid: process.pid, tokens: ['t'], bodies: [{ lid: 7, type: 'Button' }], connections: 4, seconds: 1, inFlight: 0, rate, perWrite });
+    const frames = reads.reduce((a, b) => a + b, 0);
+    expect(frames).toBeGreaterThanOrEqual(rate * 0.8);
+    expect(frames).toBeLessThanOrEqual(rate * 1.1);
+    expect(frames % perWrite).toBe(0);
+    // most reads hold one write of the load, whole (a busy loop may read two at once)
+    expect(reads.filter((n) => n === perWrite).length).toBeGreaterThan(reads.length * 0.8);
+    // every frame answered is counted; the last writes' answers may come after the load stops counting
+    expect(load.acked).toBeLessThanOrEqual(frames);
+    expect(load.acked).toBeGreaterThanOrEqual(frames - 4 * perWrite);
+    expect(load.systemUsPerAction).toBeGreaterThan(0);
+    expect(load.systemUsPerAction).toBeLessThan(load.usPerAction);
   });
 });
