@@ -295,7 +295,7 @@ export class LayoutConsumer {
     let newest = this.counters.newestRead.get(this.layoutId) ?? 0;
     for (let i = 0; i < entries.length; i++) {
       // Sending on time wins over reading: once a tick is due, it runs before the next entry.
-      if (this.scheduler.tickDue()) await this.scheduler.afterNextTick();
+      if (this.scheduler.clock.due()) await this.scheduler.clock.afterNext();
       const [id, fields] = entries[i]!;
       if (this.scheduler.holds(id)) continue; // read again after an outage: already on its way
       if (fields === null) {

@@ -7,7 +7,7 @@
 // counted once: sent if any target sent it, else coalesced, else stale. Entries are checked for
 // what OSC can carry when offered, so one it refuses never reaches a tick; each tick encodes its
 // messages straight into the datagrams it sends. Acks go through an AckQueue
-// (bounded retries). No error leaves the tick loop.
+// (bounded retries). The ticks' schedule is a TickLoop (tick-loop.ts); no error leaves it.
 import type { ActionEntry } from '../schemas/types.js';
 import type { CrowdSummary } from '../schemas/aggregate.js';
 import { AckQueue } from './ack-queue.js';
@@ -22,7 +22,7 @@ import { SeenIds } from './seen-ids.js';
 import { UdpTarget, type OscTarget } from './sender.js';
 import { TcpTarget, type TcpFraming } from './tcp-target.js';
 import { TargetQueue, type Delivery } from './target-queue.js';
-import { sleepUntil, tickClockReady, wakeDue } from './tick-clock.js';
+import { TickLoop } from './tick-loop.js';
 
 export const MAX_DATAGRAM_BYTES = 1400;
 const LOG_EVERY_MS = 5000;
@@ -71,11 +71,9 @@ export class LayoutScheduler {
   private readonly acks: AckQueue;
   /** crowd aggregation: the merged values and the cues owed to each target */
   private readonly crowd: CrowdOutbox;
-  private running = false;
-  private loop: Promise<void> | null = null;
+  /** the ticks' schedule; a reader with work left yields to a due tick through it (consumer.ts) */
+  readonly clock: TickLoop;
   private lastErrorLog = 0;
-  private tickFailingSince: number | null = null;
-  private lastTickError = '';
   /** last time the tick loop completed a tick (for the watchdog) */
   lastProgress = 0;
   /** told what each target (by its place in the list) was sent, once it went out (OSCQuery's values and LISTEN) */
@@ -94,6 +92,7 @@ export class LayoutScheduler {
     this.crowd = new CrowdOutbox(this.lanes.length);
     this.c = counters.layout(settings.layoutId);
     this.acks = new AckQueue(ack, this.c, log, settings.layoutId, now);
+    this.clock = new TickLoop(settings.tickHz, () => this.tick(), { late: (ms) => counters.recordLateness(ms), failed: (e) => this.tickFailed(e), now });
   }
 
   get targetNames(): string[] {
@@ -309,83 +308,30 @@ export class LayoutScheduler {
 
   /** Why this layout's send loop is unhealthy, or null. */
   problem(): string | null {
-    if (this.tickFailingSince === null) return null;
-    return `layout ${this.settings.layoutId}: send ticks failing for ${this.now() - this.tickFailingSince} ms (${this.lastTickError})`;
+    const f = this.clock.failure();
+    return f && `layout ${this.settings.layoutId}: send ticks failing for ${f.forMs} ms (${f.error})`;
   }
 
-  /** A tick that throws is counted and logged; the loop goes on, and the watchdog sees no progress while it fails. */
-  private async safeTick(): Promise<void> {
-    try {
-      await this.tick();
-      this.tickFailingSince = null;
-    } catch (e) {
-      this.c.tickErrors++;
-      this.lastTickError = (e as Error).message;
-      const now = this.now();
-      this.tickFailingSince ??= now;
-      if (now - this.lastErrorLog >= LOG_EVERY_MS) {
-        this.lastErrorLog = now;
-        this.log.error({ layoutId: this.settings.layoutId, err: e }, 'send tick failed');
-      }
+  /** A tick that threw: counted and logged; the loop goes on, and the watchdog sees no progress while it fails. */
+  private tickFailed(e: unknown): void {
+    this.c.tickErrors++;
+    const now = this.now();
+    if (now - this.lastErrorLog >= LOG_EVERY_MS) {
+      this.lastErrorLog = now;
+      this.log.error({ layoutId: this.settings.layoutId, err: e }, 'send tick failed');
     }
   }
 
-  /** When the next tick is due (performance.now() time); the reader yields to it (see consumer.ts). */
-  nextDue = Infinity;
-  private tickWaiters: (() => void)[] = [];
-
-  /** True when a tick is due or running: a reader with work left checks it before each entry. */
-  tickDue(): boolean {
-    return this.running && performance.now() >= this.nextDue;
-  }
-
-  /**
-   * Resolves once the next tick has run: a reader with work left lets the send schedule go first.
-   * A tick already due is started at once (the reader is awake and keeps the time itself: the
-   * clock's thread, woken on a core this thread keeps busy, was late by up to 10 ms at the 99th
-   * percentile while draining a backlog at 100 Hz in bench:bridge). The reader never waits for a
-   * tick in idle turns: that took 30 % of the core at 1,000 Hz and made the young generation fill faster.
-   */
-  afterNextTick(): Promise<void> {
-    const ran = new Promise<void>((r) => this.tickWaiters.push(r));
-    if (this.tickDue()) wakeDue();
-    return ran;
-  }
-
-  private releaseTickWaiters(): void {
-    for (const w of this.tickWaiters.splice(0)) w();
-  }
-
   start(): void {
-    if (this.running) return;
-    this.running = true;
-    const period = 1000 / this.settings.tickHz;
-    let n = 0;
-    this.loop = (async () => {
-      await tickClockReady(); // its thread starts in about 15 ms: the schedule begins once it keeps time
-      const started = performance.now();
-      while (this.running) {
-        const due = started + ++n * period;
-        this.nextDue = due;
-        const late = performance.now() - due;
-        if (late < 0) await sleepUntil(due);
-        else n += Math.floor(late / period); // overran: skip the missed ticks instead of bursting
-        if (!this.running) break;
-        this.counters.recordLateness(Math.max(0, performance.now() - due));
-        await this.safeTick();
-        this.releaseTickWaiters();
-      }
-      this.releaseTickWaiters(); // no tick will come: a waiting reader goes on
-    })();
+    this.clock.start();
   }
 
   /** Stops ticking after sending what is queued (at most `drainMs`), and acks it. */
   async stop(drainMs = 2000): Promise<void> {
-    this.running = false;
-    await this.loop;
+    await this.clock.stop();
     const until = this.now() + drainMs;
     while ((this.backlog() > 0 || this.acks.waiting) && this.now() < until) {
-      await this.safeTick();
+      await this.clock.runOnce();
       await new Promise((r) => setTimeout(r, 1000 / this.settings.tickHz)); // paced, as while running
     }
     // Out of time with a batch still unconfirmed: settle it (acked unless refused by now).

@@ -1,5 +1,5 @@
 // The reader gives way to the send schedule: once a tick is due it reads no further entry and waits
-// for it (afterNextTick), which must resolve once that tick ran, and never leave a reader waiting
+// for it (the TickLoop's afterNext), which must resolve once that tick ran, and never leave a reader waiting
 // after the loop stopped.
 import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
@@ -23,15 +23,15 @@ function scheduler(tickHz: number, ack: (ids: string[]) => Promise<void> = async
 const entry = (i: number) => ({ v: 1 as const, id: `ack-${i}`, layoutId: 'tick-budget', lid: 4, address: '/004', type: 'Index' as const, value: 1, ts: Date.now() });
 
 describe('the send schedule and the reader', () => {
-  it('afterNextTick() resolves after the next tick has run, and nextDue names when it is due', async () => {
+  it('afterNext() resolves after the next tick has run, and nextDue names when it is due', async () => {
     const { s } = scheduler(100);
     s.start();
     try {
-      await s.afterNextTick();
+      await s.clock.afterNext();
       const before = s.lastProgress;
-      const due = s.nextDue;
+      const due = s.clock.nextDue;
       expect(due).toBeGreaterThan(0);
-      await s.afterNextTick();
+      await s.clock.afterNext();
       expect(s.lastProgress).toBeGreaterThan(before); // a tick completed in between
       expect(performance.now()).toBeGreaterThanOrEqual(due);
     } finally {
@@ -43,11 +43,11 @@ describe('the send schedule and the reader', () => {
     const { s } = scheduler(1);
     s.start();
     await new Promise((r) => setTimeout(r, 10));
-    const waiting = s.afterNextTick(); // the next tick is about a second away
+    const waiting = s.clock.afterNext(); // the next tick is about a second away
     await s.stop(0);
     await waiting;
-    s.nextDue = performance.now() - 1; // even with a due time in the past: no loop, no tick to wait for
-    expect(s.tickDue()).toBe(false);
+    s.clock.nextDue = performance.now() - 1; // even with a due time in the past: no loop, no tick to wait for
+    expect(s.clock.due()).toBe(false);
   });
 
   it("a tick's XACK in flight holds neither the reader nor the next ticks; one XACK at a time takes what waited", async () => {
@@ -59,15 +59,15 @@ describe('the send schedule and the reader', () => {
     });
     s.start();
     try {
-      await eventually(() => s.nextDue < Infinity);
+      await eventually(() => s.clock.nextDue < Infinity);
       s.ackLater('1-1');
       await eventually(() => calls.length === 1);
       const progress = s.lastProgress;
-      for (let i = 0; i < 3; i++) await s.afterNextTick(); // released tick after tick though the XACK hangs
+      for (let i = 0; i < 3; i++) await s.clock.afterNext(); // released tick after tick though the XACK hangs
       expect(s.lastProgress).toBeGreaterThan(progress);
       s.ackLater('2-1');
       s.ackLater('3-1');
-      for (let i = 0; i < 3; i++) await s.afterNextTick();
+      for (let i = 0; i < 3; i++) await s.clock.afterNext();
       expect(calls).toEqual([['1-1']]); // never two at once
       answer();
       await eventually(() => calls.length === 2);
@@ -85,7 +85,7 @@ describe('the send schedule and the reader', () => {
       await new Promise((r) => setTimeout(r, 200));
     });
     s.start();
-    await eventually(() => s.nextDue < Infinity);
+    await eventually(() => s.clock.nextDue < Infinity);
     s.ackLater('1-1');
     await eventually(() => calls.length === 1);
     s.ackLater('2-1');
@@ -111,8 +111,8 @@ describe('the send schedule and the reader', () => {
       }
       await burst.exec();
       sched.start();
-      await eventually(() => sched.nextDue < Infinity); // the loop runs once its clock does
-      sched.nextDue = performance.now(); // as if a tick were due now
+      await eventually(() => sched.clock.nextDue < Infinity); // the loop runs once its clock does
+      sched.clock.nextDue = performance.now(); // as if a tick were due now
       consumer.start();
       await new Promise((r) => setTimeout(r, 300));
       expect(sched.pending()).toBe(0); // waiting for the tick, not reading on
