@@ -18,9 +18,9 @@ describe('the tick loop', () => {
     let failing = true;
     const loop = new TickLoop(
       200,
-      async () => {
+      () => {
         ticks++;
-        if (failing) throw new Error(`display unreachable (tick ${ticks})`);
+        return failing ? Promise.reject(new Error(`display unreachable (tick ${ticks})`)) : Promise.resolve();
       },
       { late: (ms) => late.push(ms), failed: (e) => failed.push((e as Error).message), now: Date.now },
     );
