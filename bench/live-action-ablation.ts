@@ -59,7 +59,7 @@ async function main(): Promise<void> {
       const { layoutId: _, ...b } = JSON.parse(r.body!) as Record<string, unknown>;
       return b;
     });
-    const load = (t: Target, seconds: number) => socketActions({ url: t.url, pid: t.pid, tokens, bodies, connections: CONNECTIONS, seconds, inFlight: IN_FLIGHT, rate: 0, perWrite: IN_FLIGHT });
+    const load = (t: Target, seconds: number) => socketActions({ url: t.url, pid: t.pid, tokens, bodies, connections: CONNECTIONS, seconds, inFlight: IN_FLIGHT, rate: 0 });
     for (const t of targets) {
       progress(`warming ${t.name}`);
       await load(t, 2);

@@ -32,8 +32,8 @@ export interface ActionLoadSpec {
   inFlight: number;
   /** actions a second over all sockets at an even pace (0: closed loop) */
   rate: number;
-  /** at a `rate`: the frames of one write, to one socket in turn (the frames a server reads at once) */
-  perWrite: number;
+  /** at a `rate`: the frames of one write, to one socket in turn (the frames a server reads at once); 1 if not given */
+  perWrite?: number;
 }
 
 
@@ -121,10 +121,11 @@ export async function socketActions(spec: ActionLoadSpec): Promise<SocketLoad> {
   }
   if (spec.rate > 0) {
     // every millisecond, what is due by now goes out in writes of `perWrite` frames, to the sockets in turn
+    const perWrite = spec.perWrite ?? 1;
     let turn = 0;
     const pacer = setInterval(() => {
       const due = Math.floor(((performance.now() - t0) / 1000) * spec.rate) - sent;
-      for (let n = Math.floor(due / spec.perWrite); n > 0; n--) sockets[turn++ % sockets.length]!.raw.write(nextFrames(spec.perWrite));
+      for (let n = Math.floor(due / perWrite); n > 0; n--) sockets[turn++ % sockets.length]!.raw.write(nextFrames(perWrite));
     }, 1);
     await sleep(spec.seconds * 1000);
     clearInterval(pacer);

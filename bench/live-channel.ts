@@ -88,7 +88,7 @@ async function actionCost(): Promise<string> {
     // the socket ack of bare uWS and of the gateway, both on core 0, in interleaved rounds (what the
     // machine's other tenants do in one minute falls on both)
     const bareWs = await spawnPinned(0, BARE_LIVE, ['0'], {}, /listening (\d+)/, [], process.execPath, true);
-    const actionLoad = { tokens, bodies, connections, seconds, inFlight, rate, perWrite: inFlight };
+    const actionLoad = { tokens, bodies, connections, seconds, inFlight, rate, perWrite: inFlight }; // at a rate, --window frames a write
     const bareRounds: SocketLoad[] = [];
     const gwRounds: SocketLoad[] = [];
     for (let round = 1; round <= ROUNDS; round++) {

@@ -82,7 +82,7 @@ async function main(): Promise<void> {
     });
     const load = async (name: string, durationSec: number) => {
       if (!values.live) return wrkLoad({ name, url, connections: 100, durationSec, serverPid: gw.child.pid!, requests });
-      const r = await socketActions({ url, pid: gw.child.pid!, tokens, bodies, connections: 100, seconds: durationSec, inFlight: 8, rate: 0, perWrite: 8 });
+      const r = await socketActions({ url, pid: gw.child.pid!, tokens, bodies, connections: 100, seconds: durationSec, inFlight: 8, rate: 0 });
       return { requestsPerSec: r.perSecond, total: r.acked };
     };
     await load('warm-up', 2);

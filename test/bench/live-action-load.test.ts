@@ -36,7 +36,7 @@ describe("bench:live's byte-level action load", () => {
     const { port } = server.address() as AddressInfo;
     const connections = 4;
     const inFlight = 8;
-    const load = await socketActions({ url: `http://127.0.0.1:${port}`, pid: process.pid, tokens: ['t'], bodies: [{ lid: 7, type: 'Button' }], connections, seconds: 1, inFlight, rate: 0, perWrite: inFlight });
+    const load = await socketActions({ url: `http://127.0.0.1:${port}`, pid: process.pid, tokens: ['t'], bodies: [{ lid: 7, type: 'Button' }], connections, seconds: 1, inFlight, rate: 0 });
     const { acked } = load;
     expect(invalid).toBe(0);
     expect(acked).toBeGreaterThan(100);
