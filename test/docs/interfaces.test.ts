@@ -52,7 +52,7 @@ describe('command-line flags the docs name', () => {
     }
     // Node's and V8's, each as this Node lists it
     const nodeHelp = execFileSync(process.execPath, ['--help'], { encoding: 'utf8' }) + execFileSync(process.execPath, ['--v8-options'], { encoding: 'utf8' });
-    for (const f of [...GATEWAY_NODE_FLAGS, ...BRIDGE_NODE_FLAGS, '--trace-gc-nvp', '--trace-gc', '--cpu-prof']) {
+    for (const f of [...GATEWAY_NODE_FLAGS, ...BRIDGE_NODE_FLAGS, '--trace-gc-nvp', '--trace-gc', '--cpu-prof', '--perf-basic-prof']) {
       const name = f.split('=')[0]!;
       expect(nodeHelp, `${name} is not a flag of Node ${process.version}`).toMatch(new RegExp(`(^|\\s)--${name.slice(2).replaceAll('-', '[-_]')}(\\s|=|$)`, 'm'));
       known.add(name);
