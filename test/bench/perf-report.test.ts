@@ -30,7 +30,7 @@ describe('perf-report', () => {
       removePerfMap(child.pid!);
       rmSync(dir, { recursive: true, force: true });
     });
-    await sleep(500); // past the interpreter: the function is compiled and in the map
+    await sleep(1000); // past the interpreter: the function is compiled and in the map
     const file = join(dir, 'burner.data');
     await perfRecord(child.pid!, file, 1, 999);
     const rows = await perfShares(file);
