@@ -1,21 +1,27 @@
 // Seeded fuzz of POST /action: 10,000 requests with random JSON values, byte strings and header
 // values as body, token and Idempotency-Key, valid actions interleaved. No answer may be 5xx, the
-// gateway must keep serving, and every 200 must be exactly one stream entry. Replay a failure with
-// FUZZ_SEED=<seed>.
+// gateway must keep serving, and every 200 must be exactly one stream entry. Redis stops for a
+// second partway, as a loaded machine can hold it up: answers wait for it, and none is a 503.
+// Replay a failure with FUZZ_SEED=<seed>.
 import { Agent, request } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { decodeActionEntry } from '../../schemas/action-entry.js';
 import { mintToken, startTestGateway, type TestGateway } from '../helpers/gateway.js';
-import { useRedis } from '../helpers/redis.js';
+import { LOADED_MACHINE_MS } from '../helpers/loaded-machine.js';
+import { stallRedis, useRedis } from '../helpers/redis.js';
 import { fuzzSeed, seededRandom } from '../helpers/seeded-random.js';
 
 const redis = useRedis();
 const REQUESTS = 10_000;
+/** Redis stops for a second when this request goes out */
+const STALL_AT = 3_000;
+const STALL_MS = 1_000;
 const seed = fuzzSeed();
 let t: TestGateway;
 let token: string;
 beforeAll(async () => {
-  t = await startTestGateway({ redisUrl: redis.get().server.url });
+  // a Redis call waits as long as a loaded machine may hold Redis up: what is answered depends on the request alone
+  t = await startTestGateway({ redisUrl: redis.get().server.url, overrides: { redisCommandTimeoutMs: LOADED_MACHINE_MS } });
   token = await mintToken(t, t.layoutId, t.apiKey);
 });
 afterAll(() => t.close());
@@ -66,10 +72,12 @@ describe(`POST /action fuzz (seed ${seed})`, () => {
       if (random() < 0.3) headers['idempotency-key'] = pick(['a b', 'k'.repeat(65), '{x}', 'é', `k-${seed}-${n}`, `k-${seed}-${n}`]);
       return { body, headers };
     };
+    let stalled: Promise<void> = Promise.resolve();
     await Promise.all(
       agents.map(async (agent) => {
         while (next < REQUESTS) {
           const n = next++;
+          if (n === STALL_AT) stalled = stallRedis(redis.get().server, STALL_MS);
           const r = makeRequest(n);
           const status = await post(agent, r.body, r.headers);
           statuses.set(status, (statuses.get(status) ?? 0) + 1);
@@ -78,6 +86,7 @@ describe(`POST /action fuzz (seed ${seed})`, () => {
         }
       }),
     );
+    await stalled;
     for (const a of agents) a.destroy();
     try {
       expect([...statuses.keys()].every((s) => s >= 200 && s < 500)).toBe(true);

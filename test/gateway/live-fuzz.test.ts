@@ -1,19 +1,23 @@
 // 10,000 seeded frames on live sockets: bad JSON, wrong ops and fields, huge and hostile values,
 // binary frames, retries with an idempotency key, and valid actions among them. The gateway never
 // answers `internal`, answers every frame that is not a valid action with one error, acks every
-// valid action once and stores it once, and keeps serving. Rerun with FUZZ_SEED=<seed>.
+// valid action once and stores it once, and keeps serving. Redis stops for a second while the
+// frames are handled, as a loaded machine can hold it up: answers wait for it, and none is
+// `unavailable`. Rerun with FUZZ_SEED=<seed>.
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { decodeStreamEntry } from '../../schemas/action-entry.js';
 import { eventually, mintToken, startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { connectLive, type LiveClient } from '../helpers/live.js';
-import { useRedis } from '../helpers/redis.js';
+import { LOADED_MACHINE_MS } from '../helpers/loaded-machine.js';
+import { stallRedis, useRedis } from '../helpers/redis.js';
 import { fuzzSeed, seededRandom } from '../helpers/seeded-random.js';
 
 const redis = useRedis();
 let t: TestGateway;
 beforeAll(async () => {
-  t = await startTestGateway({ redisUrl: redis.get().server.url });
+  // a Redis call waits as long as a loaded machine may hold Redis up: what is answered depends on the frame alone
+  t = await startTestGateway({ redisUrl: redis.get().server.url, overrides: { redisCommandTimeoutMs: LOADED_MACHINE_MS } });
 });
 afterAll(() => t.close());
 
@@ -103,6 +107,7 @@ describe(`the live channel under ${FRAMES} fuzzed frames (seed ${seed})`, () => 
       planned[i]!.push(p);
       sockets[i]!.ws.send(p.text, { binary: Buffer.isBuffer(p.text) });
     }
+    await stallRedis(redis.get().server, 1_000); // while the gateway still works through the frames
     const answers = (s: LiveClient) => s.frames.filter((f) => f.op === 'ack' || f.op === 'error');
     const expectedAnswers = planned.map((ps, i) => ps.length + 2 * retries.filter((r) => r.socket === i).length);
     await eventually(() => sockets.every((s, i) => answers(s).length >= expectedAnswers[i]!), 30_000).catch(() => {});
@@ -111,7 +116,7 @@ describe(`the live channel under ${FRAMES} fuzzed frames (seed ${seed})`, () => 
       const failure = `seed ${seed}, socket ${i}`;
       expect(s.ws.readyState, failure).toBe(s.ws.OPEN);
       expect(got.length, failure).toBe(expectedAnswers[i]);
-      expect(got.filter((f) => f.op === 'error' && (f.error as { code: string }).code === 'internal'), failure).toEqual([]);
+      expect(got.filter((f) => f.op === 'error' && ['internal', 'unavailable'].includes((f.error as { code: string }).code)), failure).toEqual([]);
       const byRef = new Map<string, string[]>();
       for (const f of got) if (typeof f.ref === 'string') byRef.set(f.ref, [...(byRef.get(f.ref) ?? []), f.op]);
       for (const p of planned[i]!) {

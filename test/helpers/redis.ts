@@ -40,6 +40,19 @@ export function useRedis(extraArgs: string[] = [], parent = tmpdir()): { get: ()
   };
 }
 
+/**
+ * Stops redis-server for `ms` (SIGSTOP, then SIGCONT), as a loaded machine can keep it off the CPU:
+ * its clients wait and nothing is lost. It runs again whatever happens meanwhile.
+ */
+export async function stallRedis(server: RedisServer, ms: number): Promise<void> {
+  process.kill(server.pid!, 'SIGSTOP');
+  try {
+    await new Promise((r) => setTimeout(r, ms));
+  } finally {
+    process.kill(server.pid!, 'SIGCONT');
+  }
+}
+
 /** A fresh key prefix, so tests sharing one Redis never see each other's data. */
 export function randomPrefix(): string {
   return `t${randomBytes(4).toString('hex')}:`;
