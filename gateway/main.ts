@@ -8,7 +8,7 @@ import { startGateway } from './app.js';
 import { ConfigError, loadConfig, redisTarget } from './config.js';
 import { nativeUws } from './http/uws.js';
 import { superviseWorkers } from './workers/supervisor.js';
-import { isWorker, serveSupervisor, workerCount } from './workers/worker.js';
+import { endWithSupervisor, isWorker, serveSupervisor, workerCount } from './workers/worker.js';
 import { createLogger } from '../runtime/log.js';
 import { describeTarget, tlsHandshakeProblem } from '../runtime/redis.js';
 import { KekError, loadKek } from './store/signing-kek.js';
@@ -52,6 +52,7 @@ async function main(argv: string[]): Promise<number> {
   }
   // Before it starts: a SIGTERM that comes while it starts, or just after READY=1, still drains.
   const stop = stopSignal();
+  if (isWorker()) endWithSupervisor();
   const gateway = await startGateway(config, { log });
   log.info({ port: gateway.port, host: config.host, opsPort: gateway.opsPort, redis: describeTarget(redisTarget(config)), ...(isWorker() && { worker: Number(process.env.GATEWAY_WORKER_ID) }) }, 'audience-gateway listening');
   const stopServing = isWorker() ? serveSupervisor({ port: gateway.port, registry: gateway.deps.metrics.registry, ready: () => gateway.ready(), note: () => gateway.note() }) : () => {};

@@ -33,6 +33,17 @@ export function isWorker(): boolean {
   return typeof process.send === 'function' && Boolean(process.env.GATEWAY_WORKER_ID);
 }
 
+/**
+ * A worker must not outlive its supervisor: once the IPC channel closes (the supervisor went away,
+ * killed or crashed), the worker sends itself SIGTERM and drains as on any stop. Called before the
+ * worker starts, so a supervisor that goes away during the start (Redis slow to answer, a loaded
+ * machine) still ends it, once it has started; a channel already closed ends it the same way.
+ */
+export function endWithSupervisor(): void {
+  if (!process.connected) process.kill(process.pid, 'SIGTERM');
+  else process.once('disconnect', () => process.kill(process.pid, 'SIGTERM'));
+}
+
 export function serveSupervisor(w: WorkerSide): () => void {
   // A send can still meet the closed channel of a supervisor that is gone: timers that fell due
   // while the process was stopped run before the channel's end is read. With a callback the error
@@ -72,8 +83,6 @@ export function serveSupervisor(w: WorkerSide): () => void {
   push('counts');
   const heartbeat = setInterval(() => send({ type: 'heartbeat' }), HEARTBEAT_MS);
   const state = setInterval(() => push('counts'), STATE_PUSH_MS);
-  // the supervisor went away (killed): a worker must not outlive it
-  process.once('disconnect', () => process.kill(process.pid, 'SIGTERM'));
   return () => {
     clearInterval(heartbeat);
     clearInterval(state);

@@ -11,8 +11,8 @@ import { stopGraceMs } from '../../gateway/workers/supervisor.js';
 import { loadConfig } from '../../gateway/config.js';
 import { afterAll, describe, expect, it } from 'vitest';
 import { stopProcess } from '../helpers/bridge.js';
-import { postOnNewConnection, spawnGateway, type GatewayProcess } from '../helpers/gateway-process.js';
-import { eventually, mintToken, startTestGateway, type TestGateway } from '../helpers/gateway.js';
+import { GATEWAY_BIN, UNLIMITED_ENV, postOnNewConnection, spawnGateway, type GatewayProcess } from '../helpers/gateway-process.js';
+import { eventually, mintToken, startTestGateway, testKekFile, type TestGateway } from '../helpers/gateway.js';
 import { sample, scrape } from '../helpers/metrics.js';
 import { startFakeNotifySocket } from '../helpers/notify-socket.js';
 import { recordFigure } from '../helpers/figures.js';
@@ -200,6 +200,37 @@ describe('GATEWAY_WORKERS=2', () => {
       for (const pid of pids.filter(alive)) process.kill(pid, 'SIGKILL');
     }
   }, 30_000);
+  it('a worker whose supervisor is killed while the worker is still starting ends once it has started: it never serves on its own', async () => {
+    // Redis stopped: the workers wait in their start for its answers (their command timeout is long)
+    const port = await freePort();
+    const server = redis.get().server;
+    process.kill(server.pid!, 'SIGSTOP');
+    const child = spawn(process.execPath, [GATEWAY_BIN], {
+      env: { PATH: process.env.PATH ?? '', OPS_PORT: '0', LOG_LEVEL: 'info', SIGNING_KEK_FILE: testKekFile(), ...UNLIMITED_ENV, REDIS_URL: server.url, REDIS_PREFIX: randomPrefix(), REDIS_COMMAND_TIMEOUT_MS: '10000', GATEWAY_WORKERS: '2', PORT: String(port) },
+      stdio: 'ignore',
+    });
+    const workers = () => readFileSync(`/proc/${child.pid}/task/${child.pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
+    let pids: number[] = [];
+    const alive = (pid: number) => {
+      try {
+        return !/^State:\s+Z/m.test(readFileSync(`/proc/${pid}/status`, 'utf8'));
+      } catch {
+        return false;
+      }
+    };
+    try {
+      await eventually(() => (pids = workers()).length === 2);
+      await new Promise((r) => setTimeout(r, 1000)); // the workers run their start up to its first Redis call
+      await stopProcess(child, 'SIGKILL'); // the supervisor
+      process.kill(server.pid!, 'SIGCONT'); // their start goes on, and ends: the supervisor is gone by then
+      await eventually(() => pids.every((pid) => !alive(pid)), 20_000);
+      expect(listeners(port)).toEqual([]);
+    } finally {
+      process.kill(server.pid!, 'SIGCONT');
+      child.kill('SIGKILL');
+      for (const pid of pids.filter(alive)) process.kill(pid, 'SIGKILL');
+    }
+  }, 40_000);
 });
 
 describe('the supervisor and what its workers send', () => {
