@@ -37,6 +37,15 @@ function listeners(port: number): number[] {
   return [...out.matchAll(/pid=(\d+)/g)].map((m) => Number(m[1])).sort();
 }
 
+/** Whether a process runs: a worker that ended but is not reaped yet (its parent, the supervisor, is gone) is a zombie, ended. */
+function alive(pid: number): boolean {
+  try {
+    return !/^State:\s+Z/m.test(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  } catch {
+    return false;
+  }
+}
+
 
 describe('GATEWAY_WORKERS=2', () => {
   it('serves one port from two processes, replaces a killed worker, loses nothing accepted, and counts both in one /metrics', async () => {
@@ -181,14 +190,6 @@ describe('GATEWAY_WORKERS=2', () => {
   it('a worker whose supervisor was killed while it was stopped (SIGSTOP) ends cleanly when it runs again: a heartbeat to the gone supervisor is no unhandled EPIPE', async () => {
     const gw3 = await spawnGateway({ REDIS_URL: redis.get().server.url, REDIS_PREFIX: randomPrefix(), GATEWAY_WORKERS: '2' });
     const pids = listeners(gw3.port);
-    // a worker that ended but is not reaped yet (its parent, the supervisor, is gone) is a zombie: ended
-    const alive = (pid: number) => {
-      try {
-        return !/^State:\s+Z/m.test(readFileSync(`/proc/${pid}/status`, 'utf8'));
-      } catch {
-        return false;
-      }
-    };
     try {
       for (const pid of pids) process.kill(pid, 'SIGSTOP');
       await stopProcess(gw3.child, 'SIGKILL'); // the supervisor
@@ -211,13 +212,6 @@ describe('GATEWAY_WORKERS=2', () => {
     });
     const workers = () => readFileSync(`/proc/${child.pid}/task/${child.pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
     let pids: number[] = [];
-    const alive = (pid: number) => {
-      try {
-        return !/^State:\s+Z/m.test(readFileSync(`/proc/${pid}/status`, 'utf8'));
-      } catch {
-        return false;
-      }
-    };
     try {
       await eventually(() => (pids = workers()).length === 2);
       await new Promise((r) => setTimeout(r, 1000)); // the workers run their start up to its first Redis call
