@@ -70,9 +70,12 @@ const partTotal = (part: string) => (us: Map<string, number>) => {
 async function measure(side: Side, load: Omit<ActionLoadSpec, 'url' | 'pid'>, dir: string, round: number): Promise<void> {
   const file = join(dir, `${side.pid}-${round}.data`);
   const running = socketActions({ ...load, url: side.url, pid: side.pid });
-  await sleep(SETTLE_S * 1000);
-  await perfRecord(side.pid, file, SECONDS - SETTLE_S - 1);
-  const result = await running;
+  // the load ends (its sockets closed) before a failed recording is reported
+  const recorded = sleep(SETTLE_S * 1000).then(() => perfRecord(side.pid, file, SECONDS - SETTLE_S - 1));
+  const [loaded, record] = await Promise.allSettled([running, recorded]);
+  if (loaded.status === 'rejected') throw loaded.reason;
+  if (record.status === 'rejected') throw record.reason;
+  const result = loaded.value;
   side.rounds.push({ load: result, us: perAction(await perfShares(file), result.usPerAction) });
 }
 
