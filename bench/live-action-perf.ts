@@ -6,7 +6,10 @@
 // samples times the round's CPU per action (from /proc). The bench prints medians over the rounds:
 // first by part (kernel, JIT code, V8 and Node, libc, uWS), then the symbols where the gateway
 // spends the most over the floor.
-//   npm run bench:live-perf [-- --seconds 6 --rounds 3 --top 30 --rate 0 --window 8]
+// With --bare-loads-gateway the floor runs with the gateway's modules loaded (BARE_LOADS_GATEWAY) and
+// unused: the same work in a process as big as the gateway's, which tells the cost of the
+// gateway's size (a larger heap and string table) from the cost of its code on the hot path.
+//   npm run bench:live-perf [-- --seconds 6 --rounds 3 --top 30 --rate 0 --window 8 --bare-loads-gateway]
 import { cpus, tmpdir } from 'node:os';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
@@ -26,6 +29,7 @@ const { values } = parseArgs({
     top: { type: 'string', default: '30' },
     rate: { type: 'string', default: '0' },
     window: { type: 'string', default: '8' },
+    'bare-loads-gateway': { type: 'boolean', default: false },
   },
 });
 const SECONDS = Number(values.seconds);
@@ -35,7 +39,7 @@ const SETTLE_S = 1;
 if (!(SECONDS >= SETTLE_S + 2)) throw new Error(`--seconds must be at least ${SETTLE_S + 2}`);
 
 const DIST = fileURLToPath(new URL('..', import.meta.url)); // dist/
-const BARE_LIVE = join(DIST, 'bench', 'live-bare-uws.js');
+const BARE = join(DIST, 'bench', 'live-bare-uws.js');
 const progress = (what: string) => process.stderr.write(`live-perf: ${what}\n`);
 
 interface Side {
@@ -127,12 +131,13 @@ async function main(): Promise<void> {
       const { layoutId: _, ...b } = JSON.parse(r.body!) as Record<string, unknown>;
       return b;
     });
-    const bareWs = await spawnPinned(0, BARE_LIVE, ['0'], {}, /listening (\d+)/, ['--perf-basic-prof'], process.execPath, true);
+    const bareEnv: Record<string, string> = values['bare-loads-gateway'] ? { BARE_LOADS_GATEWAY: '1' } : {};
+    const bareWs = await spawnPinned(0, BARE, ['0'], bareEnv, /listening (\d+)/, ['--perf-basic-prof'], process.execPath, true);
     stops.push(async () => {
       await stopChild(bareWs.child);
       removePerfMap(bareWs.child.pid!);
     });
-    const bare: Side = { name: 'bare uWS socket ack', url: `http://127.0.0.1:${bareWs.match[1]!}`, pid: bareWs.child.pid!, rounds: [] };
+    const bare: Side = { name: values['bare-loads-gateway'] ? "bare uWS socket ack, the gateway's modules loaded" : 'bare uWS socket ack', url: `http://127.0.0.1:${bareWs.match[1]!}`, pid: bareWs.child.pid!, rounds: [] };
     const gw: Side = { name: 'gateway', url: gateway.url, pid: gateway.child.pid!, rounds: [] };
     const inFlight = Number(values.window);
     const load = { tokens, bodies, connections: 100, seconds: SECONDS, inFlight, rate: Number(values.rate), perWrite: inFlight };

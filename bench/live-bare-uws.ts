@@ -12,10 +12,14 @@
 //    one told since its last tick, 4 times a second. A loop that runs late sends the newest value once, not
 //    every value it missed, as the gateway's crowd tick does.
 // Several of these can listen on one port (SO_REUSEPORT), as gateway workers do.
+// With BARE_LOADS_GATEWAY=1 (bench:live-perf --bare-loads-gateway) it first loads the gateway's
+// whole module graph and leaves it unused: the same work in a process as big as the gateway's.
 //   node dist/bench/live-bare-uws.js <port> <first page frame>
 import { createInterface } from 'node:readline';
 import { nativeUws } from '../gateway/http/uws.js';
 import { LIVE_SUBPROTOCOL } from '../schemas/live-protocol.js';
+
+if (process.env.BARE_LOADS_GATEWAY === '1') await import('../gateway/app.js');
 
 const uws = nativeUws();
 const port = Number(process.argv[2] ?? 0);

@@ -3,6 +3,7 @@
 // send the crowd's newest value once per 4 Hz tick, never every value told to it since the last
 // (a floor that replays what it missed batches stale frames into one write and flatters itself).
 import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
@@ -13,11 +14,21 @@ import { killAfterEach } from '../helpers/processes.js';
 const FLOOR = fileURLToPath(new URL('../../dist/bench/live-bare-uws.js', import.meta.url));
 const tracked = killAfterEach();
 
+/** The floor started with `env`: its process and port, once it listens. */
+async function floor(env: Record<string, string> = {}) {
+  const child = tracked(spawn(process.execPath, [FLOOR, '0', '{"op":"page","activePageId":"main"}'], { env: { ...process.env, ...env }, stdio: ['pipe', 'pipe', 'inherit'] }));
+  const line = await new Promise<string>((resolve, reject) => {
+    createInterface({ input: child.stdout }).once('line', resolve);
+    child.once('exit', (code) => reject(new Error(`the floor exited with ${code} before it listened`)));
+  });
+  return { child, port: Number(/listening (\d+)/.exec(line)![1]) };
+}
+
+const residentKb = (pid: number) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]);
+
 describe('the bare uWS floor of bench:live', () => {
   it('acks every frame with its ref, and sends the newest crowd value once per tick', async () => {
-    const child = tracked(spawn(process.execPath, [FLOOR, '0', '{"op":"page","activePageId":"main"}'], { stdio: ['pipe', 'pipe', 'inherit'] }));
-    const line = await new Promise<string>((r) => createInterface({ input: child.stdout }).once('line', r));
-    const port = Number(/listening (\d+)/.exec(line)![1]);
+    const { child, port } = await floor();
     const frames: string[] = [];
     const ws = new WebSocket(`ws://127.0.0.1:${port}/live`, liveSubprotocols('any'));
     ws.on('message', (d: Buffer) => frames.push(d.toString()));
@@ -32,5 +43,20 @@ describe('the bare uWS floor of bench:live', () => {
     expect(crowd.length).toBeGreaterThanOrEqual(1);
     expect(crowd.length).toBeLessThanOrEqual(2);
     expect(crowd.at(-1)).toBe('{"op":"crowd","lid":2,"value":39}');
+  });
+
+  // bench:live-perf --bare-loads-gateway: the same floor in a process that holds the gateway's code
+  it("with the gateway's modules loaded, holds them and still acks every frame", async () => {
+    const plain = await floor();
+    const loaded = await floor({ BARE_LOADS_GATEWAY: '1' });
+    // the gateway's module graph (ajv and its compiled schemas, ioredis, jose, ...) is tens of MB
+    expect(residentKb(loaded.child.pid!) - residentKb(plain.child.pid!)).toBeGreaterThan(20_000);
+    const ws = new WebSocket(`ws://127.0.0.1:${loaded.port}/live`, liveSubprotocols('any'));
+    const acks: string[] = [];
+    ws.on('message', (d: Buffer) => void (d.toString().startsWith('{"op":"ack"') && acks.push(d.toString())));
+    await new Promise((r) => ws.once('open', r));
+    ws.send(JSON.stringify({ op: 'action', ref: 'x9', lid: 1, type: 'Button' }));
+    await expect.poll(() => acks, { timeout: 10_000 }).toEqual(['{"op":"ack","ref":"x9"}']);
+    ws.close();
   });
 });
