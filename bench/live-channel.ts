@@ -15,6 +15,7 @@ import { parseArgs, promisify } from 'node:util';
 import { medianBy, pinProcess, pinnedRedis, spawnPinned, spawnPinnedGateway, stopChild, wrkLoad } from './harness.js';
 import { actionRequests, mintTokens, seedDemo } from './audience.js';
 import { socketActions, type SocketLoad } from './live-action-load.js';
+import { ACTION_PATH, actionTable } from './live-figures.js';
 import { HeldSockets, measureSockets, type SocketFigures } from './live-many-sockets.js';
 import { bareTarget, gatewayTarget } from './live-servers.js';
 
@@ -105,12 +106,12 @@ async function actionCost(): Promise<string> {
     const ratio = ws.usPerAction / http.serverCpuUsPerRequest!;
     const load = `${connections} sockets, ${rate > 0 ? `${rate} actions/s at an even pace, ${inFlight} frames a write` : `${inFlight} in flight each`}, ${controls} controls; median of ${ROUNDS}`;
     return [
-      '| path | actions/s | server CPU (share of a core) | server CPU µs/action | of it in the kernel |',
-      '|---|---|---|---|---|',
-      `| bare uWS HTTP reply (wrk, ${connections} connections) | ${Math.round(bareHttp.requestsPerSec)} | ${bareHttp.serverCpuShare!.toFixed(2)} | ${bareHttp.serverCpuUsPerRequest!.toFixed(1)} | |`,
-      `| bare uWS socket ack: JSON.parse, ack with its ref (${load}) | ${Math.round(bareSocket.perSecond)} | ${bareSocket.cpuShare.toFixed(2)} | ${bareSocket.usPerAction.toFixed(1)} | ${bareSocket.systemUsPerAction.toFixed(1)} |`,
-      `| POST /action (wrk, ${connections} connections) | ${Math.round(http.requestsPerSec)} | ${http.serverCpuShare!.toFixed(2)} | ${http.serverCpuUsPerRequest!.toFixed(1)} | |`,
-      `| action frame over the live channel (${load}) | ${Math.round(ws.perSecond)} | ${ws.cpuShare.toFixed(2)} | ${ws.usPerAction.toFixed(1)} | ${ws.systemUsPerAction.toFixed(1)} |`,
+      ...actionTable([
+        { path: `${ACTION_PATH.bareHttp} (wrk, ${connections} connections)`, perSecond: bareHttp.requestsPerSec, cpuShare: bareHttp.serverCpuShare!, usPerAction: bareHttp.serverCpuUsPerRequest! },
+        { path: `${ACTION_PATH.bareSocket}: JSON.parse, ack with its ref (${load})`, perSecond: bareSocket.perSecond, cpuShare: bareSocket.cpuShare, usPerAction: bareSocket.usPerAction, systemUsPerAction: bareSocket.systemUsPerAction },
+        { path: `${ACTION_PATH.post} (wrk, ${connections} connections)`, perSecond: http.requestsPerSec, cpuShare: http.serverCpuShare!, usPerAction: http.serverCpuUsPerRequest! },
+        { path: `${ACTION_PATH.socket} (${load})`, perSecond: ws.perSecond, cpuShare: ws.cpuShare, usPerAction: ws.usPerAction, systemUsPerAction: ws.systemUsPerAction },
+      ]),
       '',
       target('CPU per socket action, gateway / bare uWS socket ack', socketRatio, '<=', TARGETS.socketAction, `rounds ${roundRatios.map((r) => r.toFixed(2)).join(', ')}`),
       `socket / POST: ${ratio.toFixed(2)} of the CPU per action`,

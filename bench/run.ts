@@ -13,6 +13,7 @@ import { openLoop } from './open-loop.js';
 import { BRIDGE_NODE_FLAGS } from '../bridge/node-flags.js';
 import { writeFiguresTable, writeSizingTable } from './figures-table.js';
 import { unitFigures } from './sizing.js';
+import { liveFigures as readLiveFigures } from './live-figures.js';
 import { actionStreamKey } from '../schemas/redis-keys.js';
 import { CROWD_MIX, entryWireBytes } from './entry-bytes.js';
 import type { LoadtestResult } from '../loadtest/result.js';
@@ -250,16 +251,7 @@ async function main(): Promise<void> {
   // The live channel against bare uWebSockets.js, side by side (bench/live-channel.ts).
   progress('the live channel against bare uWS (bench/live-channel.ts)');
   const { stdout: live } = await promisify(execFile)(process.execPath, [LIVE_BENCH], { maxBuffer: 1 << 22, timeout: 900_000 });
-  const usPer = (path: RegExp) => Number(new RegExp(`^\\| ${path.source}[^|]* \\| \\d+ \\| [\\d.]+ \\| ([\\d.]+) \\|$`, 'm').exec(live)?.[1]);
-  const liveFigures = {
-    postUs: usPer(/POST \/action/),
-    socketUs: usPer(/action frame over the live channel/),
-    bareSocketUs: usPer(/bare uWS socket ack/),
-    kib: /^\| memory per socket[^|]*\| ([\d.]+) KB \| ([\d.]+) KB/m.exec(live)?.slice(1).map(Number),
-    crowdUs: /^\| crowd at 4 Hz: µs of CPU per frame delivered \| ([\d.]+) \| ([\d.]+) \|/m.exec(live)?.slice(1).map(Number),
-    switchP99: /^\| page switch, all: p50 \/ p99 \/ max ms \| [\d.]+ \/ ([\d.]+) \/ [\d.]+ \| [\d.]+ \/ ([\d.]+) \/ [\d.]+/m.exec(live)?.slice(1).map(Number),
-    sockets: Number(/^(\d+) sockets open on the gateway/m.exec(live)?.[1]),
-  };
+  const liveFigures = readLiveFigures(live);
   raw.live = liveFigures;
   // each live target as bench/live-channel.ts judged it: a ratio to bare uWS in the same run, or a bound
   const liveTargets = [...live.matchAll(/^(.+): ([\d.]+) \(target ([≤≥<]) ([\d.]+): (met|NOT met)\)(?:; (.*))?$/gm)];
