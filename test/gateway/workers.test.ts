@@ -11,8 +11,8 @@ import { stopGraceMs } from '../../gateway/workers/supervisor.js';
 import { loadConfig } from '../../gateway/config.js';
 import { afterAll, describe, expect, it } from 'vitest';
 import { stopProcess } from '../helpers/bridge.js';
-import { GATEWAY_BIN, UNLIMITED_ENV, postOnNewConnection, spawnGateway, type GatewayProcess } from '../helpers/gateway-process.js';
-import { eventually, mintToken, startTestGateway, testKekFile, type TestGateway } from '../helpers/gateway.js';
+import { gatewayChild, postOnNewConnection, spawnGateway, type GatewayProcess } from '../helpers/gateway-process.js';
+import { eventually, mintToken, startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { sample, scrape } from '../helpers/metrics.js';
 import { startFakeNotifySocket } from '../helpers/notify-socket.js';
 import { recordFigure } from '../helpers/figures.js';
@@ -206,10 +206,7 @@ describe('GATEWAY_WORKERS=2', () => {
     const port = await freePort();
     const server = redis.get().server;
     process.kill(server.pid!, 'SIGSTOP');
-    const child = spawn(process.execPath, [GATEWAY_BIN], {
-      env: { PATH: process.env.PATH ?? '', OPS_PORT: '0', LOG_LEVEL: 'info', SIGNING_KEK_FILE: testKekFile(), ...UNLIMITED_ENV, REDIS_URL: server.url, REDIS_PREFIX: randomPrefix(), REDIS_COMMAND_TIMEOUT_MS: '10000', GATEWAY_WORKERS: '2', PORT: String(port) },
-      stdio: 'ignore',
-    });
+    const child = gatewayChild({ REDIS_URL: server.url, REDIS_PREFIX: randomPrefix(), REDIS_COMMAND_TIMEOUT_MS: '10000', GATEWAY_WORKERS: '2' }, port, 'ignore');
     const workers = () => readFileSync(`/proc/${child.pid}/task/${child.pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
     let pids: number[] = [];
     try {

@@ -1,5 +1,5 @@
 // The real audience-gateway process (dist/gateway/main.js), as systemd or a shell runs it.
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess, type StdioOptions } from 'node:child_process';
 import { request } from 'node:http';
 import { fileURLToPath } from 'node:url';
 import { BENCH_LIMITS } from '../../bench/limits.js';
@@ -36,22 +36,28 @@ export interface GatewayProcess {
   output: () => string;
 }
 
+/** The gateway's process on the tests' defaults overridden by `env`, listening on `port`, not waited for (spawnGateway waits until it listens). */
+export function gatewayChild(env: Record<string, string>, port: number, stdio: StdioOptions = 'pipe'): ChildProcess {
+  return spawn(process.execPath, [GATEWAY_BIN], { env: { PATH: process.env.PATH ?? '', OPS_PORT: '0', LOG_LEVEL: 'info', LIVE_DRAIN_MS: '1000', SIGNING_KEK_FILE: testKekFile(), ...UNLIMITED_ENV, ...env, PORT: String(port) }, stdio });
+}
+
 /**
  * Starts the gateway with `env` (REDIS_URL or REDIS_CLUSTER_NODES, REDIS_PREFIX...) on a free port;
  * resolves once it listens. If it does not within `timeoutMs`, it is killed and the promise rejects.
  */
 export async function spawnGateway(env: Record<string, string>, timeoutMs = 15_000): Promise<GatewayProcess> {
   const port = env.PORT ? Number(env.PORT) : await freePort();
-  const child = spawn(process.execPath, [GATEWAY_BIN], { env: { PATH: process.env.PATH ?? '', OPS_PORT: '0', LOG_LEVEL: 'info', LIVE_DRAIN_MS: '1000', SIGNING_KEK_FILE: testKekFile(), ...UNLIMITED_ENV, ...env, PORT: String(port) } });
+  const child = gatewayChild(env, port);
+  const stdout = child.stdout!;
   let out = '';
-  child.stdout.on('data', (d) => (out += d));
-  child.stderr.on('data', (d) => (out += d));
+  stdout.on('data', (d) => (out += d));
+  child.stderr!.on('data', (d) => (out += d));
   const opsPort = await new Promise<number>((resolve, reject) => {
     const timer = setTimeout(() => {
       child.kill('SIGKILL');
       reject(new Error(`audience-gateway did not listen within ${timeoutMs} ms: ${out}`));
     }, timeoutMs);
-    child.stdout.on('data', () => {
+    stdout.on('data', () => {
       // with GATEWAY_WORKERS above 1, the supervisor's line (its ops port serves all workers)
       const m = (Number(env.GATEWAY_WORKERS ?? 1) > 1 ? /"opsPort":(\d+).*audience-gateway workers listening/ : /"opsPort":(\d+).*audience-gateway listening/).exec(out);
       if (!m) return;
