@@ -33,8 +33,9 @@ describe('the /action hot path', () => {
     for (let i = 0; i < 25; i++) expect((await postAction(t, token, { layoutId: t.layoutId, lid: 2, type: 'Slider', value: i / 25 })).status).toBe(200);
     const after = await commandCalls();
     const delta = [...after].map(([cmd, n]) => [cmd, n - (before.get(cmd) ?? 0)] as const).filter(([, d]) => d > 0);
-    // One request at a time, so each turn's batch holds one action; the test's own INFO is the only other command.
-    expect(Object.fromEntries(delta)).toEqual({ evalsha: 25, xadd: 25, xtrim: 25, info: 1 });
+    // One request at a time, so each turn's batch holds one action; each call trims once by length and
+    // once by age; the test's own INFO is the only other command.
+    expect(Object.fromEntries(delta)).toEqual({ evalsha: 25, xadd: 25, xtrim: 50, info: 1 });
   });
 
   it('trims each stream to about STREAM_MAXLEN entries', async () => {
@@ -42,6 +43,24 @@ describe('the /action hot path', () => {
     const len = await redis.get().client.xlen(`${t.config.redisPrefix}layout:{${t.layoutId}}:actions`);
     expect(len).toBeGreaterThanOrEqual(100);
     expect(len).toBeLessThan(300); // approximate trimming removes whole stream nodes (100 entries each by default)
+  });
+
+  it('trims to about STREAM_MAXLEN entries within one call of a full batch', async () => {
+    const client = new Redis(redis.get().server.url);
+    const keys = new RedisKeys(randomPrefix());
+    try {
+      const log = new ActionLog(client, keys, { maxLen: 100, retentionMs: 600_000 });
+      const now = Date.now();
+      const entries = Array.from({ length: MAX_BATCH }, (_, i): ActionEntry => ({ v: 1, id: `full-${i}`, layoutId: 'show', lid: 1, address: '/001', type: 'Button', value: null, ts: now + i }));
+      await Promise.all(entries.map((e) => log.append(e))); // one turn: one call
+      const len = await client.xlen(keys.actions('show'));
+      expect(len).toBeGreaterThanOrEqual(100);
+      expect(len).toBeLessThan(200); // whole nodes of 100 entries go; the newest are kept
+      const [last] = await client.xrevrange(keys.actions('show'), '+', '-', 'COUNT', 1);
+      expect((JSON.parse(last![1][1]!) as { id: string }).id).toBe(`full-${MAX_BATCH - 1}`);
+    } finally {
+      client.disconnect();
+    }
   });
 
   it('trims entries older than STREAM_RETENTION_SECONDS at every append, however few there are', async () => {
