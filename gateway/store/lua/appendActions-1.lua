@@ -1,6 +1,6 @@
 -- Appends a batch of actions to a layout's stream, each as its own entry (the gateway sends the
 -- actions it accepted for one layout while its previous call was in flight as one call), then trims
--- the stream once: to about MAXLEN entries, and of what is older than the retention. One trim per
+-- the stream once: to about MAXLEN entries, and drops what is older than the retention. One trim per
 -- call instead of an XADD ... MAXLEN ~ per entry costs Redis a fifth less CPU an entry (2.78 against
 -- 2.24 µs, batches of 190 entries of 190 bytes, AOF everysec, the two scripts interleaved on one
 -- Redis, 2026-11-29), and nobody sees the stream between the XADDs and the trim.
