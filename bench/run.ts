@@ -13,7 +13,7 @@ import { openLoop } from './open-loop.js';
 import { BRIDGE_NODE_FLAGS } from '../bridge/node-flags.js';
 import { writeFiguresTable, writeSizingTable } from './figures-table.js';
 import { unitFigures } from './sizing.js';
-import { liveFigures as readLiveFigures } from './live-figures.js';
+import { liveFigures } from './live-figures.js';
 import { actionStreamKey } from '../schemas/redis-keys.js';
 import { CROWD_MIX, entryWireBytes } from './entry-bytes.js';
 import type { LoadtestResult } from '../loadtest/result.js';
@@ -251,15 +251,15 @@ async function main(): Promise<void> {
   // The live channel against bare uWebSockets.js, side by side (bench/live-channel.ts).
   progress('the live channel against bare uWS (bench/live-channel.ts)');
   const { stdout: live } = await promisify(execFile)(process.execPath, [LIVE_BENCH], { maxBuffer: 1 << 22, timeout: 900_000 });
-  const liveFigures = readLiveFigures(live);
-  raw.live = liveFigures;
+  const channel = liveFigures(live);
+  raw.live = channel;
   // each live target as bench/live-channel.ts judged it: a ratio to bare uWS in the same run, or a bound
   const liveTargets = [...live.matchAll(/^(.+): ([\d.]+) \(target ([≤≥<]) ([\d.]+): (met|NOT met)\)(?:; (.*))?$/gm)];
   for (const m of liveTargets) row(`live channel: ${m[1]} (bench:live)`, `${m[2]}${m[6] ? ` (${m[6]})` : ''}`, `${m[3]} ${m[4]}`, m[5] === 'met');
   if (liveTargets.length === 0) row('live channel: its targets (bench:live)', 'no figure: bench/live-channel.ts printed no target line', 'every live target', false);
-  row('live channel: gateway CPU per action, a socket against POST /action (bench:live)', `${liveFigures.socketUs} µs against ${liveFigures.postUs} µs (${(liveFigures.socketUs / liveFigures.postUs).toFixed(2)}×); bare uWS socket ack ${liveFigures.bareSocketUs} µs`, 'report', null);
-  if (liveFigures.kib && liveFigures.crowdUs && liveFigures.switchP99) {
-    row(`live channel: ${liveFigures.sockets} sockets against bare uWS (bench:live)`, `memory per socket ${liveFigures.kib[1]} KiB (bare ${liveFigures.kib[0]}); crowd frame ${liveFigures.crowdUs[1]} µs (bare ${liveFigures.crowdUs[0]}); page switch p99 ${liveFigures.switchP99[1]} ms (bare ${liveFigures.switchP99[0]})`, 'report', null);
+  row('live channel: gateway CPU per action, a socket against POST /action (bench:live)', `${channel.socketUs} µs against ${channel.postUs} µs (${(channel.socketUs / channel.postUs).toFixed(2)}×); bare uWS socket ack ${channel.bareSocketUs} µs`, 'report', null);
+  if (channel.kib && channel.crowdUs && channel.switchP99) {
+    row(`live channel: ${channel.sockets} sockets against bare uWS (bench:live)`, `memory per socket ${channel.kib[1]} KiB (bare ${channel.kib[0]}); crowd frame ${channel.crowdUs[1]} µs (bare ${channel.crowdUs[0]}); page switch p99 ${channel.switchP99[1]} ms (bare ${channel.switchP99[0]})`, 'report', null);
   } else {
     row('live channel: sockets against bare uWS (bench:live)', 'no figure: bench/live-channel.ts printed no socket table', 'report', null);
   }
@@ -287,9 +287,9 @@ async function main(): Promise<void> {
   const memory = raw.memory as { tokens: number; rssMiB: number } | undefined;
   const drains = Object.entries(raw).filter(([k]) => k.startsWith('bridge_')).map(([, v]) => (v as { messagesPerSec: number }).messagesPerSec);
   raw.units = {
-    liveActionCpuUs: liveFigures.socketUs,
-    crowdFrameCpuUs: liveFigures.crowdUs?.[1],
-    bytesPerSocket: liveFigures.kib ? liveFigures.kib[1]! * 1024 : undefined,
+    liveActionCpuUs: channel.socketUs,
+    crowdFrameCpuUs: channel.crowdUs?.[1],
+    bytesPerSocket: channel.kib ? channel.kib[1]! * 1024 : undefined,
     gatewayRssMiB: memory?.rssMiB,
     tokensCached: memory?.tokens,
     redisEntriesPerSec: raw.redisMasterEntriesPerSec,
