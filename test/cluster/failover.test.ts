@@ -1,9 +1,13 @@
 // kill -9 of the master that holds a layout, under load, on a real Redis Cluster (3 masters, 3
 // replicas, cluster-node-timeout 1 s): /action answers 503 while the slot has no master and 200
-// again once its replica took over, with no restart of gateway or bridge. Every action answered
-// 200 that is in the stream after the failover reaches the display exactly once; an acknowledged
-// action the old master had not yet replicated is lost (Redis replication is asynchronous), and
-// only actions acknowledged just before the kill may be: the test counts them.
+// again once its replica took over, with no restart of gateway or bridge. The load runs until the
+// answers have been 200 for STEADY_MS after the last 503, so the test measures how long the
+// failover takes instead of racing it (a 2-core machine running the whole suite beside a busy
+// process once took longer than the fixed 7.5 s this test used to allow); it fails only past
+// RECOVERY_BOUND_MS. Every action answered 200 that is in the stream after the failover reaches
+// the display exactly once; an acknowledged action the old master had not yet replicated is lost
+// (Redis replication is asynchronous), and only actions acknowledged just before the kill may be:
+// the test counts them.
 import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -26,6 +30,11 @@ afterAll(async () => {
   for (const c of children) await stopProcess(c, 'SIGKILL');
   await sink.stop();
 });
+
+/** The answers must have been 200 this long after the last 503 for the slot to count as back. */
+const STEADY_MS = 2000;
+/** The failover must be over by then (after the kill): several failed elections' worth of a 1 s node timeout. */
+const RECOVERY_BOUND_MS = 30_000;
 
 interface Answer {
   value: string;
@@ -56,12 +65,18 @@ describe('failover', () => {
 
     const answers: Answer[] = [];
     let killedAt = Infinity;
-    const until = performance.now() + 9000;
+    let lastFailAt = -Infinity; // when the latest 503 came
+    let back = false; // a 200 came after it
+    // until the slot is back and has stayed back for STEADY_MS, or the bound has passed
+    const running = () => performance.now() < killedAt + RECOVERY_BOUND_MS && !(back && performance.now() - lastFailAt >= STEADY_MS);
     const worker = async (w: number) => {
-      for (let n = 0; performance.now() < until; n++) {
+      for (let n = 0; running(); n++) {
         const value = `w${w}-${n}`;
         const r = await postAction(gateway, token, { layoutId: 'fo-show', lid: 5, type: 'String', value });
-        answers.push({ value, status: r.status, at: performance.now() });
+        const at = performance.now();
+        answers.push({ value, status: r.status, at });
+        if (r.status === 503) [lastFailAt, back] = [at, false];
+        else if (r.status === 200 && lastFailAt > -Infinity) back = true;
         if (r.status !== 200) await new Promise((res) => setTimeout(res, 20)); // a client backing off
       }
     };
@@ -77,7 +92,8 @@ describe('failover', () => {
     const lastFail = Math.max(...failed.map((a) => a.at));
     const recovered = Math.min(...answers.filter((a) => a.status === 200 && a.at > lastFail).map((a) => a.at));
     expect(firstFail).toBeGreaterThan(killedAt);
-    expect(recovered).toBeLessThan(until); // it came back during the run, with no restart
+    expect(recovered).toBeLessThan(killedAt + RECOVERY_BOUND_MS); // it came back, with no restart
+    expect(Math.max(...answers.map((a) => a.at)) - lastFail).toBeGreaterThanOrEqual(STEADY_MS); // and stayed back
     recordFigure('cluster_failover_first_503_after_kill_ms', firstFail - killedAt, 'ms', 'the first request that hit the dead master');
     recordFigure('cluster_failover_recovered_after_kill_ms', recovered - killedAt, 'ms', 'first 200 after the last 503 (cluster-node-timeout 1000 ms)');
     recordFigure('cluster_failover_503_answers', failed.length, 'answers', `of ${answers.length}, 4 clients backing off 20 ms after a 503`);
@@ -101,5 +117,5 @@ describe('failover', () => {
     }
     expect(gateway.child.exitCode).toBeNull();
     expect(bridge.child.exitCode).toBeNull();
-  }, 60_000);
+  }, 120_000);
 });
