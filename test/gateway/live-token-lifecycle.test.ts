@@ -52,7 +52,7 @@ describe('a live socket and its token', () => {
     const refreshed = await live.next('refreshed', before);
     expect(serverFrame('refreshed', refreshed)).toBe(true);
     ahead += 40_000; // the first token has expired by now; the second has 20 s left
-    await new Promise((r) => setTimeout(r, 1500)); // a check of every socket's expiry has run
+    await live.next('expiring', before); // the second token's notice: a check of every socket's expiry has run since
     const at = live.frames.length;
     live.send({ op: 'action', ref: 'after', lid: 2, type: 'Slider', value: 0.5 });
     expect(await live.next('ack', at)).toMatchObject({ ref: 'after' });
