@@ -116,12 +116,18 @@ describe('the show record', () => {
     await audiencectlJson(env(), 'moderation', 'reject', LAYOUT.layoutId, id('not this one'), '--by', 'stage-left');
     await audiencectlJson(env(), 'moderation', 'mute', LAYOUT.layoutId, '--sub', queue.find((q) => q.text === 'spam')!.sub, '--by', 'stage-left');
     await eventually(() => dump.lines.filter((l) => l.address === '/005').length >= 2);
-    // the crowd samples reach the record within a second; then the page switches
-    await new Promise((r) => setTimeout(r, 1500));
+    // the crowd samples reach the record (sampled once a second); then the page switches
+    type RecordEntry = { kind: string; at: string; [k: string]: unknown };
+    const exportRecord = () => audiencectlJson(env(), 'show', 'export', LAYOUT.layoutId, '--from', started, '--format', 'json');
+    const sampled = (entries: RecordEntry[], lid: number, value: string) => entries.some((e) => e.kind === 'crowd' && e.lid === lid && JSON.stringify(e.value) === value && e.n === 4);
+    await eventually(async () => {
+      const entries = (await exportRecord()).entries as RecordEntry[];
+      return sampled(entries, 4, '[0,3,1]') && sampled(entries, 2, '[0.5]');
+    });
     expect((await admin.req('POST', `/admin/api/layouts/${LAYOUT.layoutId}/activate`, { pageId: 'encore' })).status).toBe(200);
 
-    const record = await audiencectlJson(env(), 'show', 'export', LAYOUT.layoutId, '--from', started, '--format', 'json');
-    const entries = record.entries as { kind: string; at: string; [k: string]: unknown }[];
+    const record = await exportRecord();
+    const entries = record.entries as RecordEntry[];
     // the cue: once, as the display got it, with the tally and n at firing
     const cues = entries.filter((e) => e.kind === 'cue');
     expect(cues).toHaveLength(1);
@@ -138,9 +144,8 @@ describe('the show record', () => {
     const shown = dump.lines.filter((l) => l.address === '/005').map((l) => shownText(l.raw));
     expect(shown).toEqual(decisions.filter(([d]) => d === 'approve').map(([, text]) => text));
     // the crowd, sampled while it changed; the page switch with the values of the page it left
-    const crowd = entries.filter((e) => e.kind === 'crowd');
-    expect(crowd.some((e) => e.lid === 4 && JSON.stringify(e.value) === '[0,3,1]' && e.n === 4)).toBe(true);
-    expect(crowd.some((e) => e.lid === 2 && JSON.stringify(e.value) === '[0.5]' && e.n === 4)).toBe(true);
+    expect(sampled(entries, 4, '[0,3,1]')).toBe(true);
+    expect(sampled(entries, 2, '[0.5]')).toBe(true);
     const pages = entries.filter((e) => e.kind === 'page');
     expect(pages).toHaveLength(1);
     expect(pages[0]).toMatchObject({ from: 'vote', to: 'encore', by: 'admin:producer@team.example' });
