@@ -69,10 +69,9 @@ describe('bridge chaos', () => {
     // and nothing more is counted as the bridge goes on
     for (let i = 0; i < 20; i++) await c.xadd(key, '*', ACTION_FIELD, encodeActionEntry(entry(`later-${i}`)));
     await eventually(() => s.messages.filter((m) => String(m.args[0]!.value).startsWith('later-')).length === 20);
-    await new Promise((r) => setTimeout(r, 1200));
-    const after = await metricsOf();
-    expect(after).toContain('audience_bridge_entries_lost_total{layout="show",reason="trimmed_unread"} 300');
-    expect(after).toContain('audience_bridge_consumer_lag_entries{layout="show"} 0');
+    await new Promise((r) => setTimeout(r, 1200)); // the lag and loss timer has had time to run
+    await eventually(async () => (await metricsOf()).includes('audience_bridge_consumer_lag_entries{layout="show"} 0')); // a loaded machine may run it late
+    expect(await metricsOf()).toContain('audience_bridge_entries_lost_total{layout="show",reason="trimmed_unread"} 300');
     await stopProcess(child, 'SIGTERM');
   });
 
