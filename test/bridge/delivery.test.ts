@@ -195,20 +195,35 @@ describe('straight from the stream', () => {
     const p = c.pipeline();
     for (let i = 0; i < 200; i++) p.xadd(key, '*', ACTION_FIELD, encodeActionEntry(entry(i, { type: 'String', lid: 5, address: '/005', value: String(i) })));
     await p.exec();
+    // The sink reads datagrams when this test's event loop gets to them: on a loaded machine it can
+    // stall past a tick's gap, and two ticks' datagrams then arrive as one group. The stalls are
+    // timed here, and only a group that no stall can explain is counted against the bridge.
+    const stalls: { from: number; to: number }[] = [];
+    let beat = Date.now();
+    const probe = setInterval(() => {
+      const now = Date.now();
+      if (now - beat > 40) stalls.push({ from: beat, to: now });
+      beat = now;
+    }, 5);
     const started = Date.now();
-    await bridgeFor(prefix, { tickHz: 10, maxMessagesPerTick: 25, targets: [{ host: '127.0.0.1', port: s.port }] });
-    await eventually(() => s.messages.length === 200);
+    try {
+      await bridgeFor(prefix, { tickHz: 10, maxMessagesPerTick: 25, targets: [{ host: '127.0.0.1', port: s.port }] });
+      await eventually(() => s.messages.length === 200);
+    } finally {
+      clearInterval(probe);
+    }
     expect(Date.now() - started).toBeGreaterThanOrEqual(700); // 200 / 25 = 8 ticks of 100 ms
     // the datagrams of one tick arrive together; ticks are 100 ms apart
-    const perTick: number[] = [];
-    let last = -Infinity;
+    const groups: { first: number; last: number; messages: number }[] = [];
     for (const d of s.datagrams) {
-      if (d.at - last > 50) perTick.push(0);
-      perTick[perTick.length - 1]! += countMessages(d.data);
-      last = d.at;
+      const g = groups.at(-1);
+      if (g && d.at - g.last <= 50) [g.last, g.messages] = [d.at, g.messages + countMessages(d.data)];
+      else groups.push({ first: d.at, last: d.at, messages: countMessages(d.data) });
     }
-    expect(Math.max(...perTick)).toBeLessThanOrEqual(25);
-    expect(perTick.reduce((a, b) => a + b, 0)).toBe(200);
+    const stalledInto = (g: { first: number; last: number }) => stalls.some((st) => st.to >= g.first - 10 && st.to <= g.last + 10);
+    expect(groups.filter((g) => g.messages > 25 && !stalledInto(g))).toEqual([]);
+    expect(groups.filter((g) => !stalledInto(g)).length).toBeGreaterThan(0); // something was measured
+    expect(groups.reduce((a, g) => a + g.messages, 0)).toBe(200);
   });
 
   it('rides out Redis being away and catches up on what was added meanwhile', async () => {
