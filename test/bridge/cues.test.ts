@@ -181,8 +181,8 @@ describe('a threshold cue', () => {
     await sleep(500);
     expect(cues(dumpA, '/003')).toEqual([1]);
     await set(3);
-    await eventually(() => cues(dumpA, '/003').length === 2);
-    await sleep(800);
+    await eventually(() => cues(dumpA, '/003').length === 2 && cues(dumpB, '/003').length === 2);
+    await sleep(800); // and nothing more
     expect(cues(dumpA, '/003')).toEqual([1, 0]);
     expect(cues(dumpB, '/003')).toEqual([1, 0]);
   }, 60_000);
