@@ -20,8 +20,10 @@ beforeAll(async () => {
 afterAll(() => t.close());
 
 const stream = () => t.gw.stores.keys.actions(t.layoutId);
-const entriesWith = async (value: string) =>
-  (await redis.get().client.xrange(stream(), '-', '+')).map(([, f]) => decodeActionEntry(f)).filter((d) => d.ok && d.entry.value === value).length;
+/** The stream's entries whose value is `value`. */
+const entriesOf = async (value: string) =>
+  (await redis.get().client.xrange(stream(), '-', '+')).map(([, f]) => decodeActionEntry(f)).flatMap((d) => (d.ok && d.entry.value === value ? [d.entry] : []));
+const entriesWith = async (value: string) => (await entriesOf(value)).length;
 const send = (value: string, key: string | null, tok = token) =>
   postAction(t, tok, { layoutId: t.layoutId, lid: 5, type: 'String', value }, key === null ? {} : { 'idempotency-key': key });
 
@@ -102,8 +104,7 @@ describe('Idempotency-Key', () => {
     for (let attempt = 1; ; attempt++) {
       const [value, key] = [`expiring-${attempt}`, `k-5-${attempt}`];
       expect((await send(value, key)).status).toBe(200);
-      const stamped = (await redis.get().client.xrange(stream(), '-', '+')).map(([, f]) => decodeActionEntry(f)).find((d) => d.ok && d.entry.value === value);
-      const t1 = stamped?.ok ? stamped.entry.ts : NaN;
+      const t1 = (await entriesOf(value))[0]?.ts ?? NaN;
       expect(t1).toBeGreaterThan(0); // the first is in the stream, stamped
       await sleepUntil(t1 + 1800);
       expect((await send(value, key)).status).toBe(200);
