@@ -106,7 +106,7 @@ describe('a one-token flood (5,000 actions a second) against a gateway process',
   // its samples: a machine whose load drifts (another process, a neighbour on the host) then weighs
   // on both sides alike. (One quiet p99 taken just before one autocannon flood failed CI three times
   // in a row beside a busy process, 3.83 against 15.64 ms.) A gateway whose refusals slow the other
-  // participant fails every attempt: one that spends 400 µs on each refusal measured 2.3x to 2.8x.
+  // participant fails every attempt: one that spends 400 µs on each refusal measured 2.2x to 2.8x.
   it('gets 429 while a second participant’s p99 stays within 2x of its quiet p99', { timeout: 90_000, retry: 2 }, async () => {
     await latencies(100); // warm
     const quiet: number[] = [];
