@@ -75,9 +75,11 @@ describe('a one-token flood (5,000 actions a second) against a gateway process',
    */
   function flood(): { result: Promise<LoadResult>; kill: () => void } {
     let child: ReturnType<typeof spawn> | undefined;
+    let stopped = false;
     const result = mintToken({ url: gw.url }, t.layoutId, t.apiKey).then(
       (flooder) =>
         new Promise<LoadResult>((resolve, reject) => {
+          if (stopped) return; // stopped before it started: nothing to run, nothing to tell
           const spec: OpenLoopSpec = {
             name: 'flood',
             url: gw.url,
@@ -90,16 +92,23 @@ describe('a one-token flood (5,000 actions a second) against a gateway process',
           child = spawn(process.execPath, ['--input-type=module', '-e', run, JSON.stringify(spec)], { stdio: ['ignore', 'pipe', 'inherit'] });
           let text = '';
           child.stdout!.on('data', (d) => (text += d));
-          child.once('exit', () => {
+          child.once('exit', (code, signal) => {
+            if (stopped) return; // killed after a failed check, which is the test's error
             try {
               resolve(JSON.parse(text) as LoadResult);
-            } catch (e) {
-              reject(e instanceof Error ? e : new Error(String(e)));
+            } catch {
+              reject(new Error(`the flood generator ended (${signal ?? code}) with no result: ${text.slice(0, 200)}`));
             }
           });
         }),
     );
-    return { result, kill: () => child?.kill('SIGKILL') };
+    return {
+      result,
+      kill: () => {
+        stopped = true;
+        child?.kill('SIGKILL');
+      },
+    };
   }
 
   // Quiet and flooded samples are taken in turns, ROUNDS of each, and each side's p99 is over all
