@@ -23,6 +23,8 @@ export interface OpenLoopSpec {
   requests: readonly BuiltRequest[];
   /** when given (length ≥ rate × durationSec), each request's write time, ms since the epoch, at its index */
   writtenAt?: Float64Array;
+  /** when given (length ≥ rate × durationSec), each request's latency from its write, ms, at its index (NaN for one not answered) */
+  latencyAt?: Float64Array;
 }
 
 const HEADER_END = Buffer.from('\r\n\r\n');
@@ -115,6 +117,7 @@ export async function openLoop(spec: OpenLoopSpec): Promise<LoadResult> {
     conn.send(wire[i % wire.length]!, (status) => {
       const now = performance.now();
       latencies[i] = now - written;
+      if (spec.latencyAt) spec.latencyAt[i] = latencies[i];
       fromSchedule[i] = now - scheduled;
       answered++;
       if (status < 200 || status >= 300) non2xx++;
