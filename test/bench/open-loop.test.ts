@@ -49,4 +49,13 @@ describe('openLoop', () => {
     expect(r.latencyMs.p99).toBeLessThanOrEqual(r.latencyMs.max);
     expect(r.fromScheduleMs!.max).toBeGreaterThanOrEqual(r.latencyMs.max);
   });
+
+  it('hands back each request’s latency at its index when asked, the same ones it reports', async () => {
+    const latencyAt = new Float64Array(100).fill(NaN);
+    const r = await openLoop({ name: 't', url, rate: 200, durationSec: 0.5, connections: 2, requests: [{ method: 'GET', path: '/slow-or-not', headers: {} }], latencyAt });
+    expect(r.total).toBe(100);
+    expect(latencyAt.every((ms) => ms > 0)).toBe(true);
+    const sorted = [...latencyAt].sort((a, b) => a - b);
+    expect([sorted[50], sorted[99], sorted[sorted.length - 1]]).toEqual([r.latencyMs.p50, r.latencyMs.p99, r.latencyMs.max]);
+  });
 });
