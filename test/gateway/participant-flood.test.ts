@@ -40,29 +40,31 @@ const SAMPLE_RATE = 200;
 const SAMPLE_S = 3;
 const SAMPLE_TOKENS = 20;
 
-/** An open-loop run's result, with when it ran (ms since the epoch) and each request's latency if asked. */
+/** An open-loop run's result, with when it ran (ms since the epoch) and each request's latency. */
 interface Run {
   result: LoadResult;
   from: number;
   to: number;
   latencies: number[];
 }
-/**
- * An open-loop run in a process of its own, at `niceness` (0: as the gateway); `kill` ends it, and a
- * run killed says nothing more.
- */
-function runOpenLoop(spec: OpenLoopSpec, how: { keepLatencies: boolean; niceness: number }): { run: Promise<Run>; kill: () => void } {
+/** A run under way: `kill` ends it, and a run killed says nothing more. */
+interface Running {
+  run: Promise<Run>;
+  kill: () => void;
+}
+/** An open-loop run in a process of its own, at `niceness` (0: as the gateway). */
+function runOpenLoop(spec: OpenLoopSpec, niceness: number): Running {
   let child: ReturnType<typeof spawn> | undefined;
   let stopped = false;
   const script = `const { openLoop } = await import(${JSON.stringify(OPEN_LOOP)});
 const spec = JSON.parse(process.argv[1]);
-const latencyAt = process.argv[2] === 'keep' ? new Float64Array(Math.round(spec.rate * spec.durationSec)).fill(NaN) : undefined;
+const latencyAt = new Float64Array(Math.round(spec.rate * spec.durationSec)).fill(NaN);
 const from = Date.now();
 const result = await openLoop({ ...spec, latencyAt });
-process.stdout.write(JSON.stringify({ result, from, to: Date.now(), latencies: latencyAt ? Array.from(latencyAt) : [] }));`;
+process.stdout.write(JSON.stringify({ result, from, to: Date.now(), latencies: Array.from(latencyAt) }));`;
   const run = new Promise<Run>((resolve, reject) => {
-    child = spawn(process.execPath, ['--input-type=module', '-e', script, JSON.stringify(spec), how.keepLatencies ? 'keep' : ''], { stdio: ['ignore', 'pipe', 'inherit'] });
-    if (how.niceness !== 0 && child.pid !== undefined) setPriority(child.pid, how.niceness);
+    child = spawn(process.execPath, ['--input-type=module', '-e', script, JSON.stringify(spec)], { stdio: ['ignore', 'pipe', 'inherit'] });
+    if (niceness !== 0 && child.pid !== undefined) setPriority(child.pid, niceness);
     let text = '';
     child.stdout!.on('data', (d) => (text += d));
     child.once('exit', (code, signal) => {
@@ -114,9 +116,9 @@ describe('a one-token flood (5,000 actions a second) against a gateway process',
   }
 
   /** One side's samples of a round: the other participant's actions, each accepted. */
-  function sample(tokens: readonly string[]): { run: Promise<Run>; kill: () => void } {
+  function sample(tokens: readonly string[]): Running {
     const spec: OpenLoopSpec = { name: 'participant', url: gw.url, rate: SAMPLE_RATE, durationSec: SAMPLE_S, connections: 2, requests: tokens.map((token, i) => action(token, i / tokens.length)) };
-    return runOpenLoop(spec, { keepLatencies: true, niceness: 0 });
+    return runOpenLoop(spec, 0);
   }
 
   /**
@@ -126,9 +128,9 @@ describe('a one-token flood (5,000 actions a second) against a gateway process',
    * and the other participant, beside whatever else runs (in CI's full run beside a busy process,
    * 4.00 ms quiet against 7.83 flooded at the normal priority).
    */
-  async function flood(): Promise<{ run: Promise<Run>; kill: () => void }> {
+  async function flood(): Promise<Running> {
     const flooder = await mintToken({ url: gw.url }, t.layoutId, t.apiKey);
-    return runOpenLoop({ name: 'flood', url: gw.url, rate: FLOOD_RATE, durationSec: FLOOD_S, connections: 8, requests: [action(flooder, 0.5)] }, { keepLatencies: false, niceness: 19 });
+    return runOpenLoop({ name: 'flood', url: gw.url, rate: FLOOD_RATE, durationSec: FLOOD_S, connections: 8, requests: [action(flooder, 0.5)] }, 19);
   }
 
   const p99 = (times: number[]) => [...times].sort((a, b) => a - b)[Math.floor(times.length * 0.99)]!;
@@ -158,7 +160,7 @@ describe('a one-token flood (5,000 actions a second) against a gateway process',
         q.kill();
       }
       const f = await flood();
-      let s: ReturnType<typeof sample> | undefined;
+      let s: Running | undefined;
       try {
         await new Promise((r) => setTimeout(r, 1000)); // the flood is under way
         s = sample(tokens);
