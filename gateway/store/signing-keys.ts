@@ -55,9 +55,20 @@ export class SigningKeyStore {
     return new Uint8Array(Buffer.from(s.secret ?? '', 'base64url'));
   }
 
+  /**
+   * The keys and the current kid as one snapshot (a transaction on {signing-keys}): read apart, a
+   * key made or rotated in between gave a current kid without its secret.
+   */
+  private async snapshot(): Promise<{ all: Record<string, string>; current: string | null }> {
+    const replies = await this.redis.multi().hgetall(this.keys.signingKeys()).get(this.keys.currentSigningKey()).exec();
+    if (!replies) throw new Error('the signing keys\' transaction was aborted');
+    for (const [err] of replies) if (err) throw err;
+    return { all: replies[0]![1] as Record<string, string>, current: replies[1]![1] as string | null };
+  }
+
   /** Every key (retired ones included) and the current kid. */
   async load(): Promise<{ current: string | null; keys: SigningKey[] }> {
-    const [all, current] = await Promise.all([this.redis.hgetall(this.keys.signingKeys()), this.redis.get(this.keys.currentSigningKey())]);
+    const { all, current } = await this.snapshot();
     const keys = Object.entries(all).map(([kid, raw]) => {
       const s = JSON.parse(raw) as StoredKey;
       return { kid, secret: this.secretOf(kid, s), createdAt: s.createdAt, retiredAt: s.retiredAt ?? null };
@@ -67,7 +78,7 @@ export class SigningKeyStore {
 
   /** Every key without its secret (no KEK needed). */
   async list(): Promise<SigningKeyInfo[]> {
-    const [all, current] = await Promise.all([this.redis.hgetall(this.keys.signingKeys()), this.redis.get(this.keys.currentSigningKey())]);
+    const { all, current } = await this.snapshot();
     const keys = Object.entries(all).map(([kid, raw]) => ({ kid, ...(JSON.parse(raw) as StoredKey) }));
     return keys.map((k) => ({ kid: k.kid, createdAt: k.createdAt, retiredAt: k.retiredAt ?? null, current: k.kid === current })).sort((a, b) => a.createdAt - b.createdAt);
   }

@@ -95,11 +95,11 @@ describe('on a 3-master Redis Cluster', () => {
     for (const [i, layoutId] of layouts.entries()) {
       const key = i < layouts.length - 2 ? keyA : keyB;
       const tok = await postJson(`${gateways[i % 2]!.url}/token`, { layoutId }, { 'x-api-key': key });
-      expect(tok.status).toBe(200);
+      expect(tok.status, JSON.stringify(tok.body)).toBe(200);
       for (let n = 0; n < 5; n++) {
         const value = `${layoutId}#${n}`;
         const r = await postAction(gateways[(i + n) % 2]!, tok.body.token as string, { layoutId, lid: 5, type: 'String', value });
-        expect(r.status).toBe(200);
+        expect(r.status, JSON.stringify(r.body)).toBe(200);
         sent.push(value);
       }
     }
