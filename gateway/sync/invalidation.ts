@@ -1,6 +1,6 @@
 // Keeps this gateway's caches in step with Redis: a subscriber applies invalidation messages as
-// they come, and a periodic re-check (plus a full one after every reconnect) catches any message
-// that was missed while the subscriber was away.
+// they come, and a periodic re-check (plus a full one once subscribed and after every reconnect)
+// catches any message that was missed while the subscriber was away.
 import type { RedisClient } from '../../runtime/redis.js';
 import { decodeInvalidation, type Invalidation } from '../store/invalidation.js';
 import type { RedisKeys } from '../store/keys.js';
@@ -34,6 +34,9 @@ export class InvalidationListener {
     });
     await this.subscriber.subscribe(this.keys.invalidationChannel());
     this.subscribedOnce = true;
+    // What the caller loaded before this subscription may have changed meanwhile, its message
+    // unheard (a signing key rotated while this gateway started): read once more, now listening.
+    await this.sync.recheck();
     this.timer = setInterval(() => void this.sync.recheck(), this.recheckMs);
     this.timer.unref();
   }

@@ -159,5 +159,24 @@ describe('signing keys', () => {
     expect((await postAction(later, oldToken, body)).body.error.code).toBe('token_revoked');
     expect((await postAction(later, newToken, body)).status).toBe(200);
   });
+
+  it('a rotation while a gateway starts, before it listens for changes, reaches it by the time it serves', async () => {
+    const t = await gateway({ redisUrl: redis.get().server.url, overrides: NO_RECHECK });
+    const proxy = new TcpProxy(redis.get().server.port);
+    await proxy.start();
+    try {
+      // the starting gateway has loaded the keys; its subscription waits in the proxy
+      proxy.holdFrom((chunk) => /\bsubscribe\b/i.test(chunk));
+      const starting = gateway({ redisUrl: `redis://127.0.0.1:${proxy.port}`, sameDataAs: t, overrides: NO_RECHECK });
+      await eventually(() => proxy.holding);
+      const rotated = await t.admin.signingKeys.rotate(); // its message goes out before the subscription
+      proxy.release();
+      const late = await starting;
+      expect(decodeProtectedHeader(await mintToken(late, late.layoutId, late.apiKey)).kid).toBe(rotated.kid);
+      expect((await postAction(late, await mintToken(t, t.layoutId, t.apiKey), { layoutId: t.layoutId, lid: 1, type: 'Button' })).status).toBe(200);
+    } finally {
+      await proxy.stop();
+    }
+  });
 });
 

@@ -13,6 +13,8 @@ export class TcpProxy {
   readonly links: ProxyLink[] = [];
   private readonly releasers = new Set<() => void>();
   private holdNew = false;
+  /** holds a link from the first chunk its client sends that matches (that chunk included) */
+  private holdAt: ((chunk: string) => boolean) | undefined;
   private readonly sockets = new Set<Socket>();
   port = 0;
 
@@ -38,6 +40,7 @@ export class TcpProxy {
       this.releasers.add(flush);
       from.on('data', (d: Buffer) => {
         if (first && link.hello.length < 200) link.hello += d.toString('latin1');
+        if (first && this.holdAt?.(d.toString('latin1'))) link.held = true;
         queue.push(d);
         flush();
       });
@@ -58,8 +61,19 @@ export class TcpProxy {
     for (const l of this.links) if (!filter || filter(l)) l.held = true;
   }
 
+  /** Holds each link from the first chunk its client sends that matches, such as a command's name. */
+  holdFrom(match: (chunk: string) => boolean): void {
+    this.holdAt = match;
+  }
+
+  /** Whether any link is held now. */
+  get holding(): boolean {
+    return this.links.some((l) => l.held);
+  }
+
   release(): void {
     this.holdNew = false;
+    this.holdAt = undefined;
     for (const l of this.links) l.held = false;
     for (const r of this.releasers) r();
   }
