@@ -1,11 +1,14 @@
 // A TCP proxy in front of Redis whose links can be held: held bytes wait in the proxy, as on a
-// network that stopped delivering (a black-holed Redis), and flow again on release.
+// network that stopped delivering (a black-holed Redis), and flow again on release. A link can also
+// be held from a command on, or after a count of its client's bytes (between two commands).
 import { createConnection, createServer, type Server, type Socket } from 'node:net';
 
 export interface ProxyLink {
   /** what the client sent first (ioredis sends CLIENT SETNAME <connectionName>) */
   hello: string;
   held: boolean;
+  /** the client's bytes that still pass before the link is held (undefined: no such count) */
+  passing?: number;
 }
 
 export class TcpProxy {
@@ -35,12 +38,26 @@ export class TcpProxy {
     const pipe = (from: Socket, to: Socket, first: boolean) => {
       const queue: Buffer[] = [];
       const flush = () => {
-        while (!link.held && queue.length) to.write(queue.shift()!);
+        while (!link.held && queue.length) {
+          let chunk = queue.shift()!;
+          if (first && link.passing !== undefined) {
+            if (chunk.length > link.passing) {
+              queue.unshift(chunk.subarray(link.passing));
+              chunk = chunk.subarray(0, link.passing);
+            }
+            link.passing -= chunk.length;
+            if (link.passing === 0) [link.held, link.passing] = [true, undefined];
+          }
+          to.write(chunk);
+        }
       };
       this.releasers.add(flush);
       from.on('data', (d: Buffer) => {
-        if (first && link.hello.length < 200) link.hello += d.toString('latin1');
-        if (first && this.holdAt?.(d.toString('latin1'))) link.held = true;
+        if (first) {
+          const text = d.toString('latin1');
+          if (link.hello.length < 200) link.hello += text;
+          if (this.holdAt?.(text)) link.held = true;
+        }
         queue.push(d);
         flush();
       });
@@ -66,6 +83,11 @@ export class TcpProxy {
     this.holdAt = match;
   }
 
+  /** Lets `bytes` more of each open link's client bytes through, then holds the link. */
+  holdAfter(bytes: number): void {
+    for (const l of this.links) if (!l.held) l.passing = bytes;
+  }
+
   /** Whether any link is held now. */
   get holding(): boolean {
     return this.links.some((l) => l.held);
@@ -74,7 +96,7 @@ export class TcpProxy {
   release(): void {
     this.holdNew = false;
     this.holdAt = undefined;
-    for (const l of this.links) l.held = false;
+    for (const l of this.links) [l.held, l.passing] = [false, undefined];
     for (const r of this.releasers) r();
   }
 
