@@ -3,7 +3,9 @@
 // uWS socket ack, all held at once and loaded in turn in interleaved rounds, as bench:live's action
 // rounds load them: each process on core 0, Redis and the load on core 1, 100 sockets with 8
 // actions in flight each, server CPU µs per acked action. What one build lacks against the build
-// before it is the cost of the step it takes out.
+// before it is the cost of the step it takes out. The storing floor, the bare ack that appends each
+// frame to a Redis stream before it acks it (live-bare-store.ts), is loaded in the same rounds, and
+// the gateway is read against it too: the least the job takes once every action is stored.
 //   npm run bench:live-ablation [-- --seconds 5 --rounds 3]
 import { cpus } from 'node:os';
 import { join } from 'node:path';
@@ -53,6 +55,10 @@ async function main(): Promise<void> {
     const bare = await spawnPinned(0, BARE_LIVE, ['0'], {}, /listening (\d+)/, [], process.execPath, true);
     stops.push(() => stopChild(bare.child));
     targets.push({ name: 'bare', what: 'bare uWS socket ack (the floor)', url: `http://127.0.0.1:${bare.match[1]!}`, pid: bare.child.pid!, rounds: [] });
+    const storing = await spawnPinned(0, BARE_LIVE, ['0'], { BARE_STORE_URL: redis.url, BARE_STORE_KEY: 'bare-live' }, /listening (\d+)/, [], process.execPath, true);
+    stops.push(() => stopChild(storing.child));
+    const stored: Target = { name: 'bare-store', what: 'the storing floor: the bare ack sent once the frame is in a Redis stream', url: `http://127.0.0.1:${storing.match[1]!}`, pid: storing.child.pid!, rounds: [] };
+    const loaded = [...targets, stored];
 
     const tokens = await mintTokens(gateway.url, key.apiKey, key.layoutId, 2000);
     const bodies = actionRequests(tokens, key.layoutId, 10_000).map((r) => {
@@ -60,13 +66,13 @@ async function main(): Promise<void> {
       return b;
     });
     const load = (t: Target, seconds: number) => socketActions({ url: t.url, pid: t.pid, tokens, bodies, connections: CONNECTIONS, seconds, inFlight: IN_FLIGHT, rate: 0 });
-    for (const t of targets) {
+    for (const t of loaded) {
       progress(`warming ${t.name}`);
       await load(t, 2);
     }
     for (let round = 1; round <= ROUNDS; round++) {
       // each round in the other order, so a drifting host favours no build
-      const order = round % 2 === 1 ? targets : [...targets].reverse();
+      const order = round % 2 === 1 ? loaded : [...loaded].reverse();
       for (const t of order) {
         progress(`round ${round} of ${ROUNDS}: ${t.name}, ${SECONDS} s`);
         t.rounds.push(await load(t, SECONDS));
@@ -82,7 +88,7 @@ async function main(): Promise<void> {
     out.push('');
     out.push('| build | µs/action (rounds) | median | / floor (median of the rounds) | share of a core | µs/action in the kernel (median) |');
     out.push('|---|---|---|---|---|---|');
-    for (const t of targets) {
+    for (const t of loaded) {
       const each = t.rounds.map((_, i) => us(t, i));
       const ratios = t.rounds.map((_, i) => us(t, i) / us(floor, i));
       out.push(`| ${t.name}: ${t.what} | ${fmt(each)} | ${median(each).toFixed(2)} | ${median(ratios).toFixed(2)} | ${median(t.rounds.map((r) => r.cpuShare)).toFixed(2)} | ${median(t.rounds.map((r) => r.systemUsPerAction)).toFixed(2)} |`);
@@ -96,6 +102,9 @@ async function main(): Promise<void> {
       const deltas = a.rounds.map((_, i) => us(a, i) - us(b, i));
       out.push(`| ${step} | ${fmt(deltas)} | ${median(deltas).toFixed(2)} |`);
     }
+    const overStored = targets[0]!.rounds.map((r, i) => r.usPerAction / stored.rounds[i]!.usPerAction);
+    out.push('');
+    out.push(`CPU per socket action, gateway / the storing floor: ${median(overStored).toFixed(2)} (rounds ${fmt(overStored)})`);
     process.stdout.write(`\n${out.join('\n')}\n`);
   } finally {
     for (const stop of stops.reverse()) await stop();

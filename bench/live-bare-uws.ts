@@ -12,12 +12,17 @@
 //    one told since its last tick, 4 times a second. A loop that runs late sends the newest value once, not
 //    every value it missed, as the gateway's crowd tick does.
 // Several of these can listen on one port (SO_REUSEPORT), as gateway workers do.
+// With BARE_STORE_URL=redis://... (bench:live-ablation's storing floor) each frame is appended to
+// the stream BARE_STORE_KEY before its ack (live-bare-store.ts): the least a server that stores
+// every action before it acks can do.
 // With BARE_LOADS_GATEWAY=1 (bench:live-perf --bare-loads-gateway) it first loads the gateway's
 // whole module graph and leaves it unused: the same work in a process as big as the gateway's.
 //   node dist/bench/live-bare-uws.js <port> <first page frame>
 import { createInterface } from 'node:readline';
+import type { WebSocket } from 'uWebSockets.js';
 import { nativeUws } from '../gateway/http/uws.js';
 import { LIVE_SUBPROTOCOL } from '../schemas/live-protocol.js';
+import { FrameStore } from './live-bare-store.js';
 
 if (process.env.BARE_LOADS_GATEWAY === '1') await import('../gateway/app.js');
 
@@ -28,22 +33,47 @@ const TOPIC = 'layout';
 const CROWD_TICK_MS = 250;
 let crowdNewest: string | null = null;
 
+interface Socket {
+  open: boolean;
+}
+type Ws = WebSocket<Socket>;
+const ack = (ref: unknown) => `{"op":"ack","ref":${JSON.stringify(String(ref))}}`;
+
+/** With a store, acks wait for their frames' call; then each socket's acks go out in one corked write. */
+const store = process.env.BARE_STORE_URL
+  ? new FrameStore<[Ws, unknown]>(process.env.BARE_STORE_URL, process.env.BARE_STORE_KEY ?? 'bare-live', (waiting) => {
+      const bySocket = new Map<Ws, string[]>();
+      for (const [ws, ref] of waiting) {
+        if (!ws.getUserData().open) continue;
+        const acks = bySocket.get(ws);
+        if (acks) acks.push(ack(ref));
+        else bySocket.set(ws, [ack(ref)]);
+      }
+      for (const [ws, acks] of bySocket) ws.cork(() => acks.forEach((a) => ws.send(a)));
+    })
+  : null;
+
 const app = uws.App();
 app
-  .ws('/live', {
+  .ws<Socket>('/live', {
     idleTimeout: 60,
     sendPingsAutomatically: true,
     maxBackpressure: 1 << 20,
     upgrade: (res, req, context) => {
-      res.upgrade({}, req.getHeader('sec-websocket-key'), LIVE_SUBPROTOCOL, req.getHeader('sec-websocket-extensions'), context);
+      res.upgrade({ open: true }, req.getHeader('sec-websocket-key'), LIVE_SUBPROTOCOL, req.getHeader('sec-websocket-extensions'), context);
     },
     open: (ws) => {
       ws.send(firstPage);
       ws.subscribe(TOPIC);
     },
     message: (ws, message) => {
-      const frame = JSON.parse(Buffer.from(message).toString()) as { ref?: unknown };
-      ws.send(`{"op":"ack","ref":${JSON.stringify(String(frame.ref))}}`);
+      const text = Buffer.from(message).toString();
+      const frame = JSON.parse(text) as { ref?: unknown };
+      if (store) store.add(text, [ws, frame.ref]);
+      else ws.send(ack(frame.ref));
+    },
+    close: (ws) => {
+      ws.getUserData().open = false;
     },
   })
   .listen('127.0.0.1', port, (socket) => {

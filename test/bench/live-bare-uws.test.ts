@@ -10,9 +10,11 @@ import { describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { liveSubprotocols } from '../../schemas/live-protocol.js';
 import { killAfterEach } from '../helpers/processes.js';
+import { useRedis } from '../helpers/redis.js';
 
 const FLOOR = fileURLToPath(new URL('../../dist/bench/live-bare-uws.js', import.meta.url));
 const tracked = killAfterEach();
+const redis = useRedis();
 
 /** The floor started with `env`: its process and port, once it listens. */
 async function floor(env: Record<string, string> = {}) {
@@ -58,5 +60,30 @@ describe('the bare uWS floor of bench:live', () => {
     ws.send(JSON.stringify({ op: 'action', ref: 'x9', lid: 1, type: 'Button' }));
     await expect.poll(() => acks, { timeout: 10_000 }).toEqual(['{"op":"ack","ref":"x9"}']);
     ws.close();
+  });
+
+  // bench:live-ablation's storing floor: the same ack, sent only once the frame is in a Redis stream
+  it('with BARE_STORE_URL, acks a frame only once its text is in the stream', async () => {
+    const { client, server } = redis.get();
+    const key = `bare-store-${Date.now()}`;
+    const { port } = await floor({ BARE_STORE_URL: server.url, BARE_STORE_KEY: key });
+    const ws = new WebSocket(`ws://127.0.0.1:${port}/live`, liveSubprotocols('any'));
+    const acks: string[] = [];
+    ws.on('message', (d: Buffer) => void (d.toString().startsWith('{"op":"ack"') && acks.push(d.toString())));
+    await new Promise((r) => ws.once('open', r));
+    await client.call('CLIENT', 'PAUSE', '60000', 'WRITE'); // the floor's call waits, and so must its acks
+    try {
+      const sent = ['a1', 'b2', 'c3'].map((ref) => JSON.stringify({ op: 'action', ref, lid: 2, type: 'Slider', value: 0.5 }));
+      for (const text of sent) ws.send(text);
+      await new Promise((r) => setTimeout(r, 500));
+      expect(acks).toEqual([]);
+      await client.call('CLIENT', 'UNPAUSE');
+      await expect.poll(() => acks, { timeout: 10_000 }).toEqual(['{"op":"ack","ref":"a1"}', '{"op":"ack","ref":"b2"}', '{"op":"ack","ref":"c3"}']);
+      const stored = await client.xrange(key, '-', '+');
+      expect(stored.map(([, fields]) => fields[1])).toEqual(sent);
+    } finally {
+      await client.call('CLIENT', 'UNPAUSE');
+      ws.close();
+    }
   });
 });
