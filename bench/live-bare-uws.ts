@@ -41,10 +41,10 @@ const ack = (ref: unknown) => `{"op":"ack","ref":${JSON.stringify(String(ref))}}
 
 /** With a store, acks wait for their frames' call; then each socket's acks go out in one corked write. */
 const store = process.env.BARE_STORE_URL
-  ? new FrameStore<[Ws, unknown]>(process.env.BARE_STORE_URL, process.env.BARE_STORE_KEY ?? 'bare-live', (waiting) => {
+  ? new FrameStore<[Ws, Socket, unknown]>(process.env.BARE_STORE_URL, process.env.BARE_STORE_KEY ?? 'bare-live', (waiting) => {
       const bySocket = new Map<Ws, string[]>();
-      for (const [ws, ref] of waiting) {
-        if (!ws.getUserData().open) continue;
+      for (const [ws, data, ref] of waiting) {
+        if (!data.open) continue; // closed meanwhile (uWS throws on any call to a closed socket)
         const acks = bySocket.get(ws);
         if (acks) acks.push(ack(ref));
         else bySocket.set(ws, [ack(ref)]);
@@ -69,7 +69,7 @@ app
     message: (ws, message) => {
       const text = Buffer.from(message).toString();
       const frame = JSON.parse(text) as { ref?: unknown };
-      if (store) store.add(text, [ws, frame.ref]);
+      if (store) store.add(text, [ws, ws.getUserData(), frame.ref]);
       else ws.send(ack(frame.ref));
     },
     close: (ws) => {

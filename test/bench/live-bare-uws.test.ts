@@ -86,4 +86,36 @@ describe('the bare uWS floor of bench:live', () => {
       ws.close();
     }
   });
+
+  it('with BARE_STORE_URL, a socket that closes while its frames wait for Redis leaves the floor serving', async () => {
+    const { client, server } = redis.get();
+    const key = `bare-store-${Date.now()}`;
+    const { child, port } = await floor({ BARE_STORE_URL: server.url, BARE_STORE_KEY: key });
+    const open = async () => {
+      const ws = new WebSocket(`ws://127.0.0.1:${port}/live`, liveSubprotocols('any'));
+      const acks: string[] = [];
+      ws.on('message', (d: Buffer) => void (d.toString().startsWith('{"op":"ack"') && acks.push(d.toString())));
+      await new Promise((resolve, reject) => {
+        ws.once('open', resolve);
+        ws.once('error', reject); // the floor is gone
+      });
+      return { ws, acks };
+    };
+    const leaving = await open();
+    await client.call('CLIENT', 'PAUSE', '60000', 'WRITE');
+    try {
+      leaving.ws.send(JSON.stringify({ op: 'action', ref: 'gone', lid: 1, type: 'Button' }));
+      await new Promise((r) => setTimeout(r, 300));
+      leaving.ws.terminate();
+      await new Promise((r) => setTimeout(r, 300));
+    } finally {
+      await client.call('CLIENT', 'UNPAUSE');
+    }
+    const staying = await open();
+    staying.ws.send(JSON.stringify({ op: 'action', ref: 'here', lid: 1, type: 'Button' }));
+    await expect.poll(() => staying.acks, { timeout: 10_000 }).toEqual(['{"op":"ack","ref":"here"}']);
+    expect(child.exitCode).toBe(null);
+    expect(await client.xlen(key)).toBe(2);
+    staying.ws.close();
+  });
 });
