@@ -20,24 +20,47 @@ function scheduler(tickHz: number, ack: (ids: string[]) => Promise<void> = async
   return { s: new LayoutScheduler(settings, ack, counters, createLogger('test', 'silent')), counters };
 }
 
+/**
+ * The ticks `s` has completed, counted as they end: lastProgress is in whole ms, and a tick that
+ * runs at once after one that overran ends within the same ms as it.
+ */
+function tickCount(s: LayoutScheduler, firstTakesMs = 0): () => number {
+  const tick = s.tick.bind(s);
+  let ended = 0;
+  s.tick = async () => {
+    if (ended === 0 && firstTakesMs > 0) {
+      const until = performance.now() + firstTakesMs; // the machine keeps this tick on past the next one's due time
+      while (performance.now() < until);
+    }
+    await tick();
+    ended++;
+  };
+  return () => ended;
+}
+
 const entry = (i: number) => ({ v: 1 as const, id: `ack-${i}`, layoutId: 'tick-budget', lid: 4, address: '/004', type: 'Index' as const, value: 1, ts: Date.now() });
 
 describe('the send schedule and the reader', () => {
-  it('afterNext() resolves after the next tick has run, and nextDue names when it is due', async () => {
-    const { s } = scheduler(100);
-    s.start();
-    try {
-      await s.clock.afterNext();
-      const before = s.lastProgress;
-      const due = s.clock.nextDue;
-      expect(due).toBeGreaterThan(0);
-      await s.clock.afterNext();
-      expect(s.lastProgress).toBeGreaterThan(before); // a tick completed in between
-      expect(performance.now()).toBeGreaterThanOrEqual(due);
-    } finally {
-      await s.stop(0);
-    }
-  });
+  // the first tick on time; then one that overran, so the next is due at once and ends within the same ms
+  for (const firstTakesMs of [0, 15]) {
+    it(`afterNext() resolves after the next tick has run, and nextDue names when it is due (first tick ${firstTakesMs} ms)`, async () => {
+      const { s } = scheduler(100);
+      const ticks = tickCount(s, firstTakesMs);
+      s.start();
+      try {
+        await s.clock.afterNext();
+        const before = { ticks: ticks(), progress: s.lastProgress };
+        const due = s.clock.nextDue;
+        expect(due).toBeGreaterThan(0);
+        await s.clock.afterNext();
+        expect(ticks()).toBeGreaterThan(before.ticks); // the next tick completed in between
+        expect(s.lastProgress).toBeGreaterThanOrEqual(before.progress);
+        expect(performance.now()).toBeGreaterThanOrEqual(due);
+      } finally {
+        await s.stop(0);
+      }
+    });
+  }
 
   it('a reader waiting when the loop stops is released, and no tick is due once the loop is gone', async () => {
     const { s } = scheduler(1);
@@ -57,14 +80,15 @@ describe('the send schedule and the reader', () => {
       calls.push(ids);
       return new Promise<void>((r) => (answer = r)); // Redis is slow: no reply until the test says so
     });
+    const ticks = tickCount(s);
     s.start();
     try {
       await eventually(() => s.clock.nextDue < Infinity);
       s.ackLater('1-1');
       await eventually(() => calls.length === 1);
-      const progress = s.lastProgress;
+      const ended = ticks();
       for (let i = 0; i < 3; i++) await s.clock.afterNext(); // released tick after tick though the XACK hangs
-      expect(s.lastProgress).toBeGreaterThan(progress);
+      expect(ticks()).toBeGreaterThanOrEqual(ended + 3);
       s.ackLater('2-1');
       s.ackLater('3-1');
       for (let i = 0; i < 3; i++) await s.clock.afterNext();
