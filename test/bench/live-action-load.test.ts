@@ -16,7 +16,7 @@ afterEach(async () => {
 });
 
 describe("bench:live's byte-level action load", () => {
-  it('is accepted by a WebSocket server and counts every ack it reads, behind a 70 KB page', async () => {
+  it('is accepted by a WebSocket server, counts every ack it reads, behind a 70 KB page, and measures the kernel part of the server CPU', async () => {
     const page = JSON.stringify({ op: 'page', controls: 'x'.repeat(70_000) });
     let received = 0;
     let invalid = 0;
@@ -43,6 +43,10 @@ describe("bench:live's byte-level action load", () => {
     // two of every three answers are acks; at most the frames in flight at the end go unread
     expect(acked).toBeLessThanOrEqual(Math.ceil((received * 2) / 3));
     expect(acked).toBeGreaterThanOrEqual(received - connections * inFlight - Math.ceil(received / 3));
+    // the server's CPU, and of it the kernel's part: some 0.5 s of socket reads and writes here (/proc
+    // counts CPU in 10 ms ticks, so a load much lighter than this may show none in the kernel)
+    expect(load.systemUsPerAction).toBeGreaterThan(0);
+    expect(load.systemUsPerAction).toBeLessThan(load.usPerAction);
   });
 
   it('at a rate, sends about that many frames a second in writes of perWrite frames each, and measures the server CPU it caused', async () => {
@@ -79,7 +83,8 @@ describe("bench:live's byte-level action load", () => {
     // every frame answered is counted; the last writes' answers may come after the load stops counting
     expect(load.acked).toBeLessThanOrEqual(frames);
     expect(load.acked).toBeGreaterThanOrEqual(frames - 4 * perWrite);
-    expect(load.systemUsPerAction).toBeGreaterThan(0);
-    expect(load.systemUsPerAction).toBeLessThan(load.usPerAction);
+    // its CPU: 2,000 frames cost the kernel 10 to 50 ms here, a tick or a few, and now and then none
+    expect(load.usPerAction).toBeGreaterThan(0);
+    expect(load.systemUsPerAction).toBeLessThanOrEqual(load.usPerAction);
   });
 });
