@@ -26,6 +26,18 @@ async function floor(env: Record<string, string> = {}) {
   return { child, port: Number(/listening (\d+)/.exec(line)![1]) };
 }
 
+/** A socket on the floor at `port` and the acks it reads; rejects when the floor is gone. */
+async function socketOn(port: number) {
+  const ws = new WebSocket(`ws://127.0.0.1:${port}/live`, liveSubprotocols('any'));
+  const acks: string[] = [];
+  ws.on('message', (d: Buffer) => void (d.toString().startsWith('{"op":"ack"') && acks.push(d.toString())));
+  await new Promise((resolve, reject) => {
+    ws.once('open', resolve);
+    ws.once('error', reject);
+  });
+  return { ws, acks };
+}
+
 const residentKb = (pid: number) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]);
 
 describe('the bare uWS floor of bench:live', () => {
@@ -67,10 +79,7 @@ describe('the bare uWS floor of bench:live', () => {
     const { client, server } = redis.get();
     const key = `bare-store-${Date.now()}`;
     const { port } = await floor({ BARE_STORE_URL: server.url, BARE_STORE_KEY: key });
-    const ws = new WebSocket(`ws://127.0.0.1:${port}/live`, liveSubprotocols('any'));
-    const acks: string[] = [];
-    ws.on('message', (d: Buffer) => void (d.toString().startsWith('{"op":"ack"') && acks.push(d.toString())));
-    await new Promise((r) => ws.once('open', r));
+    const { ws, acks } = await socketOn(port);
     await client.call('CLIENT', 'PAUSE', '60000', 'WRITE'); // the floor's call waits, and so must its acks
     try {
       const sent = ['a1', 'b2', 'c3'].map((ref) => JSON.stringify({ op: 'action', ref, lid: 2, type: 'Slider', value: 0.5 }));
@@ -91,17 +100,7 @@ describe('the bare uWS floor of bench:live', () => {
     const { client, server } = redis.get();
     const key = `bare-store-${Date.now()}`;
     const { child, port } = await floor({ BARE_STORE_URL: server.url, BARE_STORE_KEY: key });
-    const open = async () => {
-      const ws = new WebSocket(`ws://127.0.0.1:${port}/live`, liveSubprotocols('any'));
-      const acks: string[] = [];
-      ws.on('message', (d: Buffer) => void (d.toString().startsWith('{"op":"ack"') && acks.push(d.toString())));
-      await new Promise((resolve, reject) => {
-        ws.once('open', resolve);
-        ws.once('error', reject); // the floor is gone
-      });
-      return { ws, acks };
-    };
-    const leaving = await open();
+    const leaving = await socketOn(port);
     await client.call('CLIENT', 'PAUSE', '60000', 'WRITE');
     try {
       leaving.ws.send(JSON.stringify({ op: 'action', ref: 'gone', lid: 1, type: 'Button' }));
@@ -111,7 +110,7 @@ describe('the bare uWS floor of bench:live', () => {
     } finally {
       await client.call('CLIENT', 'UNPAUSE');
     }
-    const staying = await open();
+    const staying = await socketOn(port);
     staying.ws.send(JSON.stringify({ op: 'action', ref: 'here', lid: 1, type: 'Button' }));
     await expect.poll(() => staying.acks, { timeout: 10_000 }).toEqual(['{"op":"ack","ref":"here"}']);
     expect(child.exitCode).toBe(null);
