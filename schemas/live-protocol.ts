@@ -80,6 +80,12 @@ export const FRAME_LIMITS = {
   idempotencyKey: /^[A-Za-z0-9._:-]{1,64}$/,
   /** crowd frames per aggregated control and second, at most */
   crowdFramesPerSecond: 4,
+  /**
+   * `refresh` frames: one checked at a time per socket, and token buckets per socket and per
+   * participant (a renewal needs one a token's life); past them, error rate_limited, and a refusal
+   * counts toward the flood close (CLOSE.flooding) as a refused action does
+   */
+  refresh: { socketBurst: 3, socketPerMinute: 2, participantBurst: 4, participantPerMinute: 4 },
 } as const;
 
 /** The close reason of a 1012: when to come back, so a draining gateway's crowd returns spread out. */

@@ -1,7 +1,8 @@
 // The frames a client sends on its live socket: an action, taken by the same intake as POST
 // /action (one participant, one budget, whichever way it acts) and answered by an ack once stored
 // or an error with the HTTP API's code; or a refresh of the socket's token (token-lifecycle.ts).
-// A socket refused as rate_limited FLOOD_CLOSE_AFTER times in a row is closed (CLOSE.flooding).
+// A socket refused as rate_limited (or refused a refresh) FLOOD_CLOSE_AFTER times in a row is closed
+// (CLOSE.flooding).
 import { CLIENT_OP, CLOSE, FRAME_LIMITS } from '../../schemas/live-protocol.js';
 import { WHOLE_DOCUMENT, describeFirstError, validateLiveClientFrame } from '../../schemas/validators.js';
 import { AppError } from '../errors.js';
@@ -12,7 +13,7 @@ import type { IntakeWaiter } from '../actions/intake.js';
 import type { LiveOptions, LiveServices, LiveSocket, SocketData } from './socket.js';
 import type { TokenLifecycle } from './token-lifecycle.js';
 
-/** A socket whose actions were refused as rate_limited this many times in a row is closed (CLOSE.flooding). */
+/** A socket whose actions were refused as rate_limited (or its refreshes refused) this many times in a row is closed (CLOSE.flooding). */
 export const FLOOD_CLOSE_AFTER = 50;
 
 const decoder = new TextDecoder('utf-8', { fatal: true });
@@ -98,9 +99,18 @@ export class ActionFrames {
       if (layout instanceof Promise) layout.then((l) => this.s.intake.take(body, claims, l, once, at, waiter)).catch((e: unknown) => waiter.failed(e));
       else this.s.intake.take(body, claims, layout, once, at, waiter);
     } catch (e) {
-      this.answer(ws, data, errorFrame(ref, e));
-      if (e instanceof AppError && e.code === 'rate_limited' && ++data.refusedInARow >= FLOOD_CLOSE_AFTER) this.registry.end(ws, data, CLOSE.flooding, 'too many actions past the budget');
+      this.refused(ws, data, ref, e, false);
     }
+  }
+
+  /**
+   * A frame refused at once: its error frame, and toward the flood close when it was past a budget
+   * (rate_limited) or a refresh (each one is past what a client needs).
+   */
+  refused(ws: LiveSocket, data: SocketData, ref: string | null, e: unknown, refresh: boolean): void {
+    this.answer(ws, data, errorFrame(ref, e));
+    const counts = refresh || (e instanceof AppError && e.code === 'rate_limited');
+    if (counts && data.open && ++data.refusedInARow >= FLOOD_CLOSE_AFTER) this.registry.end(ws, data, CLOSE.flooding, 'too many frames past the budget');
   }
 
   /**

@@ -17,6 +17,7 @@ import { Publisher } from './publisher.js';
 import { SocketRegistry } from './registry.js';
 import type { LiveOptions, LiveServices, LiveSocket, SocketData } from './socket.js';
 import { TokenLifecycle } from './token-lifecycle.js';
+import { TokenBuckets } from '../limits/token-buckets.js';
 import { upgradeLive } from './upgrade.js';
 
 export type { LiveOptions, LiveServices } from './socket.js';
@@ -56,7 +57,13 @@ export class LiveChannel {
     this.backpressure = new Backpressure(this.registry, o);
     this.publisher = new Publisher(s, (layoutId) => this.crowd?.current(layoutId) ?? [], this.registry, this.backpressure, o);
     this.frames = new ActionFrames(s, this.registry, () => this.lifecycle, o);
-    this.lifecycle = new TokenLifecycle(this.registry, s, (ws, data, text) => ws.cork(() => this.frames.answer(ws, data, text)), o);
+    this.lifecycle = new TokenLifecycle(
+      this.registry,
+      s,
+      (ws, data, text) => ws.cork(() => this.frames.answer(ws, data, text)),
+      (ws, data, e) => ws.cork(() => this.frames.refused(ws, data, null, e, true)),
+      o,
+    );
   }
 
   /** Sockets open on this process now. */
@@ -83,7 +90,7 @@ export class LiveChannel {
           deps: this.s,
           admit: () => this.admission.process(),
           admitParticipant: (claims) => this.admission.participant(claims),
-          newSocket: (claims, layoutId) => ({ claims, noticeSent: false, layoutId, version: -1, open: true, refusedInARow: 0, overSince: null, stale: false, answers: [] }),
+          newSocket: (claims, layoutId) => ({ claims, noticeSent: false, layoutId, version: -1, open: true, refusedInARow: 0, refreshing: false, refreshes: new TokenBuckets(1), overSince: null, stale: false, answers: [] }),
           onError: this.o.onError,
           upgrading: (run) => {
             this.inUpgrade = true;

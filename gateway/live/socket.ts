@@ -5,6 +5,7 @@ import type { ActionRequest } from '../../schemas/types.js';
 import type { IntakeWaiter } from '../actions/intake.js';
 import type { AudienceClaims } from '../auth/audience-tokens.js';
 import type { LiveLayout } from '../layouts/layout-cache.js';
+import type { TokenBuckets } from '../limits/token-buckets.js';
 
 export interface SocketData {
   /** the token's claims; a `refresh` frame replaces them with those of the same participant's new token */
@@ -15,8 +16,12 @@ export interface SocketData {
   /** the version of the layout whose page this socket was last sent */
   version: number;
   open: boolean;
-  /** actions refused as rate_limited in a row (an accepted one resets it) */
+  /** actions refused as rate_limited, and refreshes refused, in a row (an accepted action resets it) */
   refusedInARow: number;
+  /** a `refresh` is being checked (the next one is refused until it is answered) */
+  refreshing: boolean;
+  /** this socket's refreshes lately (one bucket) */
+  refreshes: TokenBuckets;
   /** since when the socket's buffer is over its limit (state frames are skipped meanwhile), or null */
   overSince: number | null;
   /** a state frame was skipped: the socket gets the current state when it drains */

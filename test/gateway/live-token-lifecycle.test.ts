@@ -3,7 +3,8 @@
 // the same participant's renewed token keeps the socket past its first exp, acting; a token of
 // another participant gets token_mismatch and the socket keeps its own.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CLOSE } from '../../schemas/live-protocol.js';
+import { CLOSE, FRAME_LIMITS } from '../../schemas/live-protocol.js';
+import { FLOOD_CLOSE_AFTER } from '../../gateway/live/channel.js';
 import { createAjv } from '../../schemas/validators.js';
 import { eventually, mintToken, postJson, startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { connectLive } from '../helpers/live.js';
@@ -76,5 +77,52 @@ describe('a live socket and its token', () => {
     expect(await live.next('ack', at)).toMatchObject({ ref: 'still' });
     expect(live.frames.some((f) => f.op === 'refreshed')).toBe(false);
     live.ws.close();
+  });
+});
+
+describe('refresh frames are budgeted', () => {
+  /** a token of this layout with its signature changed: never cached, so every check of it is a verify */
+  const forged = (token: string) => `${token.slice(0, token.lastIndexOf('.') + 1)}${'A'.repeat(43)}`;
+
+  it('a flood of refreshes with bad signatures gets one check at a time, within the socket\'s budget, and closes with 4029', async () => {
+    const token = await mintToken(t, t.layoutId, t.apiKey);
+    const live = await connectLive(t.url, token);
+    const before = live.frames.length;
+    const bad = forged(token);
+    for (let i = 0; i < 200; i++) live.send({ op: 'refresh', token: bad });
+    const closed = await live.closed;
+    expect(closed.code).toBe(CLOSE.flooding);
+    const errors = live.frames.slice(before).filter((f) => f.op === 'error') as unknown as { error: { code: string } }[];
+    const checked = errors.filter((e) => e.error.code === 'token_invalid').length;
+    // the frames come faster than a check answers: the first is checked (its answer may come after
+    // the close), the rest are refused before any check
+    expect(checked).toBeLessThanOrEqual(FRAME_LIMITS.refresh.socketBurst);
+    expect(errors.filter((e) => e.error.code === 'rate_limited').length).toBeGreaterThanOrEqual(FLOOD_CLOSE_AFTER - FRAME_LIMITS.refresh.socketBurst);
+    expect(errors.every((e) => e.error.code === 'token_invalid' || e.error.code === 'rate_limited')).toBe(true);
+    expect(errors.length).toBeLessThanOrEqual(FLOOD_CLOSE_AFTER + FRAME_LIMITS.refresh.socketBurst);
+  });
+
+  it('a participant\'s refreshes share one budget over its sockets; a refused one leaves the socket acting on its token', async () => {
+    const first = await mintToken(t, t.layoutId, t.apiKey);
+    const second = await renew(first);
+    const sockets = [];
+    for (let i = 0; i < 2; i++) sockets.push(await connectLive(t.url, first)); // LIVE_SOCKETS_PER_PARTICIPANT's default
+    const codes: string[] = [];
+    // one at a time, each answered before the next: never two in flight
+    for (let i = 0; i < FRAME_LIMITS.refresh.participantBurst + 1; i++) {
+      const live = sockets[i % sockets.length]!;
+      const at = live.frames.length;
+      live.send({ op: 'refresh', token: second });
+      await eventually(() => live.frames.slice(at).some((f) => f.op === 'refreshed' || f.op === 'error'));
+      const answer = live.frames.slice(at).find((f) => f.op === 'refreshed' || f.op === 'error')!;
+      codes.push(answer.op === 'refreshed' ? 'refreshed' : (answer as unknown as { error: { code: string } }).error.code);
+    }
+    expect(codes.slice(0, FRAME_LIMITS.refresh.participantBurst).every((c) => c === 'refreshed')).toBe(true);
+    expect(codes.at(-1)).toBe('rate_limited');
+    const live = sockets.at(-1)!;
+    const at = live.frames.length;
+    live.send({ op: 'action', ref: 'after', lid: 2, type: 'Slider', value: 0.5 });
+    expect(await live.next('ack', at)).toMatchObject({ ref: 'after' });
+    for (const s of sockets) s.ws.close();
   });
 });
