@@ -242,6 +242,7 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
     bufferBytes: config.liveBufferBytes, slowCloseMs: config.liveSlowCloseMs, now,
     idleTimeoutSeconds: config.liveIdleTimeoutSeconds, expiryNoticeMs: config.liveExpiryNoticeSeconds * 1000, socketsPerParticipant: config.liveSocketsPerParticipant,
     opensPerParticipantPerMinute: config.liveOpensPerParticipantPerMinute, drainMs: config.liveDrainMs,
+    refusedUpgradesPerAddressPerSecond: config.liveRefusedUpgradesPerAddressPerSecond, trustProxy: config.trustProxy,
     onError: (e) => log.error({ err: e }, 'unexpected error on the live channel'),
     onUnavailable: (what) => liveMisses.count(what),
     onSkipped: (frames = 1) => metrics.liveSkipped.inc(frames),

@@ -50,6 +50,7 @@ export interface GatewayConfig {
   readonly liveExpiryNoticeSeconds: number;
   readonly liveSocketsPerParticipant: number;
   readonly liveOpensPerParticipantPerMinute: number;
+  readonly liveRefusedUpgradesPerAddressPerSecond: number;
   readonly liveDrainMs: number;
   readonly streamMaxLen: number;
   readonly streamRetentionSeconds: number;

@@ -1,5 +1,6 @@
 // What every admin API request goes through: the session cookie, the CSRF token on
 // state-changing requests, and an Origin that is this site's own.
+import { clientAddress } from '../http/client-address.js';
 import type { GatewayConfig } from '../config.js';
 import { AppError, orUnavailable } from '../errors.js';
 import type { RequestHead } from '../http/route.js';
@@ -43,10 +44,9 @@ export class AdminGuard {
     return { session, sessionId };
   }
 
-  /** The client's address for rate limiting (the first x-forwarded-for hop behind a trusted proxy). */
+  /** The client's address for rate limiting (behind a trusted proxy, the hop that proxy wrote). */
   clientAddress(head: RequestHead): string {
-    const forwarded = this.config.trustProxy ? head.headers['x-forwarded-for'].split(',')[0]?.trim() : '';
-    return forwarded || head.remoteAddress || 'unknown';
+    return clientAddress(head.remoteAddress, head.headers['x-forwarded-for'], this.config.trustProxy);
   }
 
   private secure(head: RequestHead): boolean {

@@ -48,6 +48,14 @@ export class TokenBuckets {
     return Math.ceil(((1 - tokens) * 1000) / rate.ratePerSecond);
   }
 
+  /** The ms until the owner's bucket has a token (0: it has one now); nothing is taken. */
+  waitFor(owner: string, rate: Rate, now: number): number {
+    const b = this.buckets.get(owner);
+    if (!b) return 0;
+    const tokens = Math.min(rate.burst, b.tokens + (Math.max(0, now - b.at) * rate.ratePerSecond) / 1000);
+    return tokens >= 1 ? 0 : Math.ceil(((1 - tokens) * 1000) / rate.ratePerSecond);
+  }
+
   /** Forgets the buckets that are full again by `now` (their owners have been quiet long enough). */
   sweep(now: number): void {
     for (const [owner, b] of this.buckets) if (b.fullAt <= now) this.buckets.delete(owner);

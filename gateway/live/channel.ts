@@ -19,6 +19,7 @@ import type { LiveOptions, LiveServices, LiveSocket, SocketData } from './socket
 import { TokenLifecycle } from './token-lifecycle.js';
 import { TokenBuckets } from '../limits/token-buckets.js';
 import { upgradeLive } from './upgrade.js';
+import { clientAddress } from '../http/client-address.js';
 
 export type { LiveOptions, LiveServices } from './socket.js';
 export { FLOOD_CLOSE_AFTER } from './action-frames.js';
@@ -89,6 +90,10 @@ export class LiveChannel {
         upgradeLive(res, req, context, {
           deps: this.s,
           admit: () => this.admission.process(),
+          admitNew: () => this.admission.newSocket(),
+          address: (res, req) => clientAddress(Buffer.from(res.getRemoteAddressAsText()).toString(), req.getHeader('x-forwarded-for'), this.o.trustProxy),
+          admitAddress: (address) => this.admission.address(address),
+          refusedFrom: (address) => this.admission.refused(address),
           admitParticipant: (claims) => this.admission.participant(claims),
           newSocket: (claims, layoutId) => ({ claims, noticeSent: false, layoutId, version: -1, open: true, refusedInARow: 0, refreshing: false, refreshes: new TokenBuckets(1), overSince: null, stale: false, answers: [] }),
           onError: this.o.onError,

@@ -36,7 +36,11 @@ export interface LiveServices {
   layouts: { get(layoutId: string): Promise<LiveLayout | null> | LiveLayout | null };
   /** displays the layout's bridges send to (a hint on the page frame) */
   destinations: { count(layoutId: string): Promise<number> };
-  tokens: { verify(token: string): AudienceClaims | Promise<AudienceClaims> };
+  tokens: {
+    verify(token: string): AudienceClaims | Promise<AudienceClaims>;
+    /** the very token is in the verified-token cache (its check costs no verify) */
+    known(token: string): boolean;
+  };
   cors: { allows(origin: string): boolean };
   /** one participant's action, as POST /action takes it */
   intake: { take(body: ActionRequest, claims: AudienceClaims, layout: LiveLayout | null, once: string, at: number, waiter: IntakeWaiter): void };
@@ -60,6 +64,10 @@ export interface LiveOptions {
   socketsPerParticipant: number;
   /** upgrades one participant may make a minute (as many at once); past it 429 */
   opensPerParticipantPerMinute: number;
+  /** refused upgrades one peer address may make a second (twice as many at once); past it 429 for tokens not checked here yet */
+  refusedUpgradesPerAddressPerSecond: number;
+  /** believe the last X-Forwarded-For hop as the peer's address */
+  trustProxy: boolean;
   /** a stopping gateway closes its sockets over this long (CLOSE.serviceRestart, with when to come back) */
   drainMs: number;
   now: () => number;

@@ -258,6 +258,56 @@ describe('the socket caps of a process (LIVE_MAX_SOCKETS, LIVE_NEW_SOCKETS_PER_S
   });
 });
 
+describe('refused upgrades (their own budget, per peer address)', () => {
+  const from = (address: string) => ({ localAddress: address });
+
+  it('a flood of upgrades without a token spends none of LIVE_NEW_SOCKETS_PER_SECOND: phones with tokens still open', async () => {
+    const g = await startTestGateway({ redisUrl: redis.get().server.url, sameDataAs: t, overrides: { liveNewSocketsPerSecond: 30 } });
+    try {
+      const tokens = await Promise.all(Array.from({ length: 30 }, () => mintToken(t, t.layoutId, t.apiKey)));
+      const flood = await Promise.all(Array.from({ length: 300 }, () => attemptLive(g.url, ['audience-control.v1'], {}, from('127.0.0.1'))));
+      expect(flood.every((f) => f.status === 401 || f.status === 429)).toBe(true);
+      expect(flood.filter((f) => f.status === 429).length).toBeGreaterThan(0); // the flooder's address is past its refusals
+      const phones = await Promise.all(tokens.map((token) => attemptLive(g.url, liveProtocols(token), {}, from('127.0.0.2'))));
+      expect(phones.map((p) => p.status)).toEqual(tokens.map(() => 101));
+      for (const p of phones) p.ws!.close();
+    } finally {
+      await g.close();
+    }
+  });
+
+  it('an address past its refusals gets 429 for a token this process has not checked yet, and still opens with one it has', async () => {
+    const g = await startTestGateway({ redisUrl: redis.get().server.url, sameDataAs: t, overrides: { liveRefusedUpgradesPerAddressPerSecond: 5 } });
+    try {
+      const known = await mintToken(t, t.layoutId, t.apiKey);
+      const first = await attemptLive(g.url, liveProtocols(known), {}, from('127.0.0.3'));
+      expect(first.status).toBe(101); // now checked and cached
+      first.ws!.close();
+      const forged = `${known.slice(0, known.lastIndexOf('.') + 1)}${'A'.repeat(43)}`;
+      // one after another: a refusal counts once answered (those under way at once may overshoot)
+      const refused = [];
+      for (let i = 0; i < 20; i++) refused.push(await attemptLive(g.url, liveProtocols(forged), {}, from('127.0.0.3')));
+      const statuses = refused.map((r) => r.status);
+      expect(statuses.filter((s) => s === 401).length).toBeGreaterThanOrEqual(10); // its burst: twice the rate
+      expect(statuses.filter((s) => s === 401).length).toBeLessThanOrEqual(11); // and what refilled meanwhile
+      expect(statuses.filter((s) => s === 429).length).toBeGreaterThanOrEqual(9);
+      const late = refused.find((r) => r.status === 429)!;
+      expect(JSON.parse(late.body!).error.code).toBe('rate_limited');
+      expect(Number(late.retryAfter)).toBeGreaterThanOrEqual(1);
+      const fresh = await mintToken(t, t.layoutId, t.apiKey);
+      expect((await attemptLive(g.url, liveProtocols(fresh), {}, from('127.0.0.3'))).status).toBe(429); // would need a verify
+      const again = await attemptLive(g.url, liveProtocols(known), {}, from('127.0.0.3'));
+      expect(again.status).toBe(101);
+      again.ws!.close();
+      const elsewhere = await attemptLive(g.url, liveProtocols(fresh), {}, from('127.0.0.4'));
+      expect(elsewhere.status).toBe(101);
+      elsewhere.ws!.close();
+    } finally {
+      await g.close();
+    }
+  });
+});
+
 describe('a client that leaves before its actions are answered', () => {
   it('is not written to once gone: nothing logs an error, and the gateway keeps serving', async () => {
     const lines: string[] = [];

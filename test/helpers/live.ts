@@ -63,9 +63,10 @@ export function attemptLive(
   base: string,
   protocols: string[],
   headers: Record<string, string> = {},
+  options: WebSocket.ClientOptions = {},
 ): Promise<{ status: number; retryAfter?: string; body?: string; protocol?: string; ws?: WebSocket }> {
   return new Promise((resolve) => {
-    const ws = new WebSocket(liveUrl(base), protocols, { headers });
+    const ws = new WebSocket(liveUrl(base), protocols, { ...options, headers });
     ws.on('unexpected-response', (_req, res) => {
       let body = '';
       res.on('data', (c: Buffer) => (body += c.toString()));
