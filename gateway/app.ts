@@ -232,7 +232,6 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
   const moderationAdmin = {
     bounds: moderationBounds,
     trim: { maxLen: config.streamMaxLen, retentionMs: config.streamRetentionSeconds * 1000 },
-    tokenTtlMs: config.tokenTtlSeconds * 1000,
     onDecided: (decision: string) => metrics.moderationDecisions.inc({ decision }),
   };
   for (const r of [...actionRoutes(deps), ...adminApiRoutes(admin), ...moderationApiRoutes(admin, moderationAdmin), recordApiRoute(admin), ...adminPageRoutes(), ...playPageRoutes()]) server.mount(r);

@@ -32,7 +32,7 @@ export class GatewayMetrics {
   readonly moderationRefused = new Counter({ name: 'audience_gateway_moderation_refused_total', help: 'Strings refused as moderated, by reason (blocklist, profanity, url, email, phone, too_long, muted).', labelNames: ['reason'], registers: [this.registry] });
   readonly moderationHeld = new Counter({ name: 'audience_gateway_moderation_held_total', help: 'Strings put in a moderation queue (mode hold).', registers: [this.registry] });
   readonly moderationDropped = new Counter({ name: 'audience_gateway_moderation_dropped_total', help: 'Held texts that left a moderation queue undecided, by reason: expired (MODERATION_HOLD_SECONDS), participant (past MODERATION_QUEUE_PER_PARTICIPANT), full (past MODERATION_QUEUE_MAX).', labelNames: ['reason'], registers: [this.registry] });
-  readonly moderationDecisions = new Counter({ name: 'audience_gateway_moderation_decisions_total', help: 'Moderation decisions made through this process (the team page), by decision: approve, reject, mute.', labelNames: ['decision'], registers: [this.registry] });
+  readonly moderationDecisions = new Counter({ name: 'audience_gateway_moderation_decisions_total', help: 'Moderation decisions made through this process (the team page), by decision: approve, reject, mute, unmute.', labelNames: ['decision'], registers: [this.registry] });
 
   /** The live sockets this process holds, read at each scrape. */
   watchLive(count: () => number): void {

@@ -44,7 +44,7 @@ export interface CueEntry {
 /** A moderator's decision on a held text (a mute without a text at hand has no item). */
 export interface ModerationEntry {
   kind: 'moderation';
-  decision: 'approve' | 'reject' | 'mute';
+  decision: 'approve' | 'reject' | 'mute' | 'unmute';
   item: string | null;
   by: string;
   sub: string;

@@ -11,9 +11,7 @@ import { api, json, type AdminDeps } from './api.js';
 export interface ModerationDeps {
   bounds: QueueBounds;
   trim: StreamTrimSettings;
-  /** the longest an audience token can live (ms): a mute without a text at hand lasts this long */
-  tokenTtlMs: number;
-  onDecided: (decision: Decision) => void;
+  onDecided: (decision: Decision | 'unmute') => void;
 }
 
 const ITEM_ID = /^[A-Za-z0-9_-]{1,32}$/;
@@ -77,9 +75,24 @@ export function moderationApiRoutes(d: AdminDeps, m: ModerationDeps): Route[] {
         const body = parseJson(raw) as { sub?: unknown } | null;
         const sub = typeof body?.sub === 'string' && SUB.test(body.sub) ? body.sub : null;
         if (sub === null) throw new AppError('invalid_body', 'send {"sub": "<the participant\'s sub>"}');
-        const { until, rejected } = await orUnavailable(d.stores.moderation.mute(layout.layoutId, sub, by, d.now() + m.tokenTtlMs, m.trim));
+        const { until, rejected } = await orUnavailable(d.stores.moderation.mute(layout.layoutId, sub, by, m.trim));
         m.onDecided('mute');
         return json({ layoutId: layout.layoutId, sub, mutedUntil: iso(until), rejected });
+      },
+    }),
+    api({
+      method: 'post',
+      pattern: '/admin/api/layouts/:layoutId/unmute',
+      params: 1,
+      body: true,
+      async handle(head, raw) {
+        const { layout, by } = await ownedLayout(head, true);
+        const body = parseJson(raw) as { sub?: unknown } | null;
+        const sub = typeof body?.sub === 'string' && SUB.test(body.sub) ? body.sub : null;
+        if (sub === null) throw new AppError('invalid_body', 'send {"sub": "<the participant\'s sub>"}');
+        const { wasMuted } = await orUnavailable(d.stores.moderation.unmute(layout.layoutId, sub, by));
+        if (wasMuted) m.onDecided('unmute');
+        return json({ layoutId: layout.layoutId, sub, wasMuted });
       },
     }),
   ];

@@ -17,7 +17,7 @@ type Leaf = (parent: Command, name: string, description: string) => Command;
 function settings() {
   const env = process.env;
   const c = loadConfig({ MODERATION_HOLD_SECONDS: env.MODERATION_HOLD_SECONDS, STREAM_MAXLEN: env.STREAM_MAXLEN, STREAM_RETENTION_SECONDS: env.STREAM_RETENTION_SECONDS, TOKEN_TTL_SECONDS: env.TOKEN_TTL_SECONDS });
-  return { holdMs: c.moderationHoldSeconds * 1000, trim: { maxLen: c.streamMaxLen, retentionMs: c.streamRetentionSeconds * 1000 }, tokenTtlMs: c.tokenTtlSeconds * 1000 };
+  return { holdMs: c.moderationHoldSeconds * 1000, trim: { maxLen: c.streamMaxLen, retentionMs: c.streamRetentionSeconds * 1000 } };
 }
 
 
@@ -89,16 +89,24 @@ export function addModerationCommands(program: Command, leaf: Leaf, run: Run): v
         }),
       );
   }
-  leaf(moderation, 'mute', "refuse a participant's Strings until their token expires; their held texts are rejected")
+  leaf(moderation, 'mute', "refuse a participant's Strings, through its renewals, until unmuted; their held texts are rejected")
     .argument('<layoutId>')
     .requiredOption('--sub <sub>', "the participant (the token's sub claim, shown by moderation list)")
     .option('--by <name>', 'who decided, as recorded (default: cli:<user>@<host>)')
     .action(
       run(async ({ stores, out }, layoutId: string, opts: { sub: string; by?: string }) => {
-        const s = settings();
-        const now = await redisTimeMs(stores.redis);
-        const { until, rejected } = await stores.moderation.mute(layoutId, opts.sub, operator(opts.by), now + s.tokenTtlMs, s.trim);
-        out.result({ layoutId, sub: opts.sub, mutedUntil: iso(until), rejected }, `layout ${layoutId}: ${opts.sub} muted until ${iso(until)}; ${rejected} held texts of theirs rejected`);
+        const { until, rejected } = await stores.moderation.mute(layoutId, opts.sub, operator(opts.by), settings().trim);
+        out.result({ layoutId, sub: opts.sub, mutedUntil: iso(until), rejected }, `layout ${layoutId}: ${opts.sub} muted until ${iso(until)} or unmuted; ${rejected} held texts of theirs rejected`);
+      }),
+    );
+  leaf(moderation, 'unmute', "take a muted participant's Strings again")
+    .argument('<layoutId>')
+    .requiredOption('--sub <sub>', "the participant (the token's sub claim)")
+    .option('--by <name>', 'who decided, as recorded (default: cli:<user>@<host>)')
+    .action(
+      run(async ({ stores, out }, layoutId: string, opts: { sub: string; by?: string }) => {
+        const { wasMuted } = await stores.moderation.unmute(layoutId, opts.sub, operator(opts.by));
+        out.result({ layoutId, sub: opts.sub, wasMuted }, wasMuted ? `layout ${layoutId}: ${opts.sub} unmuted` : `layout ${layoutId}: ${opts.sub} was not muted`);
       }),
     );
 }

@@ -13,11 +13,11 @@ import type { RecordBounds } from './show-record.js';
 import { RECORD_DEFAULTS } from '../../schemas/show-record.js';
 
 /**
- * A revoked participant is remembered this long: the longest an audience token can live
+ * A revoked (or muted) participant is remembered this long: the longest an audience token can live
  * (TOKEN_TTL_SECONDS, at most 30 days) and then still be renewed (TOKEN_RENEW_GRACE_SECONDS, at
  * most 30 days), so no token of the participant can outlive the record and renew itself back.
  */
-const REVOKED_SUB_MEMORY_MS = 2 * 30 * 24 * 3600 * 1000;
+export const PARTICIPANT_MEMORY_MS = 2 * 30 * 24 * 3600 * 1000;
 
 export interface StoredLayout {
   layoutId: string;
@@ -122,7 +122,7 @@ export class LayoutStore {
    */
   async revokeTokens(layoutId: string, what: { before: number } | { sub: string }, now = Date.now()): Promise<number> {
     const [kind, value] = 'sub' in what ? ['sub', what.sub] : ['before', String(Math.floor(what.before))];
-    const r = (await runScript(this.redis, 'revokeTokens', [this.keys.layout(layoutId), this.keys.revokedSubs(layoutId)], [kind, value, now, REVOKED_SUB_MEMORY_MS])) as [number, string?];
+    const r = (await runScript(this.redis, 'revokeTokens', [this.keys.layout(layoutId), this.keys.revokedSubs(layoutId)], [kind, value, now, PARTICIPANT_MEMORY_MS])) as [number, string?];
     if (r[0] === 0) throw new AppError('layout_not_found', `no layout ${JSON.stringify(layoutId)}`);
     await publishInvalidation(this.redis, this.keys, { kind: 'layout', id: layoutId });
     return Number(r[1]);

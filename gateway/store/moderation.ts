@@ -2,6 +2,7 @@
 // muted participants, all under the layout's hash tag. Holding and deciding are one Lua call each,
 // so every bound holds and every item is decided once however many gateways and operators act;
 // listing is one too, so the moderators' view is one moment of the queue.
+import { PARTICIPANT_MEMORY_MS } from './layouts.js';
 import { randomUUID } from 'node:crypto';
 import type { RedisClient } from '../../runtime/redis.js';
 import { ACTION_FIELD } from '../../schemas/action-entry.js';
@@ -91,7 +92,7 @@ export class ModerationStore {
       this.redis,
       'decideText',
       [k.queue, k.items, k.subs, k.decided, k.decidedOrder, this.keys.actions(layoutId), this.keys.mutedSubs(layoutId), this.keys.layout(layoutId), rec.stream, rec.state],
-      [id, decision, by, randomUUID(), ACTION_FIELD, trim.maxLen, trim.retentionMs, DECISIONS_KEPT, this.record.retentionMs, this.record.maxBytes],
+      [id, decision, by, randomUUID(), ACTION_FIELD, trim.maxLen, trim.retentionMs, DECISIONS_KEPT, this.record.retentionMs, this.record.maxBytes, PARTICIPANT_MEMORY_MS],
     )) as [number, string?];
     if (r[0] === 0) throw new AppError('item_not_found', `no held text ${JSON.stringify(id)} in layout "${layoutId}" (never held, or expired)`);
     if (decision === 'mute' && r[0] === 1) await publishInvalidation(this.redis, this.keys, { kind: 'layout', id: layoutId });
@@ -99,10 +100,11 @@ export class ModerationStore {
   }
 
   /**
-   * Mutes a participant: with a text of theirs queued, as a mute of it (until their token expires,
-   * their other texts rejected); otherwise until `fallbackUntil` (the longest a token can live).
+   * Mutes a participant, through its renewals, for as long as it can act at all
+   * (PARTICIPANT_MEMORY_MS) or until unmuted: with a text of theirs queued, as a mute of it (their
+   * other texts rejected); otherwise by itself.
    */
-  async mute(layoutId: string, sub: string, by: string, fallbackUntil: number, trim: StreamTrimSettings): Promise<{ until: number; rejected: number }> {
+  async mute(layoutId: string, sub: string, by: string, trim: StreamTrimSettings): Promise<{ until: number; rejected: number }> {
     const queued = await this.redis.hget(this.keys.moderation(layoutId).subs, sub);
     const ids = queued ? (JSON.parse(queued) as string[]) : [];
     if (ids.length > 0) {
@@ -111,10 +113,19 @@ export class ModerationStore {
       return { until, rejected: ids.length };
     }
     const rec = this.keys.showRecord(layoutId);
-    const until = Number(await runScript(this.redis, 'muteSub', [this.keys.mutedSubs(layoutId), this.keys.layout(layoutId), rec.stream, rec.state], [sub, fallbackUntil, by, this.record.retentionMs, this.record.maxBytes]));
+    const until = Number(await runScript(this.redis, 'muteSub', [this.keys.mutedSubs(layoutId), this.keys.layout(layoutId), rec.stream, rec.state], [sub, PARTICIPANT_MEMORY_MS, by, this.record.retentionMs, this.record.maxBytes]));
     if (until === 0) throw new AppError('layout_not_found', `no layout ${JSON.stringify(layoutId)}`);
     await publishInvalidation(this.redis, this.keys, { kind: 'layout', id: layoutId });
     return { until, rejected: 0 };
+  }
+
+  /** Unmutes a participant; `wasMuted` false when it was not muted (nothing changes then). */
+  async unmute(layoutId: string, sub: string, by: string): Promise<{ wasMuted: boolean }> {
+    const rec = this.keys.showRecord(layoutId);
+    const r = Number(await runScript(this.redis, 'unmuteSub', [this.keys.mutedSubs(layoutId), this.keys.layout(layoutId), rec.stream, rec.state], [sub, by, this.record.retentionMs, this.record.maxBytes]));
+    if (r === 0) throw new AppError('layout_not_found', `no layout ${JSON.stringify(layoutId)}`);
+    if (r === 1) await publishInvalidation(this.redis, this.keys, { kind: 'layout', id: layoutId });
+    return { wasMuted: r === 1 };
   }
 
   /**

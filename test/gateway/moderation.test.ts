@@ -11,7 +11,7 @@ import type { LayoutDefinition } from '../../schemas/types.js';
 import { signIn, type AdminClient } from '../helpers/admin.js';
 import { startTestBridge } from '../helpers/bridge.js';
 import { audiencectlJson } from '../helpers/cli.js';
-import { eventually, getLayout, mintToken, postAction, startTestGateway, type TestGateway } from '../helpers/gateway.js';
+import { eventually, getLayout, mintToken, postAction, postJson, startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { connectLive, liveUrl } from '../helpers/live.js';
 import { LiveClient } from '../../client/live-client.js';
 import WebSocket from 'ws';
@@ -20,6 +20,7 @@ import { pino } from 'pino';
 import { sample, scrape } from '../helpers/metrics.js';
 import { startOscdump, type Oscdump } from '../helpers/oscdump.js';
 import { useRedis } from '../helpers/redis.js';
+import { PARTICIPANT_MEMORY_MS } from '../../gateway/store/layouts.js';
 
 const MODERATED_LAYOUT: LayoutDefinition = {
   layoutId: 'wall',
@@ -229,7 +230,7 @@ describe('hold', () => {
 });
 
 describe('muting and audiencectl', () => {
-  it('moderation list, approve and reject from a shell; a muted participant is refused for the rest of its token', async () => {
+  it('moderation list, approve and reject from a shell; a muted participant is refused, past its token\'s exp', async () => {
     const env = { REDIS_URL: redis.get().server.url, REDIS_PREFIX: t.config.redisPrefix };
     const troll = await mintToken(t, t.layoutId, t.apiKey);
     await say(3, 'troll text one', troll);
@@ -242,8 +243,8 @@ describe('muting and audiencectl', () => {
     await eventually(() => shown('troll text one') === 1);
     const muted = await audiencectlJson(env, 'moderation', 'mute', t.layoutId, '--sub', mine[1]!.sub);
     expect(muted.rejected).toBe(1);
-    const exp = JSON.parse(Buffer.from(troll.split('.')[1]!, 'base64url').toString()).exp as number;
-    expect(Date.parse(muted.mutedUntil)).toBe(exp * 1000);
+    // as long as a participant can act at all (a token's longest life and renewal grace), not its token's exp
+    expect(Math.abs(Date.parse(muted.mutedUntil) - Date.now() - PARTICIPANT_MEMORY_MS)).toBeLessThan(60_000);
     await eventually(async () => (await say(4, 'still me', troll)).status === 400);
     const r = await say(2, 'hello', troll);
     expect([r.status, r.body.error.code]).toEqual([400, 'moderated']);
@@ -261,6 +262,44 @@ describe('muting and audiencectl', () => {
     expect(r.body).toMatchObject({ first: true, decision: 'mute' });
     expect((await queue()).queue.some((i) => i.text.startsWith('abuse'))).toBe(false);
     await eventually(async () => (await say(3, 'abuse three', troll)).status === 400);
+  });
+});
+
+describe('a mute holds for the participant, not its token', () => {
+  it('mutes a participant with no held text from a shell, holds through a renewal past the old token\'s exp, and ends with unmute', async () => {
+    let ahead = 0;
+    const g = await startTestGateway({ redisUrl: redis.get().server.url, sameDataAs: t, now: () => Date.now() + ahead, overrides: { tokenTtlSeconds: 60 } });
+    try {
+      // the shell's tokens live as long as this gateway's: a mute tied to a token would end in 60 s
+      const env = { REDIS_URL: redis.get().server.url, REDIS_PREFIX: t.config.redisPrefix, TOKEN_TTL_SECONDS: '60' };
+      const quiet = await mintToken(g, t.layoutId, t.apiKey);
+      const loud = await mintToken(g, t.layoutId, t.apiKey);
+      const subOf = (tok: string) => JSON.parse(Buffer.from(tok.split('.')[1]!, 'base64url').toString()).sub as string;
+      const muted = await audiencectlJson(env, 'moderation', 'mute', t.layoutId, '--sub', subOf(quiet)); // nothing of theirs held
+      expect(muted.rejected).toBe(0);
+      await postAction(g, loud, { layoutId: t.layoutId, lid: 3, type: 'String', value: 'loud one' });
+      const item = (await queue()).queue.find((i) => i.text === 'loud one')!;
+      expect((await admin.req('POST', `/admin/api/layouts/${t.layoutId}/moderation/${item.id}/mute`)).body).toMatchObject({ first: true });
+      const sayOn = (tok: string, value: string) => postAction(g, tok, { layoutId: t.layoutId, lid: 4, type: 'String', value });
+      await eventually(async () => (await sayOn(quiet, 'x')).status === 400 && (await sayOn(loud, 'x')).status === 400);
+      ahead += 30_000;
+      const renew = async (old: string) => (await postJson(`${g.url}/token`, { layoutId: t.layoutId, renew: old }, { 'x-api-key': t.apiKey })).body.token as string;
+      const [quiet2, loud2] = [await renew(quiet), await renew(loud)];
+      ahead += 40_000; // both first tokens have expired; the renewed ones have 20 s left
+      for (const tok of [quiet2, loud2]) {
+        const r = await sayOn(tok, 'after renewal');
+        expect([r.status, r.body.error?.code, r.body.error?.message]).toEqual([400, 'moderated', expect.stringContaining('(muted)')]);
+      }
+      const unmuted = await audiencectlJson(env, 'moderation', 'unmute', t.layoutId, '--sub', subOf(quiet), '--by', 'stage-manager');
+      expect(unmuted).toMatchObject({ layoutId: t.layoutId, sub: subOf(quiet), wasMuted: true });
+      await eventually(async () => (await sayOn(quiet2, 'back again')).status === 200);
+      expect((await sayOn(loud2, 'still muted')).status).toBe(400);
+      const r = await admin.req('POST', `/admin/api/layouts/${t.layoutId}/unmute`, { sub: subOf(loud) });
+      expect(r.body).toMatchObject({ sub: subOf(loud), wasMuted: true });
+      await eventually(async () => (await sayOn(loud2, 'back too')).status === 200);
+    } finally {
+      await g.close();
+    }
   });
 });
 

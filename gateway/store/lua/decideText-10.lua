@@ -2,8 +2,8 @@
 -- queue; any later one (a second operator, a retry) changes nothing and is told the first. approve
 -- appends the text to the layout's action stream as the participant's String action, stamped now
 -- (Redis's clock); reject drops it; mute drops it and every other text the participant has queued,
--- and refuses the participant's Strings until its token expires (the layout's version is bumped so
--- every gateway re-reads its muted participants). Each decision goes into the layout's show record.
+-- and refuses the participant's Strings for ARGV[11] ms, through its renewals, until unmuted (the
+-- layout's version is bumped so every gateway re-reads its muted participants). Each decision goes into the layout's show record.
 -- KEYS[1]  the queue (sorted set)   KEYS[2] the items (hash)   KEYS[3] each participant's queued ids (hash)
 -- KEYS[4]  decisions (hash: id -> JSON)   KEYS[5] decisions in order (sorted set: id -> at)
 -- KEYS[6]  the layout's action stream   KEYS[7] muted participants (hash: sub -> until, ms)   KEYS[8] the layout hash
@@ -11,7 +11,7 @@
 -- ARGV[1]  id   ARGV[2] approve | reject | mute   ARGV[3] who decided
 -- ARGV[4]  the new entry's id   ARGV[5] the entry's field name   ARGV[6] MAXLEN (approximate trim)
 -- ARGV[7]  the stream's retention (ms)   ARGV[8] decisions kept at most
--- ARGV[9]  the show record's retention (ms)   ARGV[10] its byte bound
+-- ARGV[9]  the show record's retention (ms)   ARGV[10] its byte bound   ARGV[11] how long a mute lasts (ms)
 -- returns  {1, decision JSON} decided now; {2, decision JSON} decided before; {0} no such item (never held, or expired)
 --!include show-record.lua
 local t = redis.call('TIME')
@@ -57,7 +57,7 @@ elseif ARGV[2] == 'mute' then
     take(other)
     if o then record(other, 'reject', cjson.decode(o)) end
   end
-  local untilMs = math.max(tonumber(item.exp), tonumber(redis.call('HGET', KEYS[7], item.sub) or '0'))
+  local untilMs = math.max(now + tonumber(ARGV[11]), tonumber(redis.call('HGET', KEYS[7], item.sub) or '0'))
   redis.call('HSET', KEYS[7], item.sub, untilMs)
   redis.call('PEXPIREAT', KEYS[7], math.max(untilMs, redis.call('PEXPIRETIME', KEYS[7])))
   redis.call('HINCRBY', KEYS[8], 'version', 1)
