@@ -1,5 +1,6 @@
 // Builds a running bridge: Redis -> per layout a scheduler (send loop) and a consumer (read loop)
 // -> presence -> systemd READY, STATUS and a progress-gated WATCHDOG.
+import { tlsVerificationOff } from '../runtime/redis-tls.js';
 import type { RedisClient } from '../runtime/redis.js';
 import { bridgeRedisTarget, type BridgeConfig } from './config.js';
 import { LayoutConsumer } from './consumer.js';
@@ -103,6 +104,8 @@ export async function startBridge(config: BridgeConfig, opts: BridgeOptions): Pr
   const toLocal = opts.now ? (ms: number) => ms : (ms: number) => clock.toLocal(ms);
   const clockNote = () => clockOffsetProblem(clock.reading(), config.clockOffsetWarnMs);
   const clockWatch = watchClockOffset(clockNote, log);
+  const tlsOff = tlsVerificationOff();
+  if (tlsOff) log.warn(tlsOff);
   const readers: RedisClient[] = [];
   const schedulers: LayoutScheduler[] = [];
   const consumers: LayoutConsumer[] = [];
@@ -167,7 +170,7 @@ export async function startBridge(config: BridgeConfig, opts: BridgeOptions): Pr
   const opsServer = await startOpsServer(config.opsHost, config.opsPort, metrics.registry, () => {
     const problems = [...consumers, ...schedulers, drops].map((x) => x.problem()).filter((p): p is string => p !== null);
     return Promise.resolve(problems.length > 0 ? problems.join('; ') : null);
-  }, () => [clockNote(), oscQuery?.problem() ?? null].filter((n) => n !== null).join('; ') || null);
+  }, () => [clockNote(), oscQuery?.problem() ?? null, tlsOff].filter((n) => n !== null).join('; ') || null);
   registerClockMetrics(metrics.registry, 'audience_bridge_', () => clock.reading());
   if (opts.prioritiseSendPath) {
     const placed = await prioritiseSendPath(await tickClockReady(), config.sendCpu);

@@ -1,6 +1,7 @@
 #!/usr/bin/env -S node --initial-heap-size=96 --single-threaded-gc
 // audience-bridge: reads layouts' action streams and sends them as timed OSC/UDP to the displays.
 // Wiring only: flags -> config -> bridge -> signals. See the README's "Bridge" section.
+import { tlsVerificationOff } from '../runtime/redis-tls.js';
 import { Command, CommanderError } from 'commander';
 import { startBridge } from './app.js';
 import { BridgeConfigError, bridgeRedisTarget, loadBridgeConfig, type BridgeFlags } from './config.js';
@@ -54,7 +55,9 @@ async function main(): Promise<number> {
       process.stderr.write(`audience-bridge: invalid configuration: ${tls}\n`);
       return 2;
     }
-    process.stdout.write(`audience-bridge: configuration OK (${config.layouts.length} layout(s), bridge id ${config.bridgeId})\n`);
+    const warning = tlsVerificationOff();
+    if (warning) process.stderr.write(`audience-bridge: warning: ${warning}\n`);
+    process.stdout.write(`audience-bridge: configuration OK (${config.layouts.length} layout(s), bridge id ${config.bridgeId})${warning ? ', with 1 warning' : ''}\n`);
     return 0;
   }
   const log = createLogger('audience-bridge', config.logLevel);

@@ -1,5 +1,6 @@
 // Builds a running gateway from a configuration: Redis -> stores -> caches -> invalidation -> HTTP.
 // main.ts calls it for the real process; tests call it in-process with port 0.
+import { tlsVerificationOff } from '../runtime/redis-tls.js';
 import type { RedisClient } from '../runtime/redis.js';
 import { ActionLog } from './actions/action-log.js';
 import { CrowdFold } from './actions/crowd-fold.js';
@@ -96,6 +97,10 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
   const now = opts.now ?? clock.now;
   const clockNote = () => clockOffsetProblem(clock.reading(), config.clockOffsetWarnMs);
   const clockWatch = watchClockOffset(clockNote, log);
+  const tlsOff = tlsVerificationOff();
+  if (tlsOff) log.warn(tlsOff);
+  /** what /readyz adds to a 200: each problem that does not stop this gateway serving, or null */
+  const readyNote = () => [clockNote(), tlsOff].filter((n) => n !== null).join('; ') || null;
   const metrics = new GatewayMetrics();
   registerClockMetrics(metrics.registry, 'audience_gateway_', () => clock.reading());
   const timed = <T>(command: string, p: Promise<T>) => metrics.redis(command, p);
@@ -267,7 +272,7 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
     }
   };
   metrics.watchCrowd(() => deps.crowd.participants());
-  const ops = await startOpsServer(config.opsHost, config.opsPort, metrics.registry, ready, clockNote).catch(async (e: unknown) => {
+  const ops = await startOpsServer(config.opsHost, config.opsPort, metrics.registry, ready, readyNote).catch(async (e: unknown) => {
     await server.close(0);
     throw new Error(`cannot listen on ${config.opsHost}:${config.opsPort} for /metrics: ${(e as Error).message} (OPS_PORT and OPS_HOST choose others)`);
   });
@@ -276,7 +281,7 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
     port,
     opsPort: ops.port,
     ready,
-    note: clockNote,
+    note: readyNote,
     stores,
     deps,
     async close(drainMs = DRAIN_MS) {

@@ -11,6 +11,7 @@ import { superviseWorkers } from './workers/supervisor.js';
 import { endWithSupervisor, isWorker, serveSupervisor, workerCount } from './workers/worker.js';
 import { createLogger } from '../runtime/log.js';
 import { describeTarget, tlsHandshakeProblem } from '../runtime/redis.js';
+import { tlsVerificationOff } from '../runtime/redis-tls.js';
 import { KekError, loadKek } from './store/signing-kek.js';
 import { stopSignal } from '../runtime/signals.js';
 import { fileURLToPath } from 'node:url';
@@ -40,7 +41,9 @@ async function main(argv: string[]): Promise<number> {
       process.stderr.write(`audience-gateway: invalid configuration: ${tls}\n`);
       return 2;
     }
-    process.stdout.write(`audience-gateway: configuration OK\n`);
+    const warning = tlsVerificationOff();
+    if (warning) process.stderr.write(`audience-gateway: warning: ${warning}\n`);
+    process.stdout.write(`audience-gateway: configuration OK${warning ? ', with 1 warning' : ''}\n`);
     return 0;
   }
   nativeUws();

@@ -124,3 +124,12 @@ export function checkTlsHandshake(host: string, port: number, files: RedisTlsFil
     socket.once('close', () => done(null));
   });
 }
+
+/**
+ * What a process says while TLS verification is turned off from the environment
+ * (NODE_TLS_REJECT_UNAUTHORIZED=0 makes Node accept any certificate, Redis's included), or null.
+ * Said in --check-config, in the log at start and in /readyz: never silent.
+ */
+export function tlsVerificationOff(env: NodeJS.ProcessEnv = process.env): string | null {
+  return env.NODE_TLS_REJECT_UNAUTHORIZED === '0' ? 'NODE_TLS_REJECT_UNAUTHORIZED=0: TLS certificates are not verified (any server, Redis included, is believed); unset it' : null;
+}

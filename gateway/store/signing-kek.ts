@@ -5,7 +5,7 @@
 // bytes written as 64 hex digits or base64 (`openssl rand -hex 32`), readable by the service user
 // only (systemd LoadCredential=, a Kubernetes Secret).
 import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 
 export class KekError extends Error {
@@ -48,6 +48,30 @@ function parseKey(text: string): Buffer | null {
   return null;
 }
 
+/**
+ * Why 32 bytes are no random key, or null: fewer than 16 distinct byte values (all zeros, a short
+ * pattern repeated) or each byte the previous one plus a fixed step (counting). 32 random bytes
+ * have about 30 distinct values; fewer than 16 happens by chance less than once in 10^14.
+ */
+export function degenerateKey(key: Buffer): string | null {
+  if (new Set(key).size < 16) return 'it repeats a few byte values';
+  const step = (key[1]! - key[0]! + 256) % 256;
+  if (key.every((b, i) => i === 0 || (b - key[i - 1]! + 256) % 256 === step)) return 'its bytes count up or down in fixed steps';
+  return null;
+}
+
+/**
+ * Why others may read the file, or null. Its owner's bits are its own; group bits only for a group
+ * this process is in (a Kubernetes Secret mounted 0440 with the pod's fsGroup); none for others.
+ */
+function readableByOthers(file: string): string | null {
+  const st = statSync(file);
+  if ((st.mode & 0o007) !== 0) return 'others';
+  const groups = new Set([process.getgid?.(), ...(process.getgroups?.() ?? [])]);
+  if ((st.mode & 0o070) !== 0 && !groups.has(st.gid)) return `group ${st.gid}, which this process is not in`;
+  return null;
+}
+
 /** The KEK of a key (32 bytes) read from `file`. */
 export function kekFromBytes(key: Buffer, file: string): Kek {
   const id = `kek_${createHash('sha256').update('audience-control kek\0').update(key).digest('hex').slice(0, 12)}`;
@@ -87,8 +111,12 @@ export function loadKek(file: string | undefined, setting = 'SIGNING_KEK_FILE'):
   } catch (e) {
     throw new KekError(`${setting}: cannot read ${file} (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`);
   }
+  const exposed = readableByOthers(file);
+  if (exposed) throw new KekError(`${setting}: ${file} can be read by ${exposed}: chmod 600 ${file} (or 640 with the service's own group)`);
   const key = parseKey(text);
   if (!key) throw new KekError(`${setting}: ${file} must hold 32 random bytes as 64 hex digits or base64 (make one: ${MAKE_KEK})`);
+  const weak = degenerateKey(key);
+  if (weak) throw new KekError(`${setting}: ${file} is not a random key (${weak}); make one: ${MAKE_KEK}`);
   return kekFromBytes(key, file);
 }
 

@@ -4,7 +4,8 @@
 // with another one, refuses to start naming the file; audiencectl signing-keys rewrap moves them to
 // a new KEK, under which tokens minted before still verify.
 import { execFile } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { chmodSync, chownSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { jwtVerify } from 'jose';
@@ -73,9 +74,34 @@ describe('signing secrets at rest', () => {
       expect([unreadable.code, unreadable.out]).toEqual([2, expect.stringMatching(/SIGNING_KEK_FILE: cannot read \/nonexistent\/kek \(ENOENT\)/)]);
     }
     const notAKey = join(mkdtempSync(join(tmpdir(), 'ac-kek-')), 'kek');
-    writeFileSync(notAKey, 'hunter2\n');
+    writeFileSync(notAKey, 'hunter2\n', { mode: 0o600 });
     const malformed = await gatewayExit({ SIGNING_KEK_FILE: notAKey });
     expect([malformed.code, malformed.out]).toEqual([2, expect.stringMatching(/must hold 32 random bytes/)]);
+  });
+
+  it('refuses a KEK file that others, or a group it is not in, can read, and a degenerate key (exit 2, --check-config too); takes 0600 and 0640 of its own group', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'ac-kek-'));
+    const kekAt = (name: string, text: string, mode: number, gid?: number) => {
+      const file = join(dir, name);
+      writeFileSync(file, text, { mode });
+      chmodSync(file, mode); // past the umask
+      if (gid !== undefined) chownSync(file, process.getuid!(), gid);
+      return file;
+    };
+    const good = randomBytes(32).toString('hex');
+    const strangers = [0, ...process.getgroups!()].reduce((a, b) => Math.max(a, b), 0) + 4242; // a group this process is not in
+    for (const args of [[], ['--check-config']]) {
+      for (const [name, mode, gid] of [['world', 0o644, undefined], ['world-only', 0o604, undefined], ['others-group', 0o640, strangers]] as const) {
+        const refused = await gatewayExit({ SIGNING_KEK_FILE: kekAt(`${name}${args.length}`, good, mode, gid) }, ...args);
+        expect([refused.code, refused.out]).toEqual([2, expect.stringMatching(/can be read by (others|group \d+, which this process is not in): chmod 600/)]);
+      }
+      for (const [name, text] of [['zeros', '0'.repeat(64)], ['ones', 'f'.repeat(64)], ['counting', Buffer.from(Array.from({ length: 32 }, (_, i) => i)).toString('hex')], ['pattern', '0123456789abcdef'.repeat(4)]] as const) {
+        const weak = await gatewayExit({ SIGNING_KEK_FILE: kekAt(`${name}${args.length}`, text, 0o600) }, ...args);
+        expect([weak.code, weak.out]).toEqual([2, expect.stringMatching(/is not a random key/)]);
+      }
+    }
+    expect(() => loadKek(kekAt('own', good, 0o600))).not.toThrow();
+    expect(() => loadKek(kekAt('own-group', good, 0o640, process.getgid!()))).not.toThrow();
   });
 
   it('a gateway given another KEK refuses to start, naming the file; rewrap moves the keys to a new KEK, under which earlier tokens still verify', async () => {
