@@ -30,7 +30,7 @@ import { SummaryLog } from './summary-log.js';
 import { TextModeration } from './moderation/moderation.js';
 import { moderationApiRoutes } from './admin/moderation-api.js';
 import { recordApiRoute } from './admin/record-api.js';
-import { WriteHealth } from './store/write-health.js';
+import { evictionProblem, WriteHealth } from './store/write-health.js';
 import type { Logger } from '../runtime/log.js';
 import { GatewayMetrics } from './metrics.js';
 import { startOpsServer } from '../runtime/ops-server.js';
@@ -99,8 +99,13 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
   const clockWatch = watchClockOffset(clockNote, log);
   const tlsOff = tlsVerificationOff();
   if (tlsOff) log.warn(tlsOff);
+  const eviction = await evictionProblem(redis).catch((e: unknown) => {
+    log.warn({ err: e }, "could not read Redis's maxmemory-policy");
+    return null;
+  });
+  if (eviction) log.warn({ policy: eviction.policy }, eviction.problem);
   /** what /readyz adds to a 200: each problem that does not stop this gateway serving, or null */
-  const readyNote = () => [clockNote(), tlsOff].filter((n) => n !== null).join('; ') || null;
+  const readyNote = () => [clockNote(), tlsOff, eviction?.problem ?? null].filter((n) => n !== null).join('; ') || null;
   const metrics = new GatewayMetrics();
   registerClockMetrics(metrics.registry, 'audience_gateway_', () => clock.reading());
   const timed = <T>(command: string, p: Promise<T>) => metrics.redis(command, p);

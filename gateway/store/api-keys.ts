@@ -146,8 +146,13 @@ export class ApiKeyStore {
     return info;
   }
 
+  /**
+   * Whether the key is revoked: its record says so, or its record is gone (evicted, lost in a
+   * partial restore, deleted), so a revocation can never be forgotten into a working key.
+   */
   async isRevoked(keyId: string): Promise<boolean> {
-    return (await this.redis.hexists(this.keys.apiKey(keyId), 'revokedAt')) === 1;
+    const [team, revokedAt] = await this.redis.hmget(this.keys.apiKey(keyId), 'team', 'revokedAt');
+    return team === null || revokedAt !== null;
   }
 
   /** Which of these keys are revoked now (one single-key read each, so it works across slots). */

@@ -56,6 +56,22 @@ export class WriteHealth {
   }
 }
 
+/**
+ * Why Redis may evict what the gateway keeps (its maxmemory-policy is not noeviction: allkeys-*
+ * evicts any key, volatile-* the keys with a time to live, such as revoked participants, mutes and
+ * idempotency records), naming the policy; null on noeviction. Read from INFO, which the gateway's
+ * user may send (CONFIG may be refused it).
+ */
+export async function evictionProblem(redis: RedisClient): Promise<{ policy: string; problem: string } | null> {
+  for (const node of nodesOf(redis)) {
+    const policy = /^maxmemory_policy:(\S+)/m.exec(await node.info('memory'))?.[1];
+    if (policy && policy !== 'noeviction') {
+      return { policy, problem: `Redis's maxmemory-policy ${policy} can evict the system of record (API keys, revocations, mutes, idempotency records): set maxmemory-policy noeviction` };
+    }
+  }
+  return null;
+}
+
 /** The servers to ask: one, or every master of a cluster. */
 function nodesOf(redis: RedisClient): RedisClient[] {
   return 'nodes' in redis && typeof redis.nodes === 'function' ? redis.nodes('master') : [redis];
