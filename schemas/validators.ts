@@ -1,5 +1,6 @@
 // Compiled validators for every schema in this folder, built once per process with ajv.
 // The JSON files are the contract; this module is how both processes apply it.
+import type { RecordEntry } from './show-record.js';
 import { readFileSync, readdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -74,6 +75,7 @@ export const validateLayoutDefinition = compile<LayoutDefinition>(ajv, 'layout-d
 export const validateLayoutDefinitionAll = compile<LayoutDefinition>(createAjv({ allErrors: true }), 'layout-definition.schema.json');
 export const validateActionEntry = compile<ActionEntry>(ajv, 'action-entry.schema.json');
 export const validateCrowdSummary = compile<CrowdSummary>(ajv, 'crowd-summary.schema.json');
+export const validateRecordEntry = compile<RecordEntry>(ajv, 'show-record-entry.schema.json');
 
 export const validateAdminLogin = compile<{ email: string; password: string }>(ajv, 'admin-requests.schema.json#/$defs/login');
 export const validateAdminCreateKey = compile<{ name?: string; layouts?: string[]; mintRate?: number; mintBurst?: number }>(ajv, 'admin-requests.schema.json#/$defs/createKey');

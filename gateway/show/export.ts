@@ -1,21 +1,20 @@
 // The show record as a file: JSON (the entries as recorded, each with its ISO time) or CSV, one row
 // an entry, the columns docs/crowd.md describes. Text a participant wrote is quoted as RFC 4180
-// says, and a cell that a spreadsheet would take for a formula (= + - @, tab, carriage return) is
-// prefixed with an apostrophe (OWASP's advice on CSV injection).
+// says, and every text cell that a spreadsheet would take for a formula (= + - @, tab, carriage
+// return), whatever its column, is prefixed with an apostrophe (OWASP's advice on CSV injection).
+// A number (the entries are read against their schema) is written as it is: its text is no formula.
 import type { TimedEntry } from '../store/show-record.js';
 
 export const CSV_COLUMNS = ['at', 'kind', 'by', 'lid', 'value', 'n', 'crowd', 'from', 'to', 'decision', 'item', 'sub', 'text'] as const;
 
 const iso = (ms: number) => new Date(ms).toISOString();
 
-/** The columns people or the layout wrote (never numbers): a formula-like start is made text. */
-const WRITTEN = new Set(['by', 'from', 'to', 'item', 'sub', 'text']);
-
-/** One cell: quoted when it holds a comma, a quote or a line break. */
-function cell(value: string | number | null | undefined, written: boolean): string {
+/** One cell: a text with a formula-like start made text; quoted when it holds a comma, a quote or a line break. */
+function cell(value: string | number | null | undefined): string {
   if (value === null || value === undefined) return '';
-  let s = String(value);
-  if (written && /^[=+\-@\t\r]/.test(s)) s = `'${s}`;
+  if (typeof value === 'number') return String(value);
+  let s = value;
+  if (/^[=+\-@\t\r]/.test(s)) s = `'${s}`;
   return /[\x22,\r\n]/.test(s) ? `"${s.replace(/\x22/g, '""')}"` : s; // \x22: the double quote
 }
 
@@ -39,7 +38,7 @@ export function recordCsv(entries: readonly TimedEntry[]): string {
   const lines = [CSV_COLUMNS.join(',')];
   for (const e of entries) {
     const r = row(e);
-    lines.push(CSV_COLUMNS.map((c) => cell(r[c], WRITTEN.has(c))).join(','));
+    lines.push(CSV_COLUMNS.map((c) => cell(r[c])).join(','));
   }
   return `${lines.join('\r\n')}\r\n`;
 }

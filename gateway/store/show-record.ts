@@ -3,6 +3,7 @@
 // switches, moderation decisions, in gateway/store/lua; cue firings and crowd samples, in bridge/lua).
 import type { RedisClient } from '../../runtime/redis.js';
 import { RECORD_FIELD, type RecordEntry } from '../../schemas/show-record.js';
+import { validateRecordEntry } from '../../schemas/validators.js';
 import type { RedisKeys } from './keys.js';
 
 /** The record's bounds: how long an entry is kept (ms), the JSON a layout's record holds at most. */
@@ -24,8 +25,9 @@ export class ShowRecordStore {
 
   /**
    * The entries from `from` to `to` (ms, both included), oldest first, and how many entries in
-   * that span were not an entry's JSON (written by hand or by another version): skipped, so one
-   * bad entry cannot stop an export, and counted, so the export says so.
+   * that span were not an entry as show-record-entry.schema.json declares it (not JSON, another
+   * shape: written by hand, by another version, or with a bridge's credential): skipped, so one bad
+   * entry cannot stop an export, and counted, so the export says so.
    */
   async read(layoutId: string, from = 0, to = Number.MAX_SAFE_INTEGER): Promise<{ entries: TimedEntry[]; unreadable: number }> {
     const key = this.keys.showRecord(layoutId).stream;
@@ -35,15 +37,23 @@ export class ShowRecordStore {
     for (;;) {
       const page = await this.redis.xrange(key, start, `${Math.floor(to)}-18446744073709551615`, 'COUNT', PAGE);
       for (const [id, fields] of page) {
-        const text = fields[fields.indexOf(RECORD_FIELD) + 1];
-        try {
-          entries.push({ ...(JSON.parse(text ?? '') as RecordEntry), at: Number(id.slice(0, id.indexOf('-'))) });
-        } catch {
-          unreadable++;
-        }
+        const entry = parseEntry(fields[fields.indexOf(RECORD_FIELD) + 1]);
+        if (entry) entries.push({ ...entry, at: Number(id.slice(0, id.indexOf('-'))) });
+        else unreadable++;
       }
       if (page.length < PAGE) return { entries, unreadable };
       start = `(${page[page.length - 1]![0]}`;
     }
   }
+}
+
+/** One entry's JSON as its schema declares it, or null. */
+function parseEntry(text: string | undefined): RecordEntry | null {
+  let value: unknown;
+  try {
+    value = JSON.parse(text ?? '');
+  } catch {
+    return null; // not JSON: counted as unreadable by the caller
+  }
+  return validateRecordEntry(value) ? value : null;
 }
