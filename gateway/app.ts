@@ -104,8 +104,6 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
     return null;
   });
   if (eviction) log.warn({ policy: eviction.policy }, eviction.problem);
-  /** what /readyz adds to a 200: each problem that does not stop this gateway serving, or null */
-  const readyNote = () => [clockNote(), tlsOff, eviction?.problem ?? null].filter((n) => n !== null).join('; ') || null;
   const metrics = new GatewayMetrics();
   registerClockMetrics(metrics.registry, 'audience_gateway_', () => clock.reading());
   const timed = <T>(command: string, p: Promise<T>) => metrics.redis(command, p);
@@ -120,10 +118,14 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
   const sealed = await stores.signingKeys.sealPlain();
   if (sealed > 0) log.info({ sealed, kek: kek.id }, 'sealed signing keys stored in plain under the key-encryption key');
   const keyring = new SigningKeyring(stores.signingKeys); // its reload makes a signing key when Redis has none
+  metrics.watchSigningKeys(() => keyring.unreadable);
+  /** what /readyz adds to a 200: each problem that does not stop this gateway serving, or null */
+  const readyNote = () => [clockNote(), tlsOff, eviction?.problem ?? null, keyring.problem()].filter((n) => n !== null).join('; ') || null;
   const apiKeys = new ApiKeyAuth(stores.apiKeys, now, (e) => log.warn({ err: e }, 'could not record lastUsedAt'), timed);
   const layouts = new LayoutCache(stores.layouts, timed);
   try {
     await Promise.all([keyring.reload(), apiKeys.reload()]);
+    keyring.opensSome();
   } catch (e) {
     // a KEK that does not open the stored keys (or Redis failing now): no half-started gateway
     for (const client of [redis, subscriber, liveSubscriber]) client.disconnect();

@@ -34,6 +34,14 @@ export class GatewayMetrics {
   readonly moderationDropped = new Counter({ name: 'audience_gateway_moderation_dropped_total', help: 'Held texts that left a moderation queue undecided, by reason: expired (MODERATION_HOLD_SECONDS), participant (past MODERATION_QUEUE_PER_PARTICIPANT), full (past MODERATION_QUEUE_MAX).', labelNames: ['reason'], registers: [this.registry] });
   readonly moderationDecisions = new Counter({ name: 'audience_gateway_moderation_decisions_total', help: 'Moderation decisions made through this process (the team page), by decision: approve, reject, mute, unmute.', labelNames: ['decision'], registers: [this.registry] });
 
+  /** Active signing keys this process cannot open, read at each scrape (the gauge is made in the constructor). */
+  private unreadableKeys: () => number = () => 0;
+
+  /** The active signing keys this process cannot open, read at each scrape. */
+  watchSigningKeys(count: () => number): void {
+    this.unreadableKeys = count;
+  }
+
   /** The live sockets this process holds, read at each scrape. */
   watchLive(count: () => number): void {
     this.liveSockets = count;
@@ -61,6 +69,15 @@ export class GatewayMetrics {
       registers: [this.registry],
       collect() {
         this.set(participants());
+      },
+    });
+    const unreadable = () => this.unreadableKeys();
+    new Gauge({
+      name: 'audience_gateway_signing_keys_unreadable',
+      help: 'Active signing keys in Redis that this process cannot open with its SIGNING_KEK_FILE (sealed under another key-encryption key, or altered): tokens signed with them get 401 here. /readyz names them.',
+      registers: [this.registry],
+      collect() {
+        this.set(unreadable());
       },
     });
     const sockets = () => this.liveSockets();

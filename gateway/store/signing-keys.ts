@@ -16,6 +16,13 @@ export interface SigningKey {
   retiredAt: number | null;
 }
 
+/** A stored key this process cannot open (sealed under another KEK, or altered): it verifies nothing here. */
+export interface UnreadableKey {
+  kid: string;
+  retiredAt: number | null;
+  reason: string;
+}
+
 export interface SigningKeyInfo {
   kid: string;
   createdAt: number;
@@ -49,6 +56,22 @@ export class SigningKeyStore {
     return { kid, stored: { sealed: this.requireKek().seal(kid, randomBytes(32)), createdAt: now } };
   }
 
+  /**
+   * Refuses to write a key under this KEK while the stored keys are sealed under another one: no
+   * gateway of the deployment could open it (an operator whose machine still holds the KEK of
+   * before a rewrap). Names both fingerprints.
+   */
+  private async checkSameKek(): Promise<void> {
+    const kek = this.requireKek();
+    const all = await this.redis.hgetall(this.keys.signingKeys());
+    for (const [kid, raw] of Object.entries(all)) {
+      const sealedUnder = (JSON.parse(raw) as StoredKey).sealed?.kek;
+      if (sealedUnder !== undefined && sealedUnder !== kek.id) {
+        throw new KekError(`the stored signing keys (${kid}, ...) are sealed under key-encryption key ${sealedUnder}, but SIGNING_KEK_FILE (${kek.file}) holds ${kek.id}: a key written under it would open on no gateway; give this command the KEK the gateways use`);
+      }
+    }
+  }
+
   /** A record's secret: opened with the KEK, or a plain one written before it. */
   private secretOf(kid: string, s: StoredKey): Uint8Array {
     if (s.sealed) return this.requireKek().open(kid, s.sealed);
@@ -66,14 +89,25 @@ export class SigningKeyStore {
     return { all: replies[0]![1] as Record<string, string>, current: replies[1]![1] as string | null };
   }
 
-  /** Every key (retired ones included) and the current kid. */
-  async load(): Promise<{ current: string | null; keys: SigningKey[] }> {
+  /**
+   * Every key (retired ones included) and the current kid, each key opened on its own: one this
+   * KEK cannot open is listed as unreadable (with its retirement, which needs no secret), so it
+   * never keeps the others from loading.
+   */
+  async load(): Promise<{ current: string | null; keys: SigningKey[]; unreadable: UnreadableKey[] }> {
     const { all, current } = await this.snapshot();
-    const keys = Object.entries(all).map(([kid, raw]) => {
+    const keys: SigningKey[] = [];
+    const unreadable: UnreadableKey[] = [];
+    for (const [kid, raw] of Object.entries(all)) {
       const s = JSON.parse(raw) as StoredKey;
-      return { kid, secret: this.secretOf(kid, s), createdAt: s.createdAt, retiredAt: s.retiredAt ?? null };
-    });
-    return { current, keys };
+      try {
+        keys.push({ kid, secret: this.secretOf(kid, s), createdAt: s.createdAt, retiredAt: s.retiredAt ?? null });
+      } catch (e) {
+        if (!(e instanceof KekError)) throw e;
+        unreadable.push({ kid, retiredAt: s.retiredAt ?? null, reason: e.message });
+      }
+    }
+    return { current, keys, unreadable };
   }
 
   /** Every key without its secret (no KEK needed). */
@@ -91,6 +125,7 @@ export class SigningKeyStore {
    */
   async ensureCurrent(now = Date.now()): Promise<void> {
     if (await this.redis.get(this.keys.currentSigningKey())) return;
+    await this.checkSameKek();
     const { kid, stored } = this.newKey(now);
     await this.redis.hset(this.keys.signingKeys(), kid, JSON.stringify(stored));
     const won = await this.redis.set(this.keys.currentSigningKey(), kid, 'NX');
@@ -100,6 +135,7 @@ export class SigningKeyStore {
 
   /** A new key signs from now on (one transaction on {signing-keys}); tokens signed with older keys keep verifying until those are retired. */
   async rotate(now = Date.now()): Promise<SigningKeyInfo> {
+    await this.checkSameKek();
     const { kid, stored } = this.newKey(now);
     await this.redis.multi().hset(this.keys.signingKeys(), kid, JSON.stringify(stored)).set(this.keys.currentSigningKey(), kid).exec();
     await publishInvalidation(this.redis, this.keys, { kind: 'signing-keys' });

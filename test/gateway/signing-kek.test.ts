@@ -10,10 +10,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { jwtVerify } from 'jose';
 import { describe, expect, it } from 'vitest';
-import { ensureKekFile, loadKek } from '../../gateway/store/signing-kek.js';
+import { ensureKekFile, kekFromBytes, loadKek } from '../../gateway/store/signing-kek.js';
+import { publishInvalidation } from '../../gateway/store/invalidation.js';
+import { sample, scrape } from '../helpers/metrics.js';
 import { audiencectl, audiencectlJson } from '../helpers/cli.js';
 import { GATEWAY_BIN, spawnGateway } from '../helpers/gateway-process.js';
-import { postAction, testKekFile, useGatewayWithToken } from '../helpers/gateway.js';
+import { eventually, mintToken, postAction, postJson, startTestGateway, testKekFile, useGatewayWithToken } from '../helpers/gateway.js';
 import { useRedis } from '../helpers/redis.js';
 
 const redis = useRedis();
@@ -131,4 +133,51 @@ describe('signing secrets at rest', () => {
     const rotate = await audiencectl({ REDIS_URL: env.REDIS_URL, REDIS_PREFIX: env.REDIS_PREFIX, SIGNING_KEK_FILE: '' }, 'signing-key', 'rotate');
     expect([rotate.code, rotate.stderr]).toEqual([2, expect.stringMatching(/SIGNING_KEK_FILE is not set/)]);
   });
+
+  it('audiencectl refuses to write a signing key under a KEK that does not match the stored keys, naming both; nothing changes', async () => {
+    const t = await startTestGateway({ redisUrl: redis.get().server.url });
+    try {
+      const dir = mkdtempSync(join(tmpdir(), 'ac-kek-'));
+      const stale = ensureKekFile(join(dir, 'stale'));
+      const before = await t.admin.signingKeys.list();
+      const env = { REDIS_URL: redis.get().server.url, REDIS_PREFIX: t.config.redisPrefix, SIGNING_KEK_FILE: stale };
+      const r = await audiencectl(env, 'signing-key', 'rotate');
+      expect(r.code).toBe(2);
+      expect(r.stderr).toContain(`sealed under key-encryption key ${loadKek(testKekFile()).id}`);
+      expect(r.stderr).toContain(`SIGNING_KEK_FILE (${stale}) holds ${loadKek(stale).id}`);
+      expect(await t.admin.signingKeys.list()).toEqual(before);
+      // with the gateways' KEK it rotates
+      expect((await audiencectlJson({ ...env, SIGNING_KEK_FILE: testKekFile() }, 'signing-key', 'rotate')).kid).toMatch(/^sk_/);
+    } finally {
+      await t.close();
+    }
+  });
+
+  it('a key no gateway can open: the gateway loads the others, says so in /readyz and a metric, and a retirement still takes effect', async () => {
+    const t = await startTestGateway({ redisUrl: redis.get().server.url });
+    try {
+      const token = await mintToken(t, t.layoutId, t.apiKey);
+      const old = (await t.admin.signingKeys.list()).find((k) => k.current)!.kid;
+      // a key sealed under a KEK no gateway has, made current (as a rotate under the wrong KEK did)
+      const kid = 'sk_unreadable1';
+      const sealed = kekFromBytes(randomBytes(32), 'elsewhere').seal(kid, randomBytes(32));
+      const c = redis.get().client;
+      await c.multi().hset(t.admin.keys.signingKeys(), kid, JSON.stringify({ sealed, createdAt: Date.now() })).set(t.admin.keys.currentSigningKey(), kid).exec();
+      await publishInvalidation(c, t.admin.keys, { kind: 'signing-keys' });
+      const readyz = () => fetch(`http://127.0.0.1:${t.gw.opsPort}/readyz`).then((r) => r.text());
+      await eventually(async () => (await readyz()).includes(`signing key ${kid} cannot be opened`));
+      expect(sample(await scrape(t.gw.opsPort), 'audience_gateway_signing_keys_unreadable')).toBe(1);
+      const act = (tok: string) => postAction(t, tok, { layoutId: t.layoutId, lid: 1, type: 'Button' });
+      expect((await act(token)).status).toBe(200); // the keys it can open keep verifying
+      expect((await act(await mintToken(t, t.layoutId, t.apiKey))).status).toBe(200); // and the newest of them signs
+      // the leaked key's retirement takes effect although another key cannot be opened
+      await t.admin.signingKeys.retire(old);
+      await eventually(async () => (await act(token)).status === 401);
+      const minted = await postJson(`${t.url}/token`, { layoutId: t.layoutId }, { 'x-api-key': t.apiKey });
+      expect([minted.status, minted.body.error?.code]).toEqual([503, 'unavailable']); // nothing left to sign with
+    } finally {
+      await t.close();
+    }
+  });
 });
+
