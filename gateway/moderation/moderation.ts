@@ -12,6 +12,9 @@ import type { ModerationStore, QueueBounds } from '../store/moderation.js';
 import type { SummaryLog } from '../summary-log.js';
 import { policyOf, type RefusalReason } from './text-policy.js';
 
+/** A text refused by a full queue is told to come back after this long (seconds). */
+const QUEUE_FULL_RETRY_SECONDS = 10;
+
 const SAID: Record<RefusalReason | 'muted', string> = {
   blocklist: 'a word this show does not allow',
   profanity: 'a word of the word lists',
@@ -48,7 +51,8 @@ export class TextModeration {
   }
 
   /**
-   * Puts the text in the layout's queue. With an Idempotency-Key the item's id comes from it, so a
+   * Puts the text in the layout's queue; 429 rate_limited when the queue is full and the text
+   * would need a new place in it (a participant at its share replaces its own oldest). With an Idempotency-Key the item's id comes from it, so a
    * retry is queued once.
    */
   async hold(layout: LiveLayout, control: Control, claims: AudienceClaims, text: string, once: string, at: number): Promise<void> {
@@ -60,6 +64,9 @@ export class TextModeration {
     if (r.added) this.metrics.moderationHeld.inc();
     if (r.expired > 0) this.metrics.moderationDropped.inc({ reason: 'expired' }, r.expired);
     if (r.droppedParticipant > 0) this.metrics.moderationDropped.inc({ reason: 'participant' }, r.droppedParticipant);
-    if (r.droppedFull > 0) this.metrics.moderationDropped.inc({ reason: 'full' }, r.droppedFull);
+    if (r.refusedFull) {
+      this.metrics.moderationDropped.inc({ reason: 'full' });
+      throw new AppError('rate_limited', `The moderation queue of this layout is full (${this.bounds.perLayout} texts wait for a moderator); send again later.`, undefined, [['retry-after', String(QUEUE_FULL_RETRY_SECONDS)]]);
+    }
   }
 }

@@ -55,8 +55,8 @@ export interface HoldResult {
   expired: number;
   /** the participant's oldest, dropped past its share */
   droppedParticipant: number;
-  /** the queue's oldest, dropped past its bound */
-  droppedFull: number;
+  /** the queue was at its bound and the text would have needed a new place: not added */
+  refusedFull: boolean;
 }
 
 /** How the action stream is trimmed on an approval's append (as on every append). */
@@ -78,7 +78,7 @@ export class ModerationStore {
   async hold(item: HeldItem, bounds: QueueBounds): Promise<HoldResult> {
     const k = this.keys.moderation(item.layoutId);
     const r = (await runScript(this.redis, 'holdText', [k.queue, k.items, k.subs], [item.id, item.sub, JSON.stringify(item), item.heldAt, bounds.perLayout, bounds.perParticipant, bounds.holdMs])) as number[];
-    return { added: r[0] === 1, expired: Number(r[1]), droppedParticipant: Number(r[2]), droppedFull: Number(r[3]) };
+    return { added: r[0] === 1, expired: Number(r[1]), droppedParticipant: Number(r[2]), refusedFull: r[0] === 2 };
   }
 
   /**

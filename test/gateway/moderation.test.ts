@@ -197,15 +197,40 @@ describe('hold', () => {
     expect(after.decided.slice(0, 2).map((d) => d.decision)).toEqual(['reject', 'approve']);
   });
 
-  it('keeps each participant to its share and the queue to its bound: the oldest go, counted', async () => {
+  it('keeps each participant to its share (its own oldest go) and the queue to its bound (a new text past it is refused, 429), counted', async () => {
     const other = await mintToken(t, t.layoutId, t.apiKey);
     for (const n of [1, 2, 3, 4]) expect((await say(3, `mine ${n}`)).body).toEqual({ success: true, held: true });
     expect((await queue()).queue.map((i) => i.text)).toEqual(['mine 2', 'mine 3', 'mine 4']);
-    for (const n of [1, 2, 3]) await say(3, `theirs ${n}`, other);
-    expect((await queue()).queue.map((i) => i.text)).toEqual(['mine 3', 'mine 4', 'theirs 1', 'theirs 2', 'theirs 3']);
+    for (const n of [1, 2]) expect((await say(3, `theirs ${n}`, other)).body).toEqual({ success: true, held: true });
+    const full = await say(3, 'theirs 3', other);
+    expect([full.status, full.body.error?.code]).toEqual([429, 'rate_limited']);
+    expect(Number(full.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+    expect(full.body.error.message).toMatch(/moderation queue .* is full/);
+    expect((await queue()).queue.map((i) => i.text)).toEqual(['mine 2', 'mine 3', 'mine 4', 'theirs 1', 'theirs 2']);
+    // a participant at its share in a full queue replaces its own oldest: nobody else's text goes
+    expect((await say(3, 'mine 5')).body).toEqual({ success: true, held: true });
+    expect((await queue()).queue.map((i) => i.text)).toEqual(['mine 3', 'mine 4', 'theirs 1', 'theirs 2', 'mine 5']);
     const m = await scrape(t.gw.opsPort);
-    expect(sample(m, 'audience_gateway_moderation_dropped_total{reason="participant"}')).toBe(1);
+    expect(sample(m, 'audience_gateway_moderation_dropped_total{reason="participant"}')).toBe(2);
     expect(sample(m, 'audience_gateway_moderation_dropped_total{reason="full"}')).toBe(1);
+  });
+
+  it('a flood of fresh participants, each within its share, cannot push out a text already held', async () => {
+    const g = await startTestGateway({ redisUrl: redis.get().server.url, layout: MODERATED_LAYOUT, overrides: { moderationQueuePerParticipant: 3, moderationQueueMax: 20 } });
+    try {
+      const send = (tok: string, value: string) => postAction(g, tok, { layoutId: g.layoutId, lid: 3, type: 'String', value });
+      const honest = await mintToken(g, g.layoutId, g.apiKey);
+      expect((await send(honest, 'the one to read')).body).toEqual({ success: true, held: true });
+      const flood = await Promise.all(Array.from({ length: 40 }, () => mintToken(g, g.layoutId, g.apiKey)));
+      const answers = await Promise.all(flood.flatMap((tok) => [1, 2, 3].map((n) => send(tok, `flood ${n}`))));
+      expect(answers.filter((a) => a.status === 200).length).toBe(19);
+      expect(answers.filter((a) => a.status === 429).length).toBe(40 * 3 - 19);
+      const listed = await g.gw.stores.moderation.list(g.layoutId, 900_000, Date.now());
+      expect(listed.queue[0]!.text).toBe('the one to read');
+      expect(listed.queue).toHaveLength(20);
+    } finally {
+      await g.close();
+    }
   });
 
   it('a held text past the hold time expires: out of the list, counted, and no longer decidable', async () => {
@@ -216,7 +241,7 @@ describe('hold', () => {
     expect((await store.hold(item('old', now), bounds)).expired).toBe(0);
     expect((await store.list('expiry-show', bounds.holdMs, now + 100)).queue.map((i) => i.id)).toEqual(['old']);
     expect((await store.list('expiry-show', bounds.holdMs, now + 400)).queue).toEqual([]);
-    expect(await store.hold(item('new', now + 400), bounds)).toEqual({ added: true, expired: 1, droppedParticipant: 0, droppedFull: 0 });
+    expect(await store.hold(item('new', now + 400), bounds)).toEqual({ added: true, expired: 1, droppedParticipant: 0, refusedFull: false });
     await expect(store.decide('expiry-show', 'old', 'approve', 'test', { maxLen: 1000, retentionMs: 60_000 })).rejects.toMatchObject({ code: 'item_not_found' });
   });
 
