@@ -1,15 +1,14 @@
 // A layout's crowd values in its show record: once a second, each aggregated control's merged value
-// that changed since this bridge last sent it goes to a script (lua/sampleCrowd-2.lua) that records
+// that changed since this bridge last sent it goes to a Redis function (ac_sample_crowd_1, schemas/bridge-functions.lua) that records
 // it if it differs from the value last recorded, by any bridge, and that one is at least a second
 // old. A still crowd adds nothing; a Redis away loses those samples only (logged once a minute).
-import { readFileSync } from 'node:fs';
 import type { CrowdValue } from '../schemas/crowd-merge.js';
 import { showRecordKey, showRecordStateKey } from '../schemas/redis-keys.js';
-import { RECORD_DEFAULTS, RECORD_SAMPLE_MS, withIncludes } from '../schemas/show-record.js';
+import { RECORD_DEFAULTS, RECORD_SAMPLE_MS } from '../schemas/show-record.js';
+import { callBridgeFunction } from './functions.js';
 import type { Logger } from '../runtime/log.js';
 import type { RedisClient } from '../runtime/redis.js';
 
-const SAMPLE = withIncludes(readFileSync(new URL('./lua/sampleCrowd-2.lua', import.meta.url), 'utf8'));
 /** The gate in Redis is a little shorter than the timer, so a timer that fires a little early still records. */
 const GATE_MS = RECORD_SAMPLE_MS - 100;
 
@@ -55,7 +54,7 @@ export class CrowdRecord {
     if (changed.length === 0) return;
     this.busy = true;
     try {
-      await this.redis.eval(SAMPLE, 2, ...this.keys, GATE_MS, RECORD_DEFAULTS.retentionMs, RECORD_DEFAULTS.maxBytes, ...changed);
+      await callBridgeFunction(this.redis, 'sampleCrowd', this.keys, [GATE_MS, RECORD_DEFAULTS.retentionMs, RECORD_DEFAULTS.maxBytes, ...changed]);
       for (const [lid, text] of next) this.sent.set(lid, text);
     } catch (e) {
       const now = this.now();

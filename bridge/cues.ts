@@ -1,17 +1,17 @@
 // A layout's crowd cues in the bridge. Every CUE_STEP_MS the cue machine of each aggregated control
 // with a cue (schemas/crowd-cue.ts) reads the control's merged crowd value; a firing is recorded in
-// the layout's cue hash in Redis by a script (bridge/lua/fireCue-3.lua), and in its show record
+// the layout's cue hash in Redis by a Redis function (ac_fire_cue_1, schemas/bridge-functions.lua), and in its show record
 // with the crowd at that moment, before it is sent as
 // `<address>/cue ,i <value>`. The hash is the latch: a bridge that restarts takes the firings of the
 // current arm from it and fires none of them again; two bridges on one layout record one firing and
 // both send it (the second when its own machine decides, or when it reads the hash, within
 // CUE_POLL_MS). A page switch (gen:page) or `audiencectl crowd rearm` (gen:<lid>) starts a new arm;
 // only the cues of the live page's controls fire (`live`, written by the page switch and the import).
-import { readFileSync } from 'node:fs';
 import { CueMachine, cueArm, cueProblem, cueRecord, type CuePhase, type FiredRecord, type PhaseRecord } from '../schemas/crowd-cue.js';
 import type { CrowdValue } from '../schemas/crowd-merge.js';
 import { cueStateKey, showRecordKey, showRecordStateKey } from '../schemas/redis-keys.js';
-import { RECORD_DEFAULTS, withIncludes } from '../schemas/show-record.js';
+import { RECORD_DEFAULTS } from '../schemas/show-record.js';
+import { callBridgeFunction } from './functions.js';
 import type { Logger } from '../runtime/log.js';
 import type { RedisClient } from '../runtime/redis.js';
 
@@ -21,7 +21,6 @@ export const CUE_STEP_MS = 20;
 export const CUE_POLL_MS = 250;
 /** Another bridge's firing read from the hash is sent here too if it is at most this old (and this bridge was running then). */
 const LATE_SEND_MS = 2000;
-const FIRE = withIncludes(readFileSync(new URL('./lua/fireCue-3.lua', import.meta.url), 'utf8'));
 
 interface Cue {
   lid: number;
@@ -127,9 +126,9 @@ export class LayoutCues {
     cue.firing = true;
     const arm = cue.arm;
     try {
-      const [result, text] = (await this.redis.eval(
-        FIRE, 3, this.key, this.record.stream, this.record.state,
-        cue.lid, arm, cue.seq, value, at, this.bridgeId, JSON.stringify(crowd.value), crowd.n, RECORD_DEFAULTS.retentionMs, RECORD_DEFAULTS.maxBytes,
+      const [result, text] = (await callBridgeFunction(
+        this.redis, 'fireCue', [this.key, this.record.stream, this.record.state],
+        [cue.lid, arm, cue.seq, value, at, this.bridgeId, JSON.stringify(crowd.value), crowd.n, RECORD_DEFAULTS.retentionMs, RECORD_DEFAULTS.maxBytes],
       )) as [number, string];
       if (result === 0) {
         cue.arm = ''; // re-armed meanwhile: the next read of the hash starts the new arm

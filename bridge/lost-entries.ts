@@ -1,6 +1,6 @@
 // What one layout's stream lost before this bridge sent it, counted once each:
 // - trimmed before this bridge read it at all: counted every second by a script that compares the
-//   group's read counter with the stream (settleTrimmed-1.lua), which also sets the group's lag right;
+//   group's read counter with the stream (the Redis function ac_settle_trimmed_1), which also sets the group's lag right;
 // - pending for this bridge but its data gone (nil fields in a read, or named by XAUTOCLAIM): read
 //   by an earlier run and trimmed before it was sent, or delivered to a read of this run whose
 //   reply the link lost, so never had (trimmed unread). One this run settled itself (sent, say)

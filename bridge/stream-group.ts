@@ -1,6 +1,6 @@
 // This bridge's consumer group on a layout's stream: its name, creating it, reading its state,
 // acknowledging entries, and recognising the errors that say it is gone.
-import { readFileSync } from 'node:fs';
+import { callBridgeFunction } from './functions.js';
 import type { RedisClient } from '../runtime/redis.js';
 import { actionStreamKey } from '../schemas/redis-keys.js';
 
@@ -54,7 +54,6 @@ export function streamAcker(ops: RedisClient, prefix: string, bridgeId: string, 
   };
 }
 
-const SETTLE_TRIMMED = readFileSync(new URL('./lua/settleTrimmed-1.lua', import.meta.url), 'utf8');
 /** Entries after the group's position counted one by one, at most: beyond, the count waits for the bridge to catch up. */
 const SETTLE_SCAN_MAX = 10_000;
 
@@ -65,7 +64,7 @@ const SETTLE_SCAN_MAX = 10_000;
  * behind to count; `lastDelivered` is the group's last-delivered-id (null: no group).
  */
 export async function settleTrimmed(ops: RedisClient, stream: string, group: string): Promise<{ missed: number; lastDelivered: string | null }> {
-  const [missed, , last] = (await ops.eval(SETTLE_TRIMMED, 1, stream, group, SETTLE_SCAN_MAX)) as [number, number, string?];
+  const [missed, , last] = (await callBridgeFunction(ops, 'settleTrimmed', [stream], [group, SETTLE_SCAN_MAX])) as [number, number, string?];
   return { missed, lastDelivered: last ?? null };
 }
 

@@ -1,5 +1,7 @@
 // Builds a running gateway from a configuration: Redis -> stores -> caches -> invalidation -> HTTP.
 // main.ts calls it for the real process; tests call it in-process with port 0.
+import { loadFunctions } from '../runtime/redis-functions.js';
+import { bridgeFunctionsSource } from '../schemas/bridge-functions.js';
 import { tlsVerificationOff } from '../runtime/redis-tls.js';
 import type { RedisClient } from '../runtime/redis.js';
 import { ActionLog } from './actions/action-log.js';
@@ -114,6 +116,8 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
     const { moved } = await migrateLegacyKeys(redis, config.redisPrefix);
     log.info({ moved }, 'moved 0.1 keys to their tagged names');
   }
+  // the venue bridges' Redis functions, on every master (a bridge's user may call them, not load them)
+  await loadFunctions(redis, bridgeFunctionsSource());
   // signing secrets written in plain before the KEK are sealed before anything else reads them
   const sealed = await stores.signingKeys.sealPlain();
   if (sealed > 0) log.info({ sealed, kek: kek.id }, 'sealed signing keys stored in plain under the key-encryption key');

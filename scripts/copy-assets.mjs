@@ -12,7 +12,6 @@ const copies = [
   ['schemas', 'dist/schemas', (f) => f.endsWith('.json') || f.endsWith('.lua')],
   ['gateway/demo', 'dist/gateway/demo', (f) => f.endsWith('.json')],
   ['gateway/store/lua', 'dist/gateway/store/lua', (f) => f.endsWith('.lua')],
-  ['bridge/lua', 'dist/bridge/lua', (f) => f.endsWith('.lua')],
   ['gateway/admin/static', 'dist/gateway/admin/static', () => true],
   ['gateway/play/static', 'dist/gateway/play/static', () => true],
 ];

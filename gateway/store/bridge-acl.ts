@@ -1,34 +1,55 @@
 // A least-privilege Redis user for one venue bridge: `bridge-<ID>` may touch only its layouts'
-// action streams, presence sets, dead-letter streams, cue hashes and show records, with only the commands the
-// bridge sends (reading its consumer group, acking, dead-lettering, its two scripts, presence, cue
-// state, the clock), and read-only its layouts' definitions (OSCQuery describes their controls).
-// Nothing else: no signing keys, API keys, teams, admin sessions, writes to a definition or another
-// layout's keys, no pub/sub, no admin commands. On Redis Cluster the user is
-// set on every node, masters and replicas, since ACLs are per node.
+// action streams, presence sets, dead-letter streams, cue hashes and show records, each with only
+// the commands the bridge sends to that key (ACL selectors), call the bridge's Redis functions
+// (FCALL; no EVAL, so no Lua of its own), and read its layouts' definitions (HGET, HMGET: what
+// OSCQuery describes). Nothing else: no signing keys, API keys, teams, admin sessions, writes to a
+// definition or another layout's keys, no pub/sub, no INFO, no other database, no admin commands.
+// On Redis Cluster the user is set on every node, masters and replicas, since ACLs are per node. A
+// new grant disconnects the connections of the old password.
 import { randomBytes } from 'node:crypto';
 import { Cluster, type Redis } from 'ioredis';
 import type { RedisClient } from '../../runtime/redis.js';
 import { actionStreamKey, cueStateKey, deadLetterKey, layoutKey, presenceKey, showRecordKey, showRecordStateKey } from '../../schemas/redis-keys.js';
 import { AppError } from '../errors.js';
+import { loadFunctions } from '../../runtime/redis-functions.js';
+import { bridgeFunctionsSource } from '../../schemas/bridge-functions.js';
 
 /**
- * The commands a bridge sends, each needed: the connection (ioredis: AUTH/HELLO, CLIENT SETNAME,
- * the INFO ready check, the cluster's slot map), its consumer group (XREADGROUP, XACK, XAUTOCLAIM,
- * XINFO, XGROUP CREATE and SETID, XRANGE in the lost-entry count, XPENDING), dead letters (XADD),
- * its scripts (EVAL, EVALSHA: the lost-entry count, the cue firing and the crowd samples, which
- * also append to the show record: XDEL, HINCRBY, HMGET), presence (ZADD, ZREMRANGEBYSCORE, PEXPIRE,
- * ZREM), cue state (HGETALL, HGET, HSET), its layouts' definitions (HMGET, HGET) and the server's
- * clock (TIME).
+ * The connection's own commands, on no key: AUTH/HELLO, PING, QUIT, SELECT 0 only (a URL's /0),
+ * READONLY, CLIENT SETNAME/SETINFO/ID, the cluster's slot map, and the server's clock (TIME). No
+ * INFO: the bridge's connections skip ioredis's ready check.
  */
-export const BRIDGE_COMMANDS = [
-  'auth', 'hello', 'ping', 'quit', 'select', 'info', 'time', 'readonly',
+export const BRIDGE_CONNECTION_COMMANDS = [
+  'auth', 'hello', 'ping', 'quit', 'select|0', 'time', 'readonly',
   'client|setname', 'client|setinfo', 'client|id', 'cluster|slots', 'cluster|shards', 'cluster|nodes', 'cluster|info',
-  'xreadgroup', 'xack', 'xautoclaim', 'xinfo|groups', 'xinfo|stream', 'xgroup|create', 'xgroup|setid', 'xrange', 'xpending', 'xadd',
-  'eval', 'evalsha',
-  'zadd', 'zremrangebyscore', 'pexpire', 'zrem',
-  'hgetall', 'hget', 'hset',
-  'xdel', 'hincrby', 'hmget',
 ] as const;
+
+/**
+ * Which commands reach which of a layout's keys: each an ACL selector, so a command reaches only the
+ * key it is for (no XADD on the action stream, no HGETALL of the definition). A command inside one
+ * of the bridge's functions is checked the same way (Redis checks a function's commands against its
+ * caller), so each function's commands are listed with the key they touch.
+ */
+export function bridgeSelectors(prefix: string, layoutId: string): { keys: string[]; commands: string[] }[] {
+  const stream = actionStreamKey(prefix, layoutId);
+  const record = [showRecordKey(prefix, layoutId), showRecordStateKey(prefix, layoutId)];
+  return [
+    // its consumer group; XINFO, XGROUP SETID and XRANGE also from ac_settle_trimmed_1
+    { keys: [stream], commands: ['xreadgroup', 'xack', 'xautoclaim', 'xinfo|groups', 'xinfo|stream', 'xgroup|create', 'xgroup|setid', 'xrange', 'xpending'] },
+    // unusable entries, with their reason (MAXLEN ~ and 4 KiB of each entry's fields)
+    { keys: [deadLetterKey(prefix, layoutId)], commands: ['xadd'] },
+    // its displays
+    { keys: [presenceKey(prefix, layoutId)], commands: ['zadd', 'zremrangebyscore', 'pexpire', 'zrem'] },
+    // crowd-cue state (ac_fire_cue_1 too)
+    { keys: [cueStateKey(prefix, layoutId)], commands: ['hgetall', 'hget', 'hset'] },
+    // the show record, appended by ac_fire_cue_1 and ac_sample_crowd_1
+    { keys: record, commands: ['xadd', 'xdel', 'xrange', 'hget', 'hset', 'hmget', 'hincrby', 'pexpire'] },
+    // its layout's definition, read-only: what OSCQuery describes (version, name, pages, zones)
+    { keys: [layoutKey(prefix, layoutId)], commands: ['hget', 'hmget'] },
+    // its functions, called with the keys they touch
+    { keys: [stream, cueStateKey(prefix, layoutId), ...record], commands: ['fcall'] },
+  ];
+}
 
 const BRIDGE_ID = /^[A-Za-z0-9_.-]{1,64}$/;
 const LAYOUT_ID = /^[A-Za-z0-9_-]{1,64}$/;
@@ -38,26 +59,21 @@ export function bridgeUser(bridgeId: string): string {
   return `bridge-${bridgeId}`;
 }
 
-/** The keys a bridge may touch: six per layout, named exactly (no pattern reaches another layout's). */
-export function bridgeKeys(prefix: string, layoutIds: readonly string[]): string[] {
-  return layoutIds.flatMap((l) => [actionStreamKey(prefix, l), presenceKey(prefix, l), deadLetterKey(prefix, l), cueStateKey(prefix, l), showRecordKey(prefix, l), showRecordStateKey(prefix, l)]);
-}
-
 /** Escapes Redis glob characters, so a key pattern matches only that key. */
 function literal(key: string): string {
   return key.replace(/[*?[\]\\]/g, (c) => `\\${c}`);
 }
 
 /**
- * The ACL SETUSER arguments: reset (so an update drops what the user had), on, the password, its
- * keys, its layouts' definitions read-only (%R~, Redis 7), no channels, its commands.
+ * The ACL SETUSER arguments: reset (so an update drops what the user had), on, the password, the
+ * connection's commands at the root, and one selector per layout's key and its commands (Redis 7).
+ * No channel, no other key, no EVAL.
  */
 export function bridgeAclRules(prefix: string, layoutIds: readonly string[], password: string): string[] {
+  const selectors = layoutIds.flatMap((l) => bridgeSelectors(prefix, l));
   return [
-    'reset', 'on', `>${password}`,
-    ...bridgeKeys(prefix, layoutIds).map((k) => `~${literal(k)}`),
-    ...layoutIds.map((l) => `%R~${literal(layoutKey(prefix, l))}`),
-    'resetchannels', '-@all', ...BRIDGE_COMMANDS.map((c) => `+${c}`),
+    'reset', 'on', `>${password}`, 'resetchannels', '-@all', ...BRIDGE_CONNECTION_COMMANDS.map((c) => `+${c}`),
+    ...selectors.map((sel) => `(${[...sel.keys.map((k) => `~${literal(k)}`), ...sel.commands.map((x) => `+${x}`)].join(' ')})`),
   ];
 }
 
@@ -100,6 +116,13 @@ async function setUser(node: Redis, user: string, rules: string[]): Promise<void
 }
 
 /** ACL SAVE on each node; true when every node has an aclfile to write. */
+/** Ends every connection of the user on this node: the old password's clients, after a new grant. */
+async function disconnectUser(node: Redis, user: string): Promise<void> {
+  await node.call('CLIENT', 'KILL', 'USER', user).catch((e: unknown) => {
+    if (!/No such user/i.test((e as Error).message)) throw e;
+  });
+}
+
 async function saveAcl(nodes: Redis[]): Promise<boolean> {
   const saved = await Promise.all(nodes.map((n) => n.call('ACL', 'SAVE').then(() => true, () => false)));
   return saved.every(Boolean);
@@ -111,7 +134,10 @@ export async function grantBridge(redis: RedisClient, prefix: string, bridgeId: 
   const password = randomBytes(24).toString('base64url');
   const user = bridgeUser(bridgeId);
   const nodes = nodesOf(redis);
+  await loadFunctions(redis, bridgeFunctionsSource()); // what the user may call, there before it can
   await Promise.all(nodes.map((n) => setUser(n, user, bridgeAclRules(prefix, [...new Set(layoutIds)], password))));
+  // nobody has the new password yet: every connection of the user is the old one's
+  await Promise.all(nodes.map((n) => disconnectUser(n, user)));
   return { user, password, nodes: nodes.length, saved: await saveAcl(nodes) };
 }
 

@@ -1,6 +1,6 @@
 // Reading a layout's show record (schemas/show-record.ts): its entries between two moments, each
 // with the moment its stream id says. The writers are the scripts that make the events (page
-// switches, moderation decisions, in gateway/store/lua; cue firings and crowd samples, in bridge/lua).
+// switches, moderation decisions, in gateway/store/lua; cue firings and crowd samples, in schemas/bridge-functions.lua).
 import type { RedisClient } from '../../runtime/redis.js';
 import { RECORD_FIELD, type RecordEntry } from '../../schemas/show-record.js';
 import { validateRecordEntry } from '../../schemas/validators.js';

@@ -5,6 +5,7 @@
 // WebSocket a LISTEN streams what the displays were sent, IGNORE stops it, and re-importing the
 // layout says PATH_CHANGED. A bridge whose Redis user may not read the layout's definition (an
 // older grant) keeps playing, says why in /readyz, and fills the namespace once it may.
+import { layoutKey } from '../../schemas/redis-keys.js';
 import type { ChildProcess } from 'node:child_process';
 import { Redis } from 'ioredis';
 import { fromBuffer, type OscPacketOutput } from 'osc-min';
@@ -205,7 +206,9 @@ describe('OSCQuery when the Redis user may not read the definition', () => {
   it('plays on, says so in /readyz, and fills the namespace once the user may read it', async () => {
     const user = 'bridge-oscq-old';
     const rules = bridgeAclRules(prefix, [LAYOUT.layoutId], 'old-grant-password').filter((r) => r !== '+client|setinfo'); // Redis 7.2's: this Redis may be older
-    await admin.call('ACL', 'SETUSER', user, ...rules.filter((r) => !r.startsWith('%R~'))); // a grant made before bridges read definitions
+    const definition = `(~${layoutKey(prefix, LAYOUT.layoutId)} `;
+    expect(rules.filter((r) => r.startsWith(definition))).toHaveLength(1);
+    await admin.call('ACL', 'SETUSER', user, ...rules.filter((r) => !r.startsWith(definition))); // a grant made before bridges read definitions
     const dump = await startOscdump();
     const port = await freePort();
     const url = new URL(redis.get().server.url);

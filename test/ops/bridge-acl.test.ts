@@ -11,6 +11,8 @@ import { readFileSync } from 'node:fs';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RedisKeys } from '../../gateway/store/keys.js';
+import { BRIDGE_FUNCTIONS } from '../../schemas/bridge-functions.js';
+import { deadLetterKey } from '../../schemas/redis-keys.js';
 import { createStores } from '../../gateway/store/stores.js';
 import type { LayoutDefinition } from '../../schemas/types.js';
 import { configFile, spawnBridge, stopProcess } from '../helpers/bridge.js';
@@ -91,14 +93,14 @@ describe('a bridge under its own Redis user', () => {
   }, 30_000);
 
   it("reads its layout's definition (for OSCQuery's descriptions) and cannot change it", async () => {
-    const as = new Redis(grant.redisUrl);
+    const as = new Redis(grant.redisUrl, { enableReadyCheck: false });
     expect(await as.hmget(new RedisKeys(prefix).layout(LAYOUT), 'version', 'activePageId')).toEqual([expect.stringMatching(/^\d+$/), expect.any(String)]);
     as.disconnect();
   });
 
   it("reads and writes nothing else: NOPERM on signing keys, API keys, teams, admin sessions, a layout definition's writes and another layout", async () => {
     const k = new RedisKeys(prefix);
-    const as = new Redis(grant.redisUrl);
+    const as = new Redis(grant.redisUrl, { enableReadyCheck: false });
     const refused = async (what: string, command: Promise<unknown>) => {
       const error = await command.then(() => null, (e: Error) => e.message);
       expect(error, what).toMatch(/^NOPERM/);
@@ -122,10 +124,40 @@ describe('a bridge under its own Redis user', () => {
     await refused('every key at once', as.flushall());
     await refused('the key space', as.keys('*'));
     await refused('a command of its own on a foreign key', as.eval("return redis.call('GET', KEYS[1])", 1, k.currentSigningKey()));
+    // no Lua of its own even on its own keys (a loop would make Redis answer BUSY to everyone)
+    await refused('EVAL on its own stream', as.eval('while true do end', 1, k.actions(LAYOUT)));
+    await refused('EVALSHA', as.evalsha('0'.repeat(40), 1, k.actions(LAYOUT)));
+    await refused('loading a function', as.call('FUNCTION', 'LOAD', "#!lua name=x\nredis.register_function('x', function() return 1 end)"));
+    // each command reaches only the key it is for, and only what docs/venue.md says it reads
+    await refused("adding to its own action stream", as.xadd(k.actions(LAYOUT), '*', 'action', '{}'));
+    await refused("its layout's whole definition", as.hgetall(k.layout(LAYOUT)));
+    await refused('INFO', as.info());
+    await refused('another database', as.call('SELECT', '1'));
+    await refused("moving its stream's expiry", as.pexpire(k.actions(LAYOUT), 1000));
+    await refused('its dead letters read back', as.xrange(deadLetterKey(prefix, LAYOUT), '-', '+'));
+    // its functions bound what they write, whoever calls them
+    const huge = JSON.stringify({ value: [1], n: 1, pad: 'x'.repeat(1 << 20) });
+    const bounded = await as.fcall(BRIDGE_FUNCTIONS.sampleCrowd, 2, k.showRecord(LAYOUT).stream, k.showRecord(LAYOUT).state, 900, 1000, 1 << 30, 4, huge).then(() => 'written', (e: Error) => e.message);
+    expect(bounded).toMatch(/a crowd value is longer than 16384 bytes/);
     await refused('pub/sub', as.publish(k.invalidationChannel(), 'x'));
     await refused('ACL', as.call('ACL', 'LIST'));
     await refused('CONFIG', as.call('CONFIG', 'GET', '*'));
     as.disconnect();
+  });
+
+  it('a new grant disconnects the connections of the old password at once', async () => {
+    const old = new Redis(grant.redisUrl, { maxRetriesPerRequest: 0, retryStrategy: () => null, enableReadyCheck: false });
+    old.on('error', () => {}); // its end is what this test waits for
+    const k = new RedisKeys(prefix);
+    expect(await old.hget(k.layout(LAYOUT), 'version')).toMatch(/^\d+$/);
+    const closed = new Promise<void>((resolve) => old.once('end', () => resolve()));
+    grant = await audiencectlJson(env(), 'bridge', 'grant', '--bridge-id', bridgeId, '--layout', LAYOUT);
+    await closed; // the server ended it: no command of the old password gets through any more
+    expect(await old.hget(k.layout(LAYOUT), 'version').then(() => 'answered', (e: Error) => e.message)).not.toBe('answered');
+    old.disconnect();
+    const fresh = new Redis(grant.redisUrl, { enableReadyCheck: false });
+    expect(await fresh.hget(k.layout(LAYOUT), 'version')).toMatch(/^\d+$/);
+    fresh.disconnect();
   });
 
   it('cannot connect once revoked', async () => {
