@@ -50,6 +50,10 @@ export interface BridgeConfig {
   /** the OSCQuery server's port (bridge/oscquery); absent: none */
   readonly oscQueryPort?: number;
   readonly oscQueryHost: string;
+  /** Host header names taken besides loopback, IP addresses and this machine's names */
+  readonly oscQueryAllowedHosts: readonly string[];
+  /** Origin headers taken besides loopback origins */
+  readonly oscQueryAllowedOrigins: readonly string[];
   /** advertise it over mDNS; absent: when oscQueryHost is not loopback */
   readonly oscQueryMdns?: boolean;
   readonly layouts: readonly BridgeLayout[];

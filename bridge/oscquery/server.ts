@@ -8,8 +8,15 @@
 //     {"COMMAND": "PATH_CHANGED", "DATA": "/"} tells every client when the namespace changes. The
 //     namespace is read-only: OSC a client sends is ignored.
 // A slow client never holds the bridge up: while more than MAX_BUFFERED bytes wait to reach it,
-// what it listens to is not sent to it (its VALUE attributes stay current).
+// what it listens to is not sent to it (its VALUE attributes stay current). Every request and
+// upgrade is checked first: its Host must be a loopback name, an IP address, this machine's name or
+// one allowed (no DNS rebinding), its Origin, when a browser sends one, loopback or allowed (no
+// cross-origin page on the venue host reads the audience's text), and one peer holds at most
+// MAX_CLIENTS_PER_PEER of the WebSocket slots. The bridge runs this server in a thread of its own
+// (server-thread.ts), off the send loop's event loop.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { isIP } from 'node:net';
+import { hostname } from 'node:os';
 import type { Duplex } from 'node:stream';
 import { toBuffer } from 'osc-min';
 import { WebSocketServer, type RawData, type WebSocket } from 'ws';
@@ -19,6 +26,8 @@ import type { Method } from './namespace.js';
 
 /** WebSocket clients at once; more are answered 503. */
 export const MAX_CLIENTS = 64;
+/** WebSocket clients of one peer address at once; more are answered 503. */
+export const MAX_CLIENTS_PER_PEER = 8;
 /** Addresses one client may listen to. */
 export const MAX_LISTENS = 4096;
 const MAX_BUFFERED = 1 << 20;
@@ -80,9 +89,59 @@ function addressOf(url: string): { address: string; query: string } | null {
 interface Client {
   ws: WebSocket;
   listens: Set<string>;
+  peer: string;
 }
 
-export async function startOscQueryServer(opts: { host: string; port: number; name: string; hostInfo: Omit<HostInfo, 'NAME'>; description: string; onError?: (e: Error) => void }): Promise<OscQueryServer> {
+/** Who may ask: the Host names and web origins taken besides the built-in ones (loopback, IP addresses, this machine's names). */
+export interface OscQueryAccess {
+  allowedHosts: readonly string[];
+  allowedOrigins: readonly string[];
+}
+
+const LOOPBACK_NAMES = new Set(['localhost', '127.0.0.1', '[::1]', '::1']);
+
+/** The host name of a Host header ("name:port", "[v6]:port"), lower case. */
+function hostName(header: string): string {
+  const h = header.trim().toLowerCase();
+  if (h.startsWith('[')) return h.slice(0, h.indexOf(']') + 1);
+  const colon = h.lastIndexOf(':');
+  return colon < 0 ? h : h.slice(0, colon);
+}
+
+/** Why a request may not be answered (its Host or its Origin), or null. */
+export function refusedAccess(headers: IncomingMessage['headers'], access: OscQueryAccess, machineNames: ReadonlySet<string>): { error: string; message: string } | null {
+  const host = hostName(headers.host ?? '');
+  const ipLiteral = isIP(host) !== 0 || (host.startsWith('[') && isIP(host.slice(1, -1)) !== 0);
+  if (host === '' || !(LOOPBACK_NAMES.has(host) || ipLiteral || machineNames.has(host) || access.allowedHosts.some((a) => a.toLowerCase() === host))) {
+    return problem('host_not_allowed', `Host ${JSON.stringify(host.slice(0, 64))} is not this bridge's: use its address, or add the name to oscQueryAllowedHosts`);
+  }
+  const origin = headers.origin;
+  if (origin === undefined) return null;
+  let parsed: URL | null = null;
+  try {
+    parsed = new URL(origin);
+  } catch {
+    parsed = null;
+  }
+  const loopback = parsed !== null && (parsed.protocol === 'http:' || parsed.protocol === 'https:') && LOOPBACK_NAMES.has(parsed.hostname.toLowerCase());
+  if (loopback || access.allowedOrigins.some((a) => a.toLowerCase() === origin.toLowerCase())) return null;
+  return problem('origin_not_allowed', `pages of ${JSON.stringify(origin.slice(0, 128))} may not read this bridge's OSCQuery: add the origin to oscQueryAllowedOrigins`);
+}
+
+export async function startOscQueryServer(opts: {
+  host: string;
+  port: number;
+  name: string;
+  hostInfo: Omit<HostInfo, 'NAME'>;
+  description: string;
+  access?: OscQueryAccess;
+  onError?: (e: Error) => void;
+  /** the number of WebSocket clients changed */
+  onClients?: (count: number) => void;
+}): Promise<OscQueryServer> {
+  const access = opts.access ?? { allowedHosts: [], allowedOrigins: [] };
+  const machine = hostname().toLowerCase();
+  const machineNames = new Set([machine, `${machine}.local`]);
   let tree = new Tree([], opts.description);
   let methods: ReadonlyMap<string, Method> = new Map();
   const clients = new Set<Client>();
@@ -91,6 +150,8 @@ export async function startOscQueryServer(opts: { host: string; port: number; na
   const hostInfo: HostInfo = { NAME: opts.name, ...opts.hostInfo };
 
   const answer = (req: IncomingMessage, res: ServerResponse) => {
+    const refused = refusedAccess(req.headers, access, machineNames);
+    if (refused) return send(res, 403, refused);
     if (req.method !== 'GET' && req.method !== 'HEAD') return send(res, 405, problem('method_not_allowed', 'GET only: the namespace is read-only'), { allow: 'GET, HEAD' });
     const at = addressOf(req.url ?? '/');
     if (!at) return send(res, 400, problem('bad_path', 'the path is not a percent-encoded OSC address'));
@@ -148,18 +209,26 @@ export async function startOscQueryServer(opts: { host: string; port: number; na
     if (COMMAND === 'LISTEN') listen(c, DATA);
     else ignore(c, DATA);
   };
-  server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
-    if (clients.size >= MAX_CLIENTS) {
-      socket.end(`HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\nconnection: close\r\n\r\n${JSON.stringify(problem('too_many_clients', `at most ${MAX_CLIENTS} WebSocket clients`))}`);
-      return;
-    }
+  const refuseUpgrade = (socket: Duplex, status: string, body: { error: string; message: string }): void => {
+    socket.end(`HTTP/1.1 ${status}\r\ncontent-type: application/json\r\nconnection: close\r\n\r\n${JSON.stringify(body)}`);
+  };
+  server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer): void => {
+    const refused = refusedAccess(req.headers, access, machineNames);
+    if (refused) return refuseUpgrade(socket, '403 Forbidden', refused);
+    const peer = req.socket.remoteAddress ?? '';
+    if (clients.size >= MAX_CLIENTS) return refuseUpgrade(socket, '503 Service Unavailable', problem('too_many_clients', `at most ${MAX_CLIENTS} WebSocket clients`));
+    let mine = 0;
+    for (const c of clients) if (c.peer === peer) mine++;
+    if (mine >= MAX_CLIENTS_PER_PEER) return refuseUpgrade(socket, '503 Service Unavailable', problem('too_many_clients', `at most ${MAX_CLIENTS_PER_PEER} WebSocket clients from one address`));
     wss.handleUpgrade(req, socket, head, (ws) => {
-      const c: Client = { ws, listens: new Set() };
+      const c: Client = { ws, listens: new Set(), peer };
       clients.add(c);
+      opts.onClients?.(clients.size);
       ws.on('message', (data, binary) => command(c, data, binary));
       ws.on('error', () => ws.terminate());
       ws.on('close', () => {
         clients.delete(c);
+        opts.onClients?.(clients.size);
         for (const a of [...c.listens]) ignore(c, a);
       });
     });

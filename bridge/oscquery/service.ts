@@ -3,18 +3,76 @@
 // namespace every target receives (namespace.ts) and serves it (server.ts); the send loops report
 // what they played. A definition it cannot read (a Redis user granted before the bridge could read
 // definitions: NOPERM) leaves that layout out of the namespace and is said in the log and in
-// `problem()`; it never stops the bridge. The server is advertised over mDNS (mdns.ts) unless it
-// listens on loopback or oscQueryMdns is false.
+// `problem()`; it never stops the bridge. The server runs in a thread of its own
+// (server-thread.ts): what the send loops played is handed to it once per turn of the event loop,
+// in one message. The server is advertised over mDNS (mdns.ts) unless it listens on loopback or
+// oscQueryMdns is false.
 import type { RedisClient } from '../../runtime/redis.js';
 import type { Logger } from '../../runtime/log.js';
 import { layoutKey } from '../../schemas/redis-keys.js';
 import type { Page } from '../../schemas/types.js';
 import type { BridgeConfig } from '../config.js';
-import { bridgeMethods, type LayoutControls } from './namespace.js';
+import { bridgeMethods, type LayoutControls, type Method } from './namespace.js';
 import { advertiseOscQuery, isLoopback } from './mdns.js';
-import { startOscQueryServer, type OscQueryServer, type PlayedMessage } from './server.js';
+import { Worker } from 'node:worker_threads';
+import type { PlayedMessage } from './server.js';
+import type { FromThread, ServerOptions, ToThread } from './server-thread.js';
 
 const POLL_MS = 2000;
+
+/** The OSCQuery server as the bridge's main thread holds it: a handle on its thread. */
+export interface OscQueryServer {
+  readonly port: number;
+  /** WebSocket clients, as the thread last said */
+  readonly clients: number;
+  setNamespace(methods: ReadonlyMap<string, Method>): void;
+  played(source: string, messages: readonly PlayedMessage[]): void;
+  close(): Promise<void>;
+}
+
+/** Starts the server's thread; resolves once it listens (rejects with its listen error). */
+async function startServerThread(options: ServerOptions, onError: (message: string) => void): Promise<OscQueryServer> {
+  const worker = new Worker(new URL('./server-thread.js', import.meta.url), { workerData: options, name: 'oscquery' });
+  const send = (m: ToThread) => worker.postMessage(m);
+  let clients = 0;
+  let closed: (() => void) | null = null;
+  const port = await new Promise<number>((resolve, reject) => {
+    worker.on('message', (m: FromThread) => {
+      if (m.op === 'listening') resolve(m.port);
+      else if (m.op === 'failed') reject(new Error(m.message));
+      else if (m.op === 'error') onError(m.message);
+      else if (m.op === 'clients') clients = m.count;
+      else closed?.();
+    });
+    worker.on('error', (e) => {
+      onError(`the OSCQuery thread failed: ${e.message}`);
+      reject(e);
+    });
+  });
+  /** what the send loops played since this turn began, sent in one message */
+  let batch: [string, PlayedMessage[]][] = [];
+  const flush = () => {
+    send({ op: 'played', batch });
+    batch = [];
+  };
+  return {
+    port,
+    get clients() {
+      return clients;
+    },
+    setNamespace: (methods) => send({ op: 'namespace', methods: [...methods] }),
+    played(source, messages) {
+      if (batch.length === 0) setImmediate(flush);
+      batch.push([source, [...messages]]);
+    },
+    async close() {
+      const done = new Promise<void>((r) => (closed = r));
+      send({ op: 'close' });
+      await Promise.race([done, new Promise((r) => setTimeout(r, 2000))]);
+      await worker.terminate();
+    },
+  };
+}
 
 export interface OscQuery {
   readonly port: number;
@@ -42,7 +100,7 @@ async function readDefinition(redis: RedisClient, key: string): Promise<{ versio
 export async function startOscQuery(config: BridgeConfig, redis: RedisClient, log: Logger): Promise<OscQuery> {
   const first = config.layouts[0]!.targets[0]!;
   const transport = (t: { transport: string }) => (t.transport === 'udp' ? 'udp' : 'tcp');
-  const server = await startOscQueryServer({
+  const server = await startServerThread({
     host: config.oscQueryHost,
     port: config.oscQueryPort!,
     name: `audience-bridge ${config.bridgeId}`,
@@ -53,8 +111,8 @@ export async function startOscQuery(config: BridgeConfig, redis: RedisClient, lo
       OSC_TRANSPORT: first.transport === 'udp' ? 'UDP' : 'TCP',
       TARGETS: [...new Set(config.layouts.flatMap((l) => l.targets.map((t) => `${transport(t)}://${t.host.includes(':') ? `[${t.host}]` : t.host}:${t.port}`)))],
     },
-    onError: (e) => log.warn({ err: e.message }, 'OSCQuery: the server failed to take a connection'),
-  });
+    access: { allowedHosts: config.oscQueryAllowedHosts, allowedOrigins: config.oscQueryAllowedOrigins },
+  }, (message) => log.warn({ err: message }, 'OSCQuery: the server failed to take a connection'));
   const mdns = (config.oscQueryMdns ?? !isLoopback(config.oscQueryHost)) ? advertiseOscQuery(`audience-bridge ${config.bridgeId}`, server.port, log) : null;
   const known = new Map<string, Known>(config.layouts.map((l) => [l.layoutId, { version: null, controls: null, error: null }]));
   let saidConflicts = '';

@@ -5,6 +5,8 @@
 // WebSocket a LISTEN streams what the displays were sent, IGNORE stops it, and re-importing the
 // layout says PATH_CHANGED. A bridge whose Redis user may not read the layout's definition (an
 // older grant) keeps playing, says why in /readyz, and fills the namespace once it may.
+import { readdirSync, readFileSync } from 'node:fs';
+import { Agent, request } from 'node:http';
 import { layoutKey } from '../../schemas/redis-keys.js';
 import type { ChildProcess } from 'node:child_process';
 import { Redis } from 'ioredis';
@@ -111,6 +113,33 @@ afterAll(async () => {
   routed?.child.kill();
   gateway?.child.kill('SIGTERM');
   admin?.disconnect();
+});
+
+/** utime + stime of one thread of a process, in clock ticks. */
+const threadCpu = (pid: number, tid: string) => {
+  const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return Number(fields[11]) + Number(fields[12]);
+};
+
+describe('OSCQuery off the send loop', () => {
+  it('is served by a thread of its own: a flood of requests costs that thread, not the event loop', async () => {
+    const pid = bridge.pid!;
+    const tids = readdirSync(`/proc/${pid}/task`);
+    const own = tids.filter((t) => readFileSync(`/proc/${pid}/task/${t}/comm`, 'utf8').trim() === 'oscquery');
+    expect(own).toHaveLength(1);
+    const [loop, server] = [String(pid), own[0]!];
+    const before = [threadCpu(pid, loop), threadCpu(pid, server)];
+    // 3,000 requests, 20 at a time, over kept-alive connections
+    const agent = new Agent({ keepAlive: true, maxSockets: 20 });
+    const one = () => new Promise<void>((resolve) => request(`${base}/`, { agent }, (res) => (res.resume(), res.on('end', () => resolve()))).end());
+    for (let i = 0; i < 150; i++) await Promise.all(Array.from({ length: 20 }, one));
+    agent.destroy();
+    const [loopCpu, serverCpu] = [threadCpu(pid, loop) - before[0]!, threadCpu(pid, server) - before[1]!];
+    console.log(`figure: 3,000 OSCQuery GETs: ${serverCpu} ticks on the oscquery thread, ${loopCpu} on the event loop`);
+    expect(serverCpu).toBeGreaterThan(10);
+    expect(loopCpu).toBeLessThan(serverCpu / 2);
+  });
 });
 
 describe('OSCQuery over HTTP from a real bridge', () => {

@@ -6,7 +6,8 @@
 import { request } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
-import { MAX_CLIENTS, startOscQueryServer, type OscQueryServer } from '../../bridge/oscquery/server.js';
+import { hostname } from 'node:os';
+import { MAX_CLIENTS, MAX_CLIENTS_PER_PEER, startOscQueryServer, type OscQueryServer } from '../../bridge/oscquery/server.js';
 import type { Method } from '../../bridge/oscquery/namespace.js';
 import { fuzzSeed, seededRandom } from '../helpers/seeded-random.js';
 import { eventually } from '../helpers/gateway.js';
@@ -25,8 +26,8 @@ beforeAll(async () => {
 });
 afterAll(() => server?.close());
 
-async function open(): Promise<{ socket: WebSocket; closed: Promise<{ code: number; reason: string }>; got: Buffer[] }> {
-  const socket = new WebSocket(ws);
+async function open(from = '127.0.0.1'): Promise<{ socket: WebSocket; closed: Promise<{ code: number; reason: string }>; got: Buffer[] }> {
+  const socket = new WebSocket(ws, { localAddress: from });
   const got: Buffer[] = [];
   socket.on('message', (d: Buffer) => got.push(d));
   const closed = new Promise<{ code: number; reason: string }>((r) => socket.once('close', (code, reason) => r({ code, reason: String(reason) })));
@@ -58,9 +59,57 @@ describe('OSCQuery WebSocket commands', () => {
     c.socket.close();
   });
 
+  it(`one address holds at most ${MAX_CLIENTS_PER_PEER} WebSockets (503 past them); another still opens`, async () => {
+    const mine = await Promise.all(Array.from({ length: MAX_CLIENTS_PER_PEER }, () => open('127.0.0.1')));
+    const status = (from: string) => new Promise<number>((r) => new WebSocket(ws, { localAddress: from }).once('unexpected-response', (_req, res) => r(res.statusCode ?? 0)).once('open', function (this: WebSocket) { this.close(); r(101); }));
+    expect(await status('127.0.0.1')).toBe(503);
+    expect(await status('127.0.0.99')).toBe(101);
+    for (const c of mine) c.socket.close();
+    await eventually(() => server.clients === 0);
+  });
+
+  it('refuses a Host that is not this bridge\'s (DNS rebinding) and a foreign Origin, on HTTP and the WebSocket alike', async () => {
+    const get = (headers: Record<string, string>, path = '/?HOST_INFO') =>
+      new Promise<{ status: number; body: string }>((resolve) => {
+        const req = request({ host: '127.0.0.1', port: server.port, path, headers }, (res) => {
+          let body = '';
+          res.on('data', (c: Buffer) => (body += c.toString()));
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+        });
+        req.end();
+      });
+    const rebound = await get({ host: `attacker.example:${server.port}` });
+    expect([rebound.status, JSON.parse(rebound.body).error]).toEqual([403, 'host_not_allowed']);
+    const foreign = await get({ host: `127.0.0.1:${server.port}`, origin: 'https://attacker.example' });
+    expect([foreign.status, JSON.parse(foreign.body).error]).toEqual([403, 'origin_not_allowed']);
+    const allowed: Record<string, string>[] = [{ host: `127.0.0.1:${server.port}` }, { host: `localhost:${server.port}`, origin: 'http://localhost:3000' }, { host: `[::1]:${server.port}` }, { host: `192.168.1.20:${server.port}` }, { host: `${hostname()}.local` }];
+    for (const ok of allowed) {
+      expect((await get(ok)).status, JSON.stringify(ok)).toBe(200);
+    }
+    const upgrade = (headers: Record<string, string>) =>
+      new Promise<number>((r) => new WebSocket(ws, { headers }).once('unexpected-response', (_req, res) => r(res.statusCode ?? 0)).once('open', function (this: WebSocket) { this.close(); r(101); }));
+    expect(await upgrade({ origin: 'https://attacker.example' })).toBe(403);
+    expect(await upgrade({ host: 'attacker.example' })).toBe(403);
+    expect(await upgrade({ origin: 'http://127.0.0.1:8000' })).toBe(101);
+    await eventually(() => server.clients === 0);
+  });
+
+  it('takes the Host names and origins it is given besides', async () => {
+    const other = await startOscQueryServer({ host: '127.0.0.1', port: 0, name: 'test', description: 'test', hostInfo: { TARGETS: [] }, access: { allowedHosts: ['Bridge.Venue.Example'], allowedOrigins: ['https://show.venue.example'] } });
+    try {
+      const status = (headers: Record<string, string>) =>
+        new Promise<number>((resolve) => request({ host: '127.0.0.1', port: other.port, path: '/', headers }, (res) => (res.resume(), resolve(res.statusCode ?? 0))).end());
+      expect(await status({ host: 'bridge.venue.example:5678', origin: 'https://show.venue.example' })).toBe(200);
+      expect(await status({ host: 'bridge.venue.example:5678', origin: 'https://other.venue.example' })).toBe(403);
+    } finally {
+      await other.close();
+    }
+  });
+
   it(`refuses a WebSocket beyond ${MAX_CLIENTS} with 503, and takes one again once a client leaves`, async () => {
-    const clients = await Promise.all(Array.from({ length: MAX_CLIENTS }, () => open()));
-    const refused = await new Promise<number>((r) => new WebSocket(ws).once('unexpected-response', (_req, res) => r(res.statusCode ?? 0)).once('open', () => r(101)));
+    // from as many addresses as the slots need, each within its own share
+    const clients = await Promise.all(Array.from({ length: MAX_CLIENTS }, (_, i) => open(`127.0.0.${2 + Math.floor(i / MAX_CLIENTS_PER_PEER)}`)));
+    const refused = await new Promise<number>((r) => new WebSocket(ws, { localAddress: '127.0.0.200' }).once('unexpected-response', (_req, res) => r(res.statusCode ?? 0)).once('open', () => r(101)));
     expect(refused).toBe(503);
     clients[0]!.socket.close();
     await clients[0]!.closed;
