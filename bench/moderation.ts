@@ -3,6 +3,8 @@
 //    the String's own JSON.parse as the yardstick: open (only the length), filter with English,
 //    filter with five languages, a blocklist and every block. 20,000 texts a round (a seeded mix
 //    of scripts, leetspeak, numbers, links), 5 rounds interleaved; the median round is reported.
+//    Then the five-language policy on texts of 1,024 characters (the longest a String may be):
+//    LONG_TEXTS of them a round, so the cost of the longest text has a figure of its own.
 // 2. Redis memory per show record entry (MEMORY USAGE of the stream and its state after N
 //    moderation entries of about 200 bytes of JSON, appended by schemas/show-record.lua) against
 //    the JSON they hold.
@@ -22,12 +24,24 @@ const { values } = parseArgs({ options: { texts: { type: 'string', default: '200
 const TEXTS = Number(values.texts);
 const ENTRIES = Number(values.entries);
 const ROUNDS = 5;
+/** texts of 1,024 characters a round */
+const LONG_TEXTS = 500;
 
 const WORDS = ['hello', 'from', 'row', '12', 'happy', 'birthday', 'Sam', 'go', 'team', 'привет', 'こんにちは', 'gr33tings', 'ENCORE', 'see', 'you', 'at', 'example.com', '🎉', 'wow', 'the', 'band', 'is', 'amazing', 'Grüße', '455'];
 
 function texts(seed: number): string[] {
   const rand = seededRandom(seed);
   return Array.from({ length: TEXTS }, () => Array.from({ length: 2 + Math.floor(rand() * 10) }, () => WORDS[Math.floor(rand() * WORDS.length)]).join(' '));
+}
+
+/** Texts of exactly 1,024 code points of the same words. */
+function longTexts(seed: number): string[] {
+  const rand = seededRandom(seed);
+  return Array.from({ length: LONG_TEXTS }, () => {
+    let t = '';
+    while ([...t].length < 1024) t += `${WORDS[Math.floor(rand() * WORDS.length)]} `;
+    return [...t].slice(0, 1024).join('');
+  });
 }
 
 const POLICIES: [string, Moderation][] = [
@@ -46,6 +60,9 @@ function policyCosts(): string[] {
     return { name, p, compileMs: performance.now() - t0, rounds: [] as number[] };
   });
   const parse: number[] = [];
+  const long = longTexts(2);
+  const widest = compiled[compiled.length - 1]!;
+  const longRounds: number[] = [];
   let sink = 0;
   for (let r = 0; r < ROUNDS; r++) {
     let t0 = performance.now();
@@ -56,6 +73,9 @@ function policyCosts(): string[] {
       for (const t of sample) if (c.p.refusal(t) !== null) sink++;
       c.rounds.push(((performance.now() - t0) * 1000) / TEXTS);
     }
+    t0 = performance.now();
+    for (const t of long) if (widest.p.refusal(t) !== null) sink++;
+    longRounds.push(((performance.now() - t0) * 1000) / LONG_TEXTS);
   }
   const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
   const base = median(parse);
@@ -64,8 +84,9 @@ function policyCosts(): string[] {
     `|---|---|---|---|`,
     `| JSON.parse of the action body (yardstick) | ${base.toFixed(2)} | 1.00× | – |`,
     ...compiled.map((c) => `| ${c.name} | ${median(c.rounds).toFixed(2)} | ${(median(c.rounds) / base).toFixed(1)}× | ${c.compileMs.toFixed(0)} ms |`),
+    `| ${widest.name}, texts of 1,024 characters | ${median(longRounds).toFixed(2)} | ${(median(longRounds) / base).toFixed(1)}× | – |`,
     ``,
-    `(${TEXTS} texts a round, ${ROUNDS} rounds, median; ${sink > 0 ? 'results used' : ''})`,
+    `(${TEXTS} texts a round, ${LONG_TEXTS} of 1,024 characters, ${ROUNDS} rounds, median; ${sink > 0 ? 'results used' : ''})`,
   ];
 }
 

@@ -1,13 +1,14 @@
 // What the crowd may write: a String control's moderation policy, compiled once per control.
 // Every String loses its control, bidi and zero-width characters before it is stored (cleanText),
-// whatever the mode. A policy then folds the text for matching (NFKC, case folding, diacritics and
-// invisibles off) and looks for a word of its lists, a link, an email address or a phone number.
+// whatever the mode. A policy then folds the text for matching (NFKC, case folding, the marks of
+// every script and invisibles off, digits of every script as 0-9, look-alike letters as Latin ones:
+// normalise.ts) and looks for a word of its lists (also with separators evened out, and read the
+// right way up), a link, an email address or a phone number (contacts.ts).
 // The word matching is obscenity's (its English dataset with its whitelist, and its handling of
 // leetspeak, look-alike letters and repeated letters); the other languages' words come from the
 // List of Dirty, Naughty, Obscene and Otherwise Bad Words (npm naughty-words). Links and email
-// addresses are linkify-it's (it knows the top-level domains).
+// addresses are found by linkify-it and by the syntax of a domain (contacts.ts).
 import { createRequire } from 'node:module';
-import LinkifyIt from 'linkify-it';
 import { LRUCache } from 'lru-cache';
 import {
   DataSet,
@@ -21,6 +22,8 @@ import {
   toAsciiLowerCaseTransformer,
 } from 'obscenity';
 import type { Control, Moderation } from '../../schemas/types.js';
+import { hasEmail, hasLink, hasPhone } from './contacts.js';
+import { readLikeLatin, rightWayUp } from './normalise.js';
 
 export type ModerationMode = 'open' | 'filter' | 'hold';
 /** Why a text was refused: a word of the layout's blocklist, of the word lists, a link, an email address, a phone number, its length. */
@@ -51,11 +54,26 @@ export function codePoints(text: string): number {
   return n;
 }
 
-/** The text as matched: NFKC, case-folded, Latin diacritics off, invisibles off. */
+/** The text as matched: NFKC, marks and invisibles off, read like Latin (normalise.ts), case-folded. */
 export function foldForMatching(text: string): string {
-  const folded = cleanText(text).normalize('NFKC').toUpperCase().toLowerCase(); // upper then lower folds ß to ss and final sigma
-  return folded.normalize('NFD').replace(/[\u0300-\u036f]/g, '').normalize('NFC');
+  return readLikeLatin(cleanText(text).normalize('NFKC')).toUpperCase().toLowerCase(); // upper then lower folds ß to ss and final sigma
 }
+
+/** Separators between words (hyphens, dashes, dots, underscores, slashes) as one space: "rival-fc" is "rival fc". */
+export function evenSeparators(folded: string): string {
+  return folded.replace(/(?<=[\p{L}\p{N}])[\s\-\u2010-\u2015._/\\|+~:]+(?=[\p{L}\p{N}])/gu, ' ');
+}
+
+/** One hyphen, dash, dot or underscore between two letters taken out: "ars-chloch" is "arschloch". */
+export function withoutInnerSeparators(folded: string): string {
+  return folded.replace(/(?<=[\p{L}\p{N}])[\-\u2010-\u2015._](?=[\p{L}\p{N}])/gu, '');
+}
+
+/**
+ * Spellings of English words that its dataset does not read (a sound spelled another way, letters
+ * swapped, a star for a letter) and the gesture: matched when the policy has `en`.
+ */
+const ENGLISH_MORE = ['phuck', 'phuk', 'phuq', 'fcuk', 'fuk', 'fck', 'fuq', 'f**k', 'f*ck', 'fu*k', 'f*k', 'sh*t', 'b*tch', 'c*nt', 'a**hole', '\u{1f595}'];
 
 /** A spelled-out run without its separators. */
 const lettersOf = (run: string) => run.replace(/[^\p{L}\p{N}]/gu, '');
@@ -117,11 +135,14 @@ function listMatcher(words: Iterable<string>, allow: ReadonlySet<string>): (text
   const other = new DataSet<{ word: string }>();
   const counts = { latin: 0, other: 0 };
   for (const raw of words) {
-    const word = foldForMatching(raw).trim();
-    if (word === '' || allow.has(word)) continue;
-    const ascii = ASCII.test(word);
-    (ascii ? latin : other).addPhrase((p) => p.setMetadata({ word }).addPattern(wordPattern(collapsed(word), ascii)));
-    counts[ascii ? 'latin' : 'other']++;
+    const phrase = evenSeparators(foldForMatching(raw).trim());
+    // a phrase of several words also as one ("rival fc" is "rivalfc" too)
+    for (const word of new Set([phrase, phrase.replace(/\s+/gu, '')])) {
+      if (word === '' || allow.has(word)) continue;
+      const ascii = ASCII.test(word);
+      (ascii ? latin : other).addPhrase((p) => p.setMetadata({ word }).addPattern(wordPattern(collapsed(word), ascii)));
+      counts[ascii ? 'latin' : 'other']++;
+    }
   }
   const whitelistedTerms = [...allow].map(collapsed);
   const m = (set: DataSet<{ word: string }>, transformers: typeof LATIN_TRANSFORMERS) =>
@@ -150,16 +171,14 @@ function compileWords(m: Moderation): WordMatchers {
     const built = set.build();
     english = new RegExpMatcher({ ...built, whitelistedTerms: [...(built.whitelistedTerms ?? []), ...allow], ...englishRecommendedTransformers });
   }
+  const more = languages.includes('en') ? ENGLISH_MORE : [];
   return {
     own: listMatcher(m.blocklist ?? [], allow),
     english,
-    lists: listMatcher(languages.filter((l) => l !== 'en').flatMap(wordList), allow),
+    lists: listMatcher([...more, ...languages.filter((l) => l !== 'en').flatMap(wordList)], allow),
   };
 }
 
-const linkify = new LinkifyIt({ fuzzyLink: true, fuzzyEmail: true, fuzzyIP: true });
-// Seven or more digits with at most two separators between neighbours: "+44 20 7946 0958", "(555) 123-4567", "555.123.4567".
-const PHONE = /(?:\+|\b)\d(?:[\s().\-/]{0,2}\d){6,}/u;
 
 export class TextPolicy {
   readonly mode: ModerationMode;
@@ -178,20 +197,19 @@ export class TextPolicy {
     if (this.maxLength !== undefined && codePoints(text) > this.maxLength) return 'too_long';
     if (this.mode === 'open') return null;
     const folded = foldForMatching(text);
+    // before look-alikes are read: a flipped letter may look like another one
+    const upright = rightWayUp(cleanText(text).normalize('NFKC').toLowerCase());
+    const readings = upright === null ? [folded] : [folded, foldForMatching(upright)];
     // a word of digits only is a number ("row 455", "gate 717"), not leetspeak
-    const words = withoutNumbers(folded);
-    const views = [...new Set([words, withoutNumbers(joinSpelledOut(folded)), withoutNumbers(joinSpelledOutAlike(folded))])];
+    const views = [...new Set(readings.flatMap((r) => [r, joinSpelledOut(r), joinSpelledOutAlike(r), evenSeparators(r), withoutInnerSeparators(r)].map(withoutNumbers)))];
     // as leetspeak reads "!" as "i", list words are also matched with the punctuation that ends a word taken off ("go rival fc!")
     const listViews = [...new Set(views.flatMap((v) => [v, v.replace(TRAILING_PUNCTUATION, ' ')]))];
     const lists = (this.words ??= compileWords(this.m));
     if (listViews.some((v) => lists.own(v))) return 'blocklist';
     if (views.some((v) => lists.english?.hasMatch(v)) || listViews.some((v) => lists.lists(v))) return 'profanity';
-    if (this.block.size > 0) {
-      const links = linkify.match(folded) ?? [];
-      if (this.block.has('emails') && links.some((l) => l.schema === 'mailto:')) return 'email';
-      if (this.block.has('urls') && links.some((l) => l.schema !== 'mailto:')) return 'url';
-      if (this.block.has('phones') && PHONE.test(folded)) return 'phone';
-    }
+    if (this.block.has('emails') && hasEmail(folded)) return 'email';
+    if (this.block.has('urls') && hasLink(folded)) return 'url';
+    if (this.block.has('phones') && hasPhone(folded)) return 'phone';
     return null;
   }
 }

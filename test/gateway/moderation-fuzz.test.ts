@@ -2,7 +2,9 @@
 // 10,000 texts of mixed scripts, emoji and ZWJ sequences, combining marks, C0 and C1 controls, bidi
 // overrides, zero-width characters, fullwidth forms, lone surrogates and long runs, a third of them
 // carrying a listed word in disguise (case, width, leetspeak, repeated letters, separators,
-// invisible characters inside). Every answer is 200 or a 400 with a stable code, never a 5xx; every
+// invisible characters inside, small capitals, upside-down text, a combining overlay on each letter,
+// a hyphen or a dot inside the word) or a link, email address or phone number in disguise (a
+// top-level domain no list knows, "[.]" and " dot ", " at ", other scripts' digits, keypad letters). Every answer is 200 or a 400 with a stable code, never a 5xx; every
 // disguised word is refused; every accepted text reaches the display once, without a control, bidi
 // or zero-width character and without a listed word. Redis stops for a second partway, as a
 // loaded machine can hold it up: answers wait for it, and none is a 503. Rerun a failure with
@@ -50,6 +52,9 @@ const SCRIPTS = ['hello', 'crowd', 'привет', 'καλημέρα', 'مرحب
 const EMOJI = ['😀', '🎉', '👨\u200D👩\u200D👧', '🏳️\u200D🌈', '👍🏽', '❤️'];
 const HOSTILE = ['\u0000', '\u0007', '\u001b[31m', '\u0085', '\u009b', '\u202E', '\u202D', '\u2066', '\u2069', '\u200B', '\u200C', '\u200D', '\u2060', '\uFEFF', '\u00AD', '\u0301', '\n', '\t'];
 const LEET: Record<string, string> = { a: '4', e: '3', i: '1', o: '0', s: '$', t: '7' };
+const SMALL_CAPS: Record<string, string> = Object.fromEntries([...'abcdefghijklmnopqrstuvwyz'].map((c, i) => [c, [...'ᴀʙᴄᴅᴇꜰɢʜɪᴊᴋʟᴍɴᴏᴘꞯʀꜱᴛᴜᴠᴡʏᴢ'][i]!]));
+const UPSIDE_DOWN: Record<string, string> = Object.fromEntries([...'abcdefghijklmnopqrstuvwxyz'].map((c, i) => [c, [...'ɐqɔpǝɟƃɥᴉɾʞlɯuodbɹsʇnʌʍxʎz'][i]!]));
+const CONTACTS = ['visit shop.xyz', 'shop dot app now', 'see shop[.]live', 'mail joe at shop dot com', 'call ٥٥٥١٢٣٤٥٦٧', 'call ५५५१२३४५६७', '555 - 123 - 4567', 'ring 555-CALL-NOW', 'shop。com'];
 const INVISIBLE = /[\u0000-\u001f\u007f-\u009f\u061c\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff\u00ad]/;
 
 function build(rand: () => number): { text: string; disguised: string | null } {
@@ -69,15 +74,22 @@ function build(rand: () => number): { text: string; disguised: string | null } {
   if (rand() < 0.33) {
     const word = pick(LISTED);
     let w = word;
-    const trick = Math.floor(rand() * 6);
+    const trick = Math.floor(rand() * 10);
     if (trick === 0) w = w.toUpperCase();
     if (trick === 1) w = [...w].map((c) => String.fromCodePoint(c.codePointAt(0)! + 0xfee0)).join(''); // fullwidth
     if (trick === 2) w = [...w].map((c, i) => (i > 0 && LEET[c] && rand() < 0.5 ? LEET[c] : c)).join('');
     if (trick === 3) w = [...w].map((c) => (rand() < 0.3 ? c.repeat(3) : c)).join('');
     if (trick === 4) w = [...w].join(pick(['.', ' ', '-', '_']));
     if (trick === 5) w = [...w].join('\u200B');
+    if (trick === 6) w = [...w].map((c) => SMALL_CAPS[c] ?? c).join('');
+    if (trick === 7) w = [...w].reverse().map((c) => UPSIDE_DOWN[c] ?? c).join('');
+    if (trick === 8) w = [...w].map((c) => `${c}\u20D2`).join('');
+    if (trick === 9) w = `${w.slice(0, 3)}${pick(['-', '.', '_'])}${w.slice(3)}`;
     disguised = word;
     parts.splice(Math.floor(rand() * (parts.length + 1)), 0, ` ${w} `);
+  } else if (rand() < 0.1) {
+    disguised = 'contact';
+    parts.splice(Math.floor(rand() * (parts.length + 1)), 0, ` ${pick(CONTACTS)} `);
   }
   return { text: parts.join(rand() < 0.5 ? ' ' : ''), disguised };
 }

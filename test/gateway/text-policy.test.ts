@@ -62,11 +62,32 @@ describe('TextPolicy', () => {
   it('refuses links, email addresses and phone numbers only when the policy blocks them', () => {
     const p = filter({ block: ['urls', 'emails', 'phones'] });
     expect(p.refusal('see example.com')).toBe('url');
-    expect(p.refusal('hello.world')).toBeNull();
+    expect(p.refusal('hello.world')).toBe('url'); // any syntactically valid domain, whether or not a list knows its TLD
+    expect(p.refusal('pi is 3.14, e.g. so')).toBeNull();
     expect(p.refusal('me@example.org')).toBe('email');
     expect(p.refusal('call 0151 2345 678')).toBe('phone');
     expect(p.refusal('we won 3-1 in 2026')).toBeNull();
     expect(filter().refusal('see example.com')).toBeNull();
+  });
+
+  it('normalises before matching: the show\'s own words with separators or none, and look-alikes of every script', () => {
+    const own = filter({ blocklist: ['rival fc'] });
+    for (const t of ['rival-fc', 'rival.fc', 'rivalfc', 'rival_fc', 'go RIVAL–FC go']) expect(own.refusal(t), t).toBe('blocklist');
+    for (const t of ['arrival fcs', 'survival fc5', 'rivals fc']) expect(own.refusal(t), t).toBeNull();
+    const words = filter();
+    const disguised = ['ꜰᴜᴄᴋ', 'ꜰᴜᴄᴋ you', 'ᏴᎥᎢᏟᎻ', 'fu\u20d2ck', 'ʞɔnɟ', 'ʞɔnɟ noʎ', 'ɥɔʇᴉq', 'pɹɐʇsɐq', 'phuck', 'fcuk', 'f**k', 'f*ck', 'what the 🖕', 'ｆｕｃｋ', 'fʊck'];
+    for (const t of disguised) expect(words.refusal(t), t).toBe('profanity');
+    for (const t of ['what a show', 'fuchsia lights', 'cocktail hour', 'Scunthorpe United', 'thumbs up 👍']) expect(words.refusal(t), t).toBeNull();
+  });
+
+  it('refuses links on any valid domain and in obfuscated forms, emails spelled out, and phone numbers in any script\'s digits', () => {
+    const p = filter({ block: ['urls', 'emails', 'phones'] });
+    const links = ['visit example.xyz', 'rival.app', 'show.live', 'buy.online', 'my.site', 'best.top', 'night.club', 'example。com', 'example．com', 'example[.]com', 'example(.)com', 'example dot com', 'example (dot) com', 'e x a m p l e . c o m', 'пример.рф', 'xn--e1afmkfd.xn--p1ai'];
+    for (const t of links) expect(p.refusal(t), t).toBe('url');
+    for (const t of ['joe at example dot com', 'joe (at) example (dot) com', 'joe@example.xyz', 'joe [at] example [dot] com']) expect(p.refusal(t), t).toBe('email');
+    const phones = ['call ٥٥٥١٢٣٤٥٦٧', 'call ५५५१२३४५६७', '555 - 123 - 4567', '555-CALL-NOW', '555 1O1 2O2O', '(555) 123-4567'];
+    for (const t of phones) expect(p.refusal(t), t).toBe('phone');
+    for (const t of ['we won 3-1 in 2026', 'row 12 seat 34', 'at the end dot', 'see you at 8', 'gate 7, block 12']) expect(p.refusal(t), t).toBeNull();
   });
 
   it('open only counts the length; maxLength counts code points', () => {
