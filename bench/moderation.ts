@@ -61,7 +61,9 @@ function policyCosts(): string[] {
   });
   const parse: number[] = [];
   const long = longTexts(2);
-  const widest = compiled[compiled.length - 1]!;
+  // the same policy as the widest, its length bound at the longest a String may be
+  const widest = { name: POLICIES[POLICIES.length - 1]![0], p: new TextPolicy({ ...POLICIES[POLICIES.length - 1]![1], maxLength: 1024 }) };
+  widest.p.refusal('warm up the matchers');
   const longRounds: number[] = [];
   let sink = 0;
   for (let r = 0; r < ROUNDS; r++) {
@@ -84,7 +86,7 @@ function policyCosts(): string[] {
     `|---|---|---|---|`,
     `| JSON.parse of the action body (yardstick) | ${base.toFixed(2)} | 1.00× | – |`,
     ...compiled.map((c) => `| ${c.name} | ${median(c.rounds).toFixed(2)} | ${(median(c.rounds) / base).toFixed(1)}× | ${c.compileMs.toFixed(0)} ms |`),
-    `| ${widest.name}, texts of 1,024 characters | ${median(longRounds).toFixed(2)} | ${(median(longRounds) / base).toFixed(1)}× | – |`,
+    `| ${widest.name.replace('filter:', 'filter (maxLength 1024):')}, texts of 1,024 characters | ${median(longRounds).toFixed(2)} | ${(median(longRounds) / base).toFixed(1)}× | – |`,
     ``,
     `(${TEXTS} texts a round, ${LONG_TEXTS} of 1,024 characters, ${ROUNDS} rounds, median; ${sink > 0 ? 'results used' : ''})`,
   ];

@@ -32,6 +32,13 @@ function decisionView(r: DecisionRecord, label: Map<number, string>) {
   return { id: r.id, decision: r.decision, by: r.by, at: iso(r.at), sub: r.sub, lid: r.lid, label: label.get(r.lid) ?? '', text: r.text, heldAt: iso(r.heldAt) };
 }
 
+/** The participant a mute or an unmute names: `{"sub": "..."}`, else 400 invalid_body. */
+function subOf(raw: Buffer | null): string {
+  const body = parseJson(raw) as { sub?: unknown } | null;
+  if (typeof body?.sub === 'string' && SUB.test(body.sub)) return body.sub;
+  throw new AppError('invalid_body', 'send {"sub": "<the participant\'s sub>"}');
+}
+
 export function moderationApiRoutes(d: AdminDeps, m: ModerationDeps): Route[] {
   const ownedLayout = async (head: RequestHead, write: boolean) => {
     const { session } = await d.guard.require(head, write);
@@ -72,9 +79,7 @@ export function moderationApiRoutes(d: AdminDeps, m: ModerationDeps): Route[] {
       body: true,
       async handle(head, raw) {
         const { layout, by } = await ownedLayout(head, true);
-        const body = parseJson(raw) as { sub?: unknown } | null;
-        const sub = typeof body?.sub === 'string' && SUB.test(body.sub) ? body.sub : null;
-        if (sub === null) throw new AppError('invalid_body', 'send {"sub": "<the participant\'s sub>"}');
+        const sub = subOf(raw);
         const { until, rejected } = await orUnavailable(d.stores.moderation.mute(layout.layoutId, sub, by, m.trim));
         m.onDecided('mute');
         return json({ layoutId: layout.layoutId, sub, mutedUntil: iso(until), rejected });
@@ -87,9 +92,7 @@ export function moderationApiRoutes(d: AdminDeps, m: ModerationDeps): Route[] {
       body: true,
       async handle(head, raw) {
         const { layout, by } = await ownedLayout(head, true);
-        const body = parseJson(raw) as { sub?: unknown } | null;
-        const sub = typeof body?.sub === 'string' && SUB.test(body.sub) ? body.sub : null;
-        if (sub === null) throw new AppError('invalid_body', 'send {"sub": "<the participant\'s sub>"}');
+        const sub = subOf(raw);
         const { wasMuted } = await orUnavailable(d.stores.moderation.unmute(layout.layoutId, sub, by));
         if (wasMuted) m.onDecided('unmute');
         return json({ layoutId: layout.layoutId, sub, wasMuted });

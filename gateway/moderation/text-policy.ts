@@ -71,7 +71,7 @@ export function withoutInnerSeparators(folded: string): string {
 
 /**
  * Spellings of English words that its dataset does not read (a sound spelled another way, letters
- * swapped, a star for a letter) and the gesture: matched when the policy has `en`.
+ * swapped, a star for a letter) and the gesture: added to the English dataset when the policy has `en`.
  */
 const ENGLISH_MORE = ['phuck', 'phuk', 'phuq', 'fcuk', 'fuk', 'fck', 'fuq', 'f**k', 'f*ck', 'fu*k', 'f*k', 'sh*t', 'b*tch', 'c*nt', 'a**hole', '\u{1f595}'];
 
@@ -168,14 +168,14 @@ function compileWords(m: Moderation): WordMatchers {
   let english: RegExpMatcher | null = null;
   if (languages.includes('en')) {
     const set = new DataSet<{ originalWord?: string }>().addAll(englishDataset).removePhrasesIf((p) => allow.has(String(p.metadata?.originalWord)));
+    for (const word of ENGLISH_MORE) if (!allow.has(word)) set.addPhrase((p) => p.setMetadata({ originalWord: word }).addPattern(wordPattern(word, ASCII.test(word))));
     const built = set.build();
     english = new RegExpMatcher({ ...built, whitelistedTerms: [...(built.whitelistedTerms ?? []), ...allow], ...englishRecommendedTransformers });
   }
-  const more = languages.includes('en') ? ENGLISH_MORE : [];
   return {
     own: listMatcher(m.blocklist ?? [], allow),
     english,
-    lists: listMatcher([...more, ...languages.filter((l) => l !== 'en').flatMap(wordList)], allow),
+    lists: listMatcher(languages.filter((l) => l !== 'en').flatMap(wordList), allow),
   };
 }
 
@@ -201,11 +201,13 @@ export class TextPolicy {
     const upright = rightWayUp(cleanText(text).normalize('NFKC').toLowerCase());
     const readings = upright === null ? [folded] : [folded, foldForMatching(upright)];
     // a word of digits only is a number ("row 455", "gate 717"), not leetspeak
-    const views = [...new Set(readings.flatMap((r) => [r, joinSpelledOut(r), joinSpelledOutAlike(r), evenSeparators(r), withoutInnerSeparators(r)].map(withoutNumbers)))];
+    const views = [...new Set(readings.flatMap((r) => [r, joinSpelledOut(r), joinSpelledOutAlike(r), withoutInnerSeparators(r)].map(withoutNumbers)))];
     // as leetspeak reads "!" as "i", list words are also matched with the punctuation that ends a word taken off ("go rival fc!")
     const listViews = [...new Set(views.flatMap((v) => [v, v.replace(TRAILING_PUNCTUATION, ' ')]))];
     const lists = (this.words ??= compileWords(this.m));
-    if (listViews.some((v) => lists.own(v))) return 'blocklist';
+    // the layout's own phrases also with the separators between words evened out ("rival-fc")
+    const ownViews = [...new Set([...listViews, ...readings.map((r) => withoutNumbers(evenSeparators(r)))])];
+    if (ownViews.some((v) => lists.own(v))) return 'blocklist';
     if (views.some((v) => lists.english?.hasMatch(v)) || listViews.some((v) => lists.lists(v))) return 'profanity';
     if (this.block.has('emails') && hasEmail(folded)) return 'email';
     if (this.block.has('urls') && hasLink(folded)) return 'url';
