@@ -71,8 +71,6 @@ export interface FailFastSettings {
   maxReconnectDelayMs: number;
   /** on a cluster: SSUBSCRIBE goes to the channel's shard (a subscriber per master, made as needed) */
   shardedSubscribers?: boolean;
-  /** false: no INFO ready check on connect (a venue bridge's user may not send INFO) */
-  readyCheck?: boolean;
 }
 
 /**
@@ -109,7 +107,6 @@ export function failFastRedisOptions(s: FailFastSettings): RedisOptions {
     autoResendUnfulfilledCommands: false,
     commandTimeout: s.commandTimeoutMs,
     connectTimeout: 1000,
-    enableReadyCheck: s.readyCheck ?? true,
     retryStrategy: (attempt) => Math.min(s.reconnectStepMs * attempt, s.maxReconnectDelayMs),
   };
 }
@@ -150,7 +147,6 @@ export function createRedisClient(target: RedisTarget, s: FailFastSettings): Red
     lazyConnect,
     enableOfflineQueue,
     enableAutoPipelining,
-    enableReadyCheck: s.readyCheck ?? true,
     scaleReads: 'master',
     // A command to a master that just died is retried every 100 ms, 4 times at most, then fails:
     // about 0.4 s of waiting at worst (a 503 at the gateway), instead of ioredis's default 16.
@@ -189,8 +185,7 @@ export function redactUrl(url: string): string {
 
 export function connectBridgeRedis(target: RedisTarget, name: string, commandTimeoutMs: number): RedisClient {
   // reconnect attempts at most 500 ms apart, so a link back after a long outage is used within about that
-  // no ready check: the bridge's own Redis user may not send INFO (gateway/store/bridge-acl.ts)
-  const redis = createRedisClient(target, { name, commandTimeoutMs, reconnectStepMs: 100, maxReconnectDelayMs: 500, readyCheck: false });
+  const redis = createRedisClient(target, { name, commandTimeoutMs, reconnectStepMs: 100, maxReconnectDelayMs: 500 });
   redis.on('error', () => {}); // surfaced through failing commands; without a listener ioredis prints them
   return redis;
 }

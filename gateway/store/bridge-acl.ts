@@ -3,7 +3,7 @@
 // the commands the bridge sends to that key (ACL selectors), call the bridge's Redis functions
 // (FCALL; no EVAL, so no Lua of its own), and read its layouts' definitions (HGET, HMGET: what
 // OSCQuery describes). Nothing else: no signing keys, API keys, teams, admin sessions, writes to a
-// definition or another layout's keys, no pub/sub, no INFO, no other database, no admin commands.
+// definition or another layout's keys, no pub/sub, no other database, no admin commands.
 // On Redis Cluster the user is set on every node, masters and replicas, since ACLs are per node. A
 // new grant disconnects the connections of the old password.
 import { randomBytes } from 'node:crypto';
@@ -16,11 +16,12 @@ import { bridgeFunctionsSource } from '../../schemas/bridge-functions.js';
 
 /**
  * The connection's own commands, on no key: AUTH/HELLO, PING, QUIT, SELECT 0 only (a URL's /0),
- * READONLY, CLIENT SETNAME/SETINFO/ID, the cluster's slot map, and the server's clock (TIME). No
- * INFO: the bridge's connections skip ioredis's ready check.
+ * READONLY, CLIENT SETNAME/SETINFO/ID, the cluster's slot map, the server's clock (TIME), and INFO:
+ * ioredis's ready check, which keeps a connection that a venue link's proxy accepted, but that does
+ * not carry commands yet, from counting as ready (a 30 s cut did not recover without it).
  */
 export const BRIDGE_CONNECTION_COMMANDS = [
-  'auth', 'hello', 'ping', 'quit', 'select|0', 'time', 'readonly',
+  'auth', 'hello', 'ping', 'quit', 'select|0', 'time', 'readonly', 'info',
   'client|setname', 'client|setinfo', 'client|id', 'cluster|slots', 'cluster|shards', 'cluster|nodes', 'cluster|info',
 ] as const;
 

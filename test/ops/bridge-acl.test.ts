@@ -93,14 +93,14 @@ describe('a bridge under its own Redis user', () => {
   }, 30_000);
 
   it("reads its layout's definition (for OSCQuery's descriptions) and cannot change it", async () => {
-    const as = new Redis(grant.redisUrl, { enableReadyCheck: false });
+    const as = new Redis(grant.redisUrl);
     expect(await as.hmget(new RedisKeys(prefix).layout(LAYOUT), 'version', 'activePageId')).toEqual([expect.stringMatching(/^\d+$/), expect.any(String)]);
     as.disconnect();
   });
 
   it("reads and writes nothing else: NOPERM on signing keys, API keys, teams, admin sessions, a layout definition's writes and another layout", async () => {
     const k = new RedisKeys(prefix);
-    const as = new Redis(grant.redisUrl, { enableReadyCheck: false });
+    const as = new Redis(grant.redisUrl);
     const refused = async (what: string, command: Promise<unknown>) => {
       const error = await command.then(() => null, (e: Error) => e.message);
       expect(error, what).toMatch(/^NOPERM/);
@@ -131,7 +131,6 @@ describe('a bridge under its own Redis user', () => {
     // each command reaches only the key it is for, and only what docs/venue.md says it reads
     await refused("adding to its own action stream", as.xadd(k.actions(LAYOUT), '*', 'action', '{}'));
     await refused("its layout's whole definition", as.hgetall(k.layout(LAYOUT)));
-    await refused('INFO', as.info());
     await refused('another database', as.call('SELECT', '1'));
     await refused("moving its stream's expiry", as.pexpire(k.actions(LAYOUT), 1000));
     await refused('its dead letters read back', as.xrange(deadLetterKey(prefix, LAYOUT), '-', '+'));
@@ -146,7 +145,7 @@ describe('a bridge under its own Redis user', () => {
   });
 
   it('a new grant disconnects the connections of the old password at once', async () => {
-    const old = new Redis(grant.redisUrl, { maxRetriesPerRequest: 0, retryStrategy: () => null, enableReadyCheck: false });
+    const old = new Redis(grant.redisUrl, { maxRetriesPerRequest: 0, retryStrategy: () => null });
     old.on('error', () => {}); // its end is what this test waits for
     const k = new RedisKeys(prefix);
     expect(await old.hget(k.layout(LAYOUT), 'version')).toMatch(/^\d+$/);
@@ -155,7 +154,7 @@ describe('a bridge under its own Redis user', () => {
     await closed; // the server ended it: no command of the old password gets through any more
     expect(await old.hget(k.layout(LAYOUT), 'version').then(() => 'answered', (e: Error) => e.message)).not.toBe('answered');
     old.disconnect();
-    const fresh = new Redis(grant.redisUrl, { enableReadyCheck: false });
+    const fresh = new Redis(grant.redisUrl);
     expect(await fresh.hget(k.layout(LAYOUT), 'version')).toMatch(/^\d+$/);
     fresh.disconnect();
   });
