@@ -17,7 +17,6 @@ import { Publisher } from './publisher.js';
 import { SocketRegistry } from './registry.js';
 import type { LiveOptions, LiveServices, LiveSocket, SocketData } from './socket.js';
 import { TokenLifecycle } from './token-lifecycle.js';
-import { TokenBuckets } from '../limits/token-buckets.js';
 import { upgradeLive } from './upgrade.js';
 import { clientAddress } from '../http/client-address.js';
 
@@ -95,7 +94,7 @@ export class LiveChannel {
           admitAddress: (address) => this.admission.address(address),
           refusedFrom: (address) => this.admission.refused(address),
           admitParticipant: (claims) => this.admission.participant(claims),
-          newSocket: (claims, layoutId) => ({ claims, noticeSent: false, layoutId, version: -1, open: true, refusedInARow: 0, refreshing: false, refreshes: new TokenBuckets(1), overSince: null, stale: false, answers: [] }),
+          newSocket: (claims, layoutId) => ({ claims, noticeSent: false, layoutId, version: -1, open: true, refusedInARow: 0, refreshing: false, refreshes: null, overSince: null, stale: false, answers: [] }),
           onError: this.o.onError,
           upgrading: (run) => {
             this.inUpgrade = true;

@@ -20,8 +20,8 @@ export interface SocketData {
   refusedInARow: number;
   /** a `refresh` is being checked (the next one is refused until it is answered) */
   refreshing: boolean;
-  /** this socket's refreshes lately (one bucket) */
-  refreshes: TokenBuckets;
+  /** this socket's refreshes lately (one bucket), made on its first refresh: most sockets never send one */
+  refreshes: TokenBuckets | null;
   /** since when the socket's buffer is over its limit (state frames are skipped meanwhile), or null */
   overSince: number | null;
   /** a state frame was skipped: the socket gets the current state when it drains */

@@ -65,7 +65,7 @@ export class TokenLifecycle {
   refresh(ws: LiveSocket, data: SocketData, token: string): void {
     const now = this.o.now();
     if (data.refreshing) return this.refuse(ws, data, limited('A refresh of this socket is being checked; send the next one after its answer.', 1000));
-    const socketWait = data.refreshes.take('socket', SOCKET_RATE, now);
+    const socketWait = (data.refreshes ??= new TokenBuckets(1)).take('socket', SOCKET_RATE, now);
     if (socketWait > 0) return this.refuse(ws, data, limited('This socket refreshed its token too often lately.', socketWait));
     const participantWait = this.participants.take(data.claims.sub, PARTICIPANT_RATE, now);
     if (participantWait > 0) return this.refuse(ws, data, limited('This participant refreshed its token too often lately.', participantWait));
