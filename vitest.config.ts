@@ -21,6 +21,8 @@ const ALONE = [
   'test/gateway/moderation-throughput.test.ts',
   'test/faults/live-processes.test.ts',
   'test/cluster/live.test.ts',
+  // holds an idle bridge's CPU share to a bound: beside another file, the same ticks cost more
+  'test/bridge/tick-clock.test.ts',
   // audience-loadtest exits 106 when its own schedule runs more than 50 ms late at p99 (its
   // figures would describe the machine, not the target): beside another file's processes it once did
   'test/loadtest/loadtest.test.ts',

@@ -130,15 +130,22 @@ describe('OSCQuery off the send loop', () => {
     expect(own).toHaveLength(1);
     const [loop, server] = [String(pid), own[0]!];
     const before = [threadCpu(pid, loop), threadCpu(pid, server)];
+    const started = performance.now();
     // 3,000 requests, 20 at a time, over kept-alive connections
     const agent = new Agent({ keepAlive: true, maxSockets: 20 });
     const one = () => new Promise<void>((resolve) => request(`${base}/`, { agent }, (res) => (res.resume(), res.on('end', () => resolve()))).end());
     for (let i = 0; i < 150; i++) await Promise.all(Array.from({ length: 20 }, one));
     agent.destroy();
+    const flooded = performance.now() - started;
     const [loopCpu, serverCpu] = [threadCpu(pid, loop) - before[0]!, threadCpu(pid, server) - before[1]!];
-    console.log(`figure: 3,000 OSCQuery GETs: ${serverCpu} ticks on the oscquery thread, ${loopCpu} on the event loop`);
+    // the event loop ticks the layout at 100 Hz meanwhile: its cost over as long a quiet spell, just
+    // after, is what it spends anyway (a loaded machine stretches the flood, and the ticks with it)
+    const quiet0 = threadCpu(pid, loop);
+    await new Promise((r) => setTimeout(r, flooded));
+    const quietCpu = threadCpu(pid, loop) - quiet0;
+    console.log(`figure: 3,000 OSCQuery GETs in ${Math.round(flooded)} ms: ${serverCpu} ticks on the oscquery thread, ${loopCpu} on the event loop (${quietCpu} in as long a quiet spell)`);
     expect(serverCpu).toBeGreaterThan(10);
-    expect(loopCpu).toBeLessThan(serverCpu / 2);
+    expect(loopCpu - quietCpu).toBeLessThan(serverCpu / 2);
   });
 });
 
