@@ -5,7 +5,7 @@ import { bridgeFunctionsSource } from '../schemas/bridge-functions.js';
 import { tlsVerificationOff } from '../runtime/redis-tls.js';
 import type { RedisClient } from '../runtime/redis.js';
 import { ActionLog } from './actions/action-log.js';
-import { CrowdFold } from './actions/crowd-fold.js';
+import { CrowdFold, type AggregatedControl } from './actions/crowd-fold.js';
 import { entryId } from './actions/entry-id.js';
 import { adminApiRoutes } from './admin/api.js';
 import { AdminGuard } from './admin/guard.js';
@@ -43,6 +43,7 @@ import { fallbackRoutes } from './routes/fallback.js';
 import { layoutRoute } from './routes/layout.js';
 import { tokenRoute } from './routes/token.js';
 import { connectServiceRedis } from './store/redis.js';
+import { CrowdClaims } from './actions/crowd-claims.js';
 import { hasLegacyKeys, migrateLegacyKeys } from './store/migrate.js';
 import { loadKek } from './store/signing-kek.js';
 import { createStores, type Stores } from './store/stores.js';
@@ -87,6 +88,8 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
   const subscriber = await connectServiceRedis({ ...settings, name: 'audience-gateway-sub' });
   // the live channel's crowd: SSUBSCRIBE to each layout's shard while this process holds its sockets
   const liveSubscriber = await connectServiceRedis({ ...settings, name: 'audience-gateway-live', shardedSubscribers: true });
+  // the crowd's moves between processes: SSUBSCRIBE to each layout's shard while this process counts participants of it
+  const movesSubscriber = await connectServiceRedis({ ...settings, name: 'audience-gateway-moves', shardedSubscribers: true });
 
   // What this gateway stores and compares is in Redis's clock (a test's own `now` aside), so the
   // bridge reads an action's age right whatever either host's clock says.
@@ -132,7 +135,7 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
     keyring.opensSome();
   } catch (e) {
     // a KEK that does not open the stored keys (or Redis failing now): no half-started gateway
-    for (const client of [redis, subscriber, liveSubscriber]) client.disconnect();
+    for (const client of [redis, subscriber, liveSubscriber, movesSubscriber]) client.disconnect();
     throw e;
   }
 
@@ -175,6 +178,7 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
   watchConnection(redis, log, 'redis', () => closing, recheckAll);
   watchConnection(subscriber, log, 'redis subscriber', () => closing);
   watchConnection(liveSubscriber, log, 'redis live subscriber', () => closing);
+  watchConnection(movesSubscriber, log, 'redis crowd moves subscriber', () => closing);
 
   // a Redis outage would otherwise be a line per socket: one line per interval, with the count
   const liveMisses = new SummaryLog(log, 'warn', 'live channel: a page, a crowd subscription or a crowd summary could not be sent or published (Redis away?), or a crowd subscription that stopped delivering was made again; count of the interval', 10_000, now);
@@ -192,6 +196,21 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
     (reason, detail) => writes.refusedWrite(reason, detail),
     now,
   );
+  const source = `gw-${entryId()}`;
+  /** which process counts each participant (set just below: the fold tells it of each action) */
+  let claims: CrowdClaims | null = null;
+  const crowd = new CrowdFold(actions, source, config.crowdFoldMs, { now, maxParticipants: config.crowdMaxParticipants, onEvicted: () => metrics.crowdEvictions.inc(),
+    publish: (layoutId, payload) => void redis.spublish(stores.keys.liveChannel(layoutId), payload).catch(() => liveMisses.count('live_crowd_publish')),
+    onSeen: (layoutId, sub, at) => claims?.seen(layoutId, sub, at) });
+  claims = new CrowdClaims(redis, movesSubscriber, stores.keys, source, crowd, {
+    now,
+    onUnavailable: (what) => liveMisses.count(what),
+    controlOf: (layoutId, lid) => {
+      const layout = layouts.get(layoutId);
+      const control = layout && !(layout instanceof Promise) ? layout.controls.get(lid) : undefined;
+      return control?.aggregate ? (control as AggregatedControl) : undefined;
+    },
+  });
   const moderatedLog = new SummaryLog(log, 'warn', 'Strings refused by moderation (count of the interval, by reason)', 10_000, now);
   const moderationBounds = { perLayout: config.moderationQueueMax, perParticipant: config.moderationQueuePerParticipant, holdMs: config.moderationHoldSeconds * 1000 };
   const deps: RouteDeps = {
@@ -206,8 +225,7 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
     layouts,
     destinations: new DestinationCounts(redis, stores.keys, now),
     actions,
-    crowd: new CrowdFold(actions, `gw-${entryId()}`, config.crowdFoldMs, { now, maxParticipants: config.crowdMaxParticipants, onEvicted: () => metrics.crowdEvictions.inc(),
-      publish: (layoutId, payload) => void redis.spublish(stores.keys.liveChannel(layoutId), payload).catch(() => liveMisses.count('live_crowd_publish')) }),
+    crowd,
     cors: new CorsPolicy(config.corsOrigins),
     metrics,
     keys: stores.keys,
@@ -300,6 +318,7 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
       await server.close(drainMs);
       await live.closeAll(); // listening has stopped: the sockets go over LIVE_DRAIN_MS, and come back to the gateways that stay, spread out
       await deps.crowd.retract(); // the bridge stops counting this process now, not when its lease runs out
+      claims?.stop();
       participants.stop();
       mints.stop();
       refusals.flush();

@@ -11,9 +11,9 @@ import { encodeCrowdSummary } from '../../schemas/action-entry.js';
 import type { ActionValue } from '../../schemas/types.js';
 import { AppError } from '../errors.js';
 import type { ActionLog } from './action-log.js';
-import { ControlWindow, LEASE_REFRESH_MS, PUBLISH_MIN_MS, type AggregatedControl } from './crowd-window.js';
+import { ControlWindow, LEASE_REFRESH_MS, PUBLISH_MIN_MS, type AggregatedControl, type HandedValue } from './crowd-window.js';
 
-export { LEASE_REFRESH_MS, PRESSES_PER_SECOND_MAX, PRESS_BUCKET_MS, type AggregatedControl } from './crowd-window.js';
+export { LEASE_REFRESH_MS, PRESSES_PER_SECOND_MAX, PRESS_BUCKET_MS, type AggregatedControl, type HandedValue } from './crowd-window.js';
 
 /** Whether a window still fits its control (a re-import may have changed type, mode, window, address or options). */
 function sameShape(w: ControlWindow, c: AggregatedControl): boolean {
@@ -32,6 +32,8 @@ export interface CrowdFoldOptions {
   onEvicted?: () => void;
   /** publishes a stored summary to the layout's live channel (at most every PUBLISH_MIN_MS per control) */
   publish?: (layoutId: string, payload: string) => void;
+  /** told of each participant's action before it is counted (crowd-claims.ts: which process counts it) */
+  onSeen?: (layoutId: string, sub: string, at: number) => void;
   now?: () => number;
 }
 
@@ -42,6 +44,7 @@ export class CrowdFold {
   private readonly maxParticipants: number;
   private readonly onEvicted: () => void;
   private readonly publish: (layoutId: string, payload: string) => void;
+  private readonly onSeen: (layoutId: string, sub: string, at: number) => void;
 
   constructor(
     private readonly log: ActionLog,
@@ -55,10 +58,20 @@ export class CrowdFold {
     this.maxParticipants = options.maxParticipants ?? 100_000;
     this.onEvicted = options.onEvicted ?? (() => {});
     this.publish = options.publish ?? (() => {});
+    this.onSeen = options.onSeen ?? (() => {});
   }
 
   /** Counts a participant's action (in its zone, '' for none); resolves once a summary holding it is stored. */
   add(layoutId: string, control: AggregatedControl, sub: string, value: ActionValue, at: number, zone = ''): Promise<void> {
+    this.onSeen(layoutId, sub, at);
+    const w = this.windowOf(layoutId, control);
+    w.add(sub, value, at, zone);
+    this.start();
+    return new Promise((resolve, reject) => w.waiters.push({ resolve, reject }));
+  }
+
+  /** The control's window in this process, made (or made again, for a control a re-import changed) as needed. */
+  private windowOf(layoutId: string, control: AggregatedControl): ControlWindow {
     const key = `${layoutId}\u0000${control.lid}`;
     let w = this.windows.get(key);
     if (!w || !sameShape(w, control)) {
@@ -70,9 +83,33 @@ export class CrowdFold {
       this.windows.set(key, w);
     }
     else w.control = control; // the same shape; its cue (or a label) may have changed with a re-import
-    w.add(sub, value, at, zone);
-    this.start();
-    return new Promise((resolve, reject) => w.waiters.push({ resolve, reject }));
+    return w;
+  }
+
+  /**
+   * The participant now counts on another process: it leaves every window of the layout here (the
+   * next fold tick's summaries say so), and what it held is returned, for that process to adopt.
+   */
+  release(layoutId: string, sub: string): HandedValue[] {
+    const handed: HandedValue[] = [];
+    for (const w of this.windows.values()) {
+      if (w.layoutId !== layoutId) continue;
+      const h = w.release(sub);
+      if (h) handed.push(h);
+    }
+    return handed;
+  }
+
+  /**
+   * What a participant that moved here held on the process it left, counted here with the times it
+   * came (a control it acted on here since keeps its newer value). `controlOf` finds a control by lid.
+   */
+  adopt(layoutId: string, sub: string, handed: readonly HandedValue[], controlOf: (lid: number) => AggregatedControl | undefined): void {
+    const now = this.now();
+    for (const h of handed) {
+      const control = controlOf(h.lid);
+      if (control && this.windowOf(layoutId, control).adopt(sub, h, now)) this.start();
+    }
   }
 
   private start(): void {

@@ -3,6 +3,7 @@
 // values come and go, and the summary made of them. Pure: no I/O, the clock passed in.
 import { HIST_BINS, type Aggregate, type AggregateMode, type CrowdFigures, type CrowdSummary } from '../../schemas/aggregate.js';
 import type { ActionValue, Control, ControlType } from '../../schemas/types.js';
+import { ArrivalMap } from './arrival-map.js';
 import { entryId } from './entry-id.js';
 
 /** An aggregated control: what the fold needs of it. */
@@ -115,10 +116,31 @@ class PressBuckets {
   }
 }
 
+/** A participant's latest value in one control's window, when it came and its zone ('' none). */
+interface Held {
+  value: ActionValue;
+  at: number;
+  zone: string;
+}
+
+/**
+ * What one participant holds in one control's window, as a process hands it to the process the
+ * participant moved to: its latest value (a Button: its last press and how many counted in that
+ * second), when, and its zone.
+ */
+export interface HandedValue {
+  lid: number;
+  at: number;
+  zone: string;
+  value?: ActionValue;
+  second?: number;
+  inSecond?: number;
+}
+
 /** One control's window in this process. */
 export class ControlWindow {
-  /** each participant's latest value, when it came and its zone ('' none), oldest first (an update moves it to the end) */
-  private readonly latest = new Map<string, { value: ActionValue; at: number; zone: string }>();
+  /** each participant's latest value, oldest first (an update moves it to the end) */
+  private readonly latest = new ArrivalMap<Held>();
   private readonly figures: Figures;
   /** the same figures per zone, for the zones that hold someone */
   private readonly zoneFigures = new Map<string, Figures>();
@@ -127,7 +149,7 @@ export class ControlWindow {
   private readonly zonePressers = new Map<string, number>();
   /** Button: press times within the window, oldest first, and each presser's last press */
   private readonly presses = new PressBuckets();
-  private readonly pressers = new Map<string, Presser>();
+  private readonly pressers = new ArrivalMap<Presser>();
   private seq = 0;
   dirty = false;
   /** when the last summary was made (the lease is refreshed from it) */
@@ -170,13 +192,13 @@ export class ControlWindow {
       const inSecond = prev && prev.second === second ? prev.inSecond : 0;
       if (inSecond >= PRESSES_PER_SECOND_MAX) return; // answered, not counted: one phone cannot applaud for a hall
       if (prev) {
-        this.pressers.delete(sub);
+        this.pressers.take(sub);
         this.countPresser(prev.zone, -1);
       } else if (this.pressers.size >= this.maxParticipants) {
         const oldest = this.evictOldest(this.pressers);
         if (oldest) this.countPresser(oldest.zone, -1);
       }
-      this.pressers.set(sub, { at, second, inSecond: inSecond + 1, zone });
+      this.pressers.append(sub, { at, second, inSecond: inSecond + 1, zone });
       this.countPresser(zone, 1);
       this.presses.add(at);
       if (zone !== '') {
@@ -185,19 +207,60 @@ export class ControlWindow {
         z.add(at);
       }
     } else {
-      const prev = this.latest.get(sub);
-      if (prev) {
-        this.latest.delete(sub);
-        this.count(prev, -1);
-      } else if (this.latest.size >= this.maxParticipants) {
+      const prev = this.latest.take(sub);
+      if (prev) this.count(prev, -1);
+      else if (this.latest.size >= this.maxParticipants) {
         const oldest = this.evictOldest(this.latest);
         if (oldest) this.count(oldest, -1);
       }
       const held = { value, at, zone };
-      this.latest.set(sub, held);
+      this.latest.append(sub, held);
       this.count(held, 1);
     }
     this.dirty = true;
+  }
+
+  /**
+   * The participant moved to another process: it leaves this window (a Button's presses made here
+   * stay counted: they happened once, here), and what it held is returned for that process.
+   */
+  release(sub: string): HandedValue | null {
+    const lid = this.control.lid;
+    if (this.mode === 'rate') {
+      const p = this.pressers.take(sub);
+      if (!p) return null;
+      this.countPresser(p.zone, -1);
+      this.dirty = true;
+      return { lid, at: p.at, zone: p.zone, second: p.second, inSecond: p.inSecond };
+    }
+    const v = this.latest.take(sub);
+    if (!v) return null;
+    this.count(v, -1);
+    if (this.latest.size === 0) this.figures.reset();
+    this.dirty = true;
+    return { lid, at: v.at, zone: v.zone, value: v.value };
+  }
+
+  /**
+   * What the participant held in this control on the process it came from: counted here with the
+   * time it came, unless the participant acted on this control here since (that value is newer).
+   * Returns whether it was taken.
+   */
+  adopt(sub: string, h: HandedValue, now: number): boolean {
+    if (h.at <= now - this.windowMs) return false; // it left the window meanwhile
+    if (this.mode === 'rate') {
+      if (this.pressers.get(sub) || h.second === undefined || h.inSecond === undefined) return false;
+      if (this.pressers.size >= this.maxParticipants) return false;
+      this.pressers.place(sub, { at: h.at, second: h.second, inSecond: h.inSecond, zone: h.zone }, this.windowMs);
+      this.countPresser(h.zone, 1);
+    } else {
+      if (this.latest.get(sub) || h.value === undefined || this.latest.size >= this.maxParticipants) return false;
+      const held = { value: h.value, at: h.at, zone: h.zone };
+      this.latest.place(sub, held, this.windowMs);
+      this.count(held, 1);
+    }
+    this.dirty = true;
+    return true;
   }
 
   /** Counts a participant's value in or out of the whole crowd and its zone. */
@@ -218,13 +281,10 @@ export class ControlWindow {
   }
 
   /** Forgets the participant whose latest action is the oldest (the first of the map), returning what it held. */
-  private evictOldest<V>(map: Map<string, V>): V | undefined {
-    for (const [sub, v] of map) {
-      map.delete(sub);
-      this.onEvicted();
-      return v;
-    }
-    return undefined;
+  private evictOldest<V extends { at: number }>(map: ArrivalMap<V>): V | undefined {
+    const oldest = map.takeOldest();
+    if (oldest) this.onEvicted();
+    return oldest?.[1];
   }
 
   /** Participants held now. */
@@ -235,19 +295,15 @@ export class ControlWindow {
   /** Drops what left the window by `now`; marks the window changed if anything did. */
   expire(now: number): void {
     const from = now - this.windowMs;
-    for (const [sub, v] of this.latest) {
-      if (v.at > from) break;
-      this.latest.delete(sub);
+    this.latest.expire(from, this.windowMs, (_sub, v) => {
       this.count(v, -1);
       this.dirty = true;
       if (this.latest.size === 0) this.figures.reset(); // empty: exactly zero again, whatever rounding was left
-    }
-    for (const [sub, { at, zone }] of this.pressers) {
-      if (at > from) break;
-      this.pressers.delete(sub);
+    });
+    this.pressers.expire(from, this.windowMs, (_sub, { zone }) => {
       this.countPresser(zone, -1);
       this.dirty = true;
-    }
+    });
     this.presses.expire(from);
     for (const [zone, z] of this.zonePresses) {
       z.expire(from);

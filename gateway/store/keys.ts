@@ -101,6 +101,24 @@ export class RedisKeys {
   liveChannel(layoutId: string): string {
     return `${this.prefix}layout:{${layoutId}}:live`;
   }
+  /**
+   * String: the gateway process that counts the participant in the layout's crowd (crowd-claims.ts),
+   * expiring a while after its last claim.
+   */
+  crowdOwner(layoutId: string, sub: string): string {
+    return `${this.prefix}layout:{${layoutId}}:crowd-owner:${sub}`;
+  }
+  /** Counter of the layout's crowd claims: orders the moves of one participant. */
+  crowdClaims(layoutId: string): string {
+    return `${this.prefix}layout:{${layoutId}}:crowd-claims`;
+  }
+  /**
+   * A gateway process's sharded channel for one layout (in the layout's slot): the participants
+   * another process took from it, and the values handed to it with those it took.
+   */
+  crowdMoves(layoutId: string, source: string): string {
+    return `${this.prefix}layout:{${layoutId}}:crowd-moves:${source}`;
+  }
   invalidationChannel(): string {
     return `${this.prefix}invalidate`;
   }
