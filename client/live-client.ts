@@ -3,9 +3,12 @@
 // backoff; the token renewed through the app's callback before it expires, on CLOSE.tokenInvalid and CLOSE.tokenExpired, and
 // after two failed opens in a row (all a browser sees of a 401 before the upgrade); the live page
 // and the crowd's values kept as state, replayed to listeners added late; actions sent with a
-// promise of their ack. No dependencies: in a browser it uses the global WebSocket; in Node pass
-// one (the `ws` package).
-import { CLIENT_OP, CLOSE, CLOSE_ACTION, SERVER_OP, liveSubprotocols, retryAfterOf, type CloseCode } from '../schemas/live-protocol.js';
+// promise of their ack. A link that goes silent without a close (a NAT rebinding, a Wi-Fi to
+// cellular handover, a vanished host) is found by the heartbeat: a quiet socket pings, and one that
+// sent and heard nothing back for FRAME_LIMITS.heartbeatDeadMs is left for a new one. A browser
+// that goes offline makes the client `offline` until it is back. No dependencies: in a browser it
+// uses the global WebSocket; in Node pass one (the `ws` package).
+import { CLIENT_OP, CLOSE, CLOSE_ACTION, FRAME_LIMITS, SERVER_OP, liveSubprotocols, retryAfterOf, type CloseCode } from '../schemas/live-protocol.js';
 import type { ActionFrame, Control, CrowdFrame, PageFrame } from '../schemas/live-types.js';
 import { whenRefused, type Refusal, type SocketConstructor, type SocketLike } from './socket-like.js';
 
@@ -40,10 +43,11 @@ export class LiveError extends Error {
 
 /**
  * connecting: opening a socket; open: live; waiting: closed, reconnecting after a delay (or
- * renewing the token); unauthorized: the token is no longer valid and could not be renewed (no
- * callback, or it failed too often): nothing is retried until `resume`; stopped: for good.
+ * renewing the token); offline: the browser says it has no network (it connects again at its
+ * `online`); unauthorized: the token is no longer valid and could not be renewed (no callback, or
+ * it failed too often): nothing is retried until `resume`; stopped: for good.
  */
-export type State = 'connecting' | 'open' | 'waiting' | 'unauthorized' | 'stopped';
+export type State = 'connecting' | 'open' | 'waiting' | 'offline' | 'unauthorized' | 'stopped';
 
 export interface LiveClientOptions {
   /** the gateway's live channel, e.g. wss://gateway.example/live */
@@ -67,9 +71,21 @@ export interface LiveClientOptions {
   maxRefreshFailures?: number;
   /** without refreshToken: failed opens in a row after which the client stops as `unauthorized` (default 10; about 2 minutes of backoff) */
   maxFailedOpens?: number;
+  /** a socket that has heard nothing this long sends a ping (default FRAME_LIMITS.heartbeatIdleMs, 5 s) */
+  heartbeatIdleMs?: number;
+  /** a socket that sent a ping or an action and has heard nothing this long since is dead: the client reconnects (default FRAME_LIMITS.heartbeatDeadMs, 3 s) */
+  heartbeatDeadMs?: number;
   /** for tests: the randomness of the jitter */
   random?: () => number;
 }
+
+/** How often an open socket's heartbeat is looked at. */
+const HEARTBEAT_TICK_MS = 250;
+
+type Listener = (type: string, listener: () => void) => void;
+const windowish = globalThis as { addEventListener?: Listener; removeEventListener?: Listener; navigator?: { onLine?: boolean } };
+/** Whether the platform says it is offline (a browser's navigator.onLine; never elsewhere). */
+const saysOffline = () => windowish.navigator?.onLine === false;
 
 /** The delay before reconnect attempt `attempt` (0-based): full jitter, uniform in [0, min(max, base * 2^attempt)). */
 export function reconnectDelay(attempt: number, baseMs: number, maxMs: number, random: () => number): number {
@@ -122,14 +138,21 @@ export class LiveClient {
   private readonly pending = new Map<string, Pending>();
   private readonly listeners = new Map<keyof LiveEvents, Set<(v: never) => void>>();
   private refs = 0;
+  /** the open socket's heartbeat: when it last heard a frame, since when a frame it sent is unanswered (null: none), the timer */
+  private heardAt = 0;
+  private unansweredSince: number | null = null;
+  private heartbeat: ReturnType<typeof setInterval> | null = null;
   private readonly o: Required<Omit<LiveClientOptions, 'refreshToken'>> & Pick<LiveClientOptions, 'refreshToken'>;
 
   constructor(options: LiveClientOptions) {
     const WS = options.WebSocket ?? (globalThis as { WebSocket?: SocketConstructor }).WebSocket;
     if (!WS) throw new Error('no WebSocket: pass options.WebSocket (in Node, the ws package)');
-    this.o = { ackTimeoutMs: 10_000, baseDelayMs: 250, maxDelayMs: 30_000, maxRefreshFailures: 5, maxFailedOpens: 10, random: Math.random, ...options, WebSocket: WS };
+    this.o = {
+      ackTimeoutMs: 10_000, baseDelayMs: 250, maxDelayMs: 30_000, maxRefreshFailures: 5, maxFailedOpens: 10,
+      heartbeatIdleMs: FRAME_LIMITS.heartbeatIdleMs, heartbeatDeadMs: FRAME_LIMITS.heartbeatDeadMs, random: Math.random, ...options, WebSocket: WS,
+    };
     this.token = options.token;
-    (globalThis as { addEventListener?: (type: string, listener: () => void) => void }).addEventListener?.('online', this.online);
+    this.listen(true);
     this.open();
   }
 
@@ -177,7 +200,7 @@ export class LiveClient {
         this.abandon(); // an open socket that answers nothing is a dead link (half-open): reconnect now
       }, this.o.ackTimeoutMs);
       this.pending.set(ref, { frame, resolve, reject, timer });
-      if (this.socket?.readyState === 1) this.socket.send(frame);
+      this.write(frame);
     });
   }
 
@@ -190,7 +213,7 @@ export class LiveClient {
   resume(token?: string): void {
     if (this.state !== 'unauthorized' && this.state !== 'stopped') return;
     if (token !== undefined) this.token = token;
-    if (this.state === 'stopped') (globalThis as { addEventListener?: (type: string, listener: () => void) => void }).addEventListener?.('online', this.online);
+    if (this.state === 'stopped') this.listen(true);
     this.attempt = 0;
     this.failedOpens = 0;
     this.refreshFailures = 0;
@@ -199,11 +222,12 @@ export class LiveClient {
 
   private halt(state: 'stopped' | 'unauthorized'): void {
     this.setState(state);
-    if (state === 'stopped') (globalThis as { removeEventListener?: (type: string, listener: () => void) => void }).removeEventListener?.('online', this.online);
+    if (state === 'stopped') this.listen(false);
     if (this.retry) clearTimeout(this.retry);
     this.retry = null;
     const socket = this.socket;
     this.socket = null;
+    this.stopHeartbeat();
     socket?.close(1000, 'done');
     for (const [ref, p] of this.pending) {
       clearTimeout(p.timer);
@@ -218,16 +242,52 @@ export class LiveClient {
    * at once, as after a close 1006.
    */
   private abandon(): void {
-    const socket = this.socket;
-    if (!socket || socket.readyState !== 1) return;
-    this.socket = null;
-    socket.onclose = socket.onmessage = socket.onerror = null;
-    socket.close(1000, 'no answer');
+    if (!this.drop()) return;
     this.closed(1006, 'no answer');
   }
 
-  /** The device is back online (a browser's `online` event): a client waiting to reconnect does so now. */
+  /** Drops the socket without waiting for a close handshake (a dead link would not carry it); false when there was none. */
+  private drop(): boolean {
+    const socket = this.socket;
+    this.stopHeartbeat();
+    if (!socket || (socket.readyState !== 0 && socket.readyState !== 1)) return false;
+    this.socket = null;
+    socket.onclose = socket.onmessage = socket.onerror = socket.onopen = null;
+    socket.close(1000, 'no answer');
+    return true;
+  }
+
+  /** Sends a frame on the open socket, if there is one: the heartbeat then waits for something to come back. */
+  private write(frame: string): void {
+    if (this.socket?.readyState !== 1) return;
+    this.socket.send(frame);
+    this.unansweredSince ??= Date.now();
+  }
+
+  /** The open socket's heartbeat: a quiet socket pings; one that heard nothing back in time is dead. */
+  private beat(): void {
+    const now = Date.now();
+    if (this.unansweredSince !== null && now - this.unansweredSince >= this.o.heartbeatDeadMs) return this.abandon();
+    if (this.unansweredSince === null && now - this.heardAt >= this.o.heartbeatIdleMs) this.write(JSON.stringify({ op: CLIENT_OP.ping }));
+  }
+
+  private stopHeartbeat(): void {
+    if (this.heartbeat) clearInterval(this.heartbeat);
+    this.heartbeat = null;
+  }
+
+  private listen(on: boolean): void {
+    const f = on ? windowish.addEventListener : windowish.removeEventListener;
+    f?.call(globalThis, 'online', this.online);
+    f?.call(globalThis, 'offline', this.offline);
+  }
+
+  /** The device is back online (a browser's `online` event): a client offline or waiting to reconnect does so now. */
   private readonly online = () => {
+    if (this.state === 'offline') {
+      this.attempt = 0;
+      return this.open();
+    }
     if (this.state !== 'waiting' || !this.retry || this.renewal) return;
     clearTimeout(this.retry);
     this.retry = null;
@@ -235,8 +295,19 @@ export class LiveClient {
     this.open();
   };
 
+  /** The device went offline (a browser's `offline` event): the socket is left, and the client waits for `online`. */
+  private readonly offline = () => {
+    if (this.state === 'stopped' || this.state === 'unauthorized') return;
+    this.drop();
+    if (this.retry) clearTimeout(this.retry);
+    this.retry = null;
+    this.nextAttemptAt = null;
+    this.setState('offline');
+  };
+
   private open(): void {
     this.nextAttemptAt = null;
+    if (saysOffline()) return this.setState('offline'); // the `online` event opens it
     this.setState('connecting');
     let opened = false;
     const socket = new this.o.WebSocket(this.o.url, liveSubprotocols(this.token));
@@ -244,8 +315,12 @@ export class LiveClient {
     socket.onopen = () => {
       opened = true;
       this.failedOpens = 0;
+      this.heardAt = Date.now();
+      this.unansweredSince = null;
+      this.stopHeartbeat();
+      this.heartbeat = setInterval(() => this.beat(), HEARTBEAT_TICK_MS);
       this.setState('open');
-      for (const p of this.pending.values()) socket.send(p.frame); // resends keep their idempotency keys
+      for (const p of this.pending.values()) this.write(p.frame); // resends keep their idempotency keys
     };
     socket.onmessage = (event: { data: unknown }) => this.received(String(event.data));
     socket.onerror = () => {}; // a close follows
@@ -254,12 +329,15 @@ export class LiveClient {
     socket.onclose = (event: { code: number; reason: string }) => {
       if (this.socket !== socket) return; // closed by us (stop, halt): already handled
       this.socket = null;
+      this.stopHeartbeat();
       if (!opened) this.failedOpens++;
       this.closed(event.code, event.reason, refused);
     };
   }
 
   private received(text: string): void {
+    this.heardAt = Date.now();
+    this.unansweredSince = null;
     let frame: { op?: string; ref?: string | null; expiresAt?: number; error?: { code: string; message: string; retryAfterMs?: number } } & Record<string, unknown>;
     try {
       frame = JSON.parse(text) as typeof frame;
@@ -331,7 +409,7 @@ export class LiveClient {
     if (this.state === 'stopped' || this.state === 'unauthorized') return;
     if (token === null && this.refreshFailures >= this.o.maxRefreshFailures) return this.unauthorized(closedBy ?? { code: 0, reason: 'the token could not be renewed' });
     if (closedBy) return this.schedule(0); // with the new token, or the old one after a failure (the next failed opens ask again)
-    if (token !== null && this.socket?.readyState === 1) this.socket.send(JSON.stringify({ op: CLIENT_OP.refresh, token }));
+    if (token !== null) this.write(JSON.stringify({ op: CLIENT_OP.refresh, token }));
   }
 
   private unauthorized(closedBy: { code: number; reason: string }): void {

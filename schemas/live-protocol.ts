@@ -21,6 +21,8 @@ export const CLIENT_OP = {
   action: 'action',
   /** a new token for this socket (the same participant's), answered by `refreshed` or `error` */
   refresh: 'refresh',
+  /** a heartbeat, answered by `pong` (FRAME_LIMITS.heartbeat*) */
+  ping: 'ping',
 } as const;
 
 /** The ops of the frames the server sends. */
@@ -33,6 +35,8 @@ export const SERVER_OP = {
   expiring: 'expiring',
   /** the answer to `refresh`: the socket now holds the new token */
   refreshed: 'refreshed',
+  /** the answer to `ping` */
+  pong: 'pong',
 } as const;
 
 export type ClientOp = (typeof CLIENT_OP)[keyof typeof CLIENT_OP];
@@ -86,6 +90,18 @@ export const FRAME_LIMITS = {
    * counts toward the flood close (CLOSE.flooding) as a refused action does
    */
   refresh: { socketBurst: 3, socketPerMinute: 2, participantBurst: 4, participantPerMinute: 4 },
+  /**
+   * The heartbeat: a client that has heard nothing for heartbeatIdleMs sends `ping`; one that sent
+   * a ping or an action and has heard nothing for heartbeatDeadMs since takes its link for dead (a
+   * path gone silent, a vanished host: no close ever comes) and reconnects. A silent link is thus
+   * seen within about 7 s, a press on one within about 3 s (and a reconnect). Only a quiet socket
+   * pings (a crowd frame or any other resets the wait): at 1,000,000 sockets all quiet, 250,000
+   * pings a second over the fleet, about 3,700 a second for each of 68 processes.
+   * The server answers one ping per socket every pingMinMs; one sooner is refused (rate_limited).
+   */
+  heartbeatIdleMs: 4000,
+  heartbeatDeadMs: 3000,
+  pingMinMs: 1000,
 } as const;
 
 /** The close reason of a 1012: when to come back, so a draining gateway's crowd returns spread out. */

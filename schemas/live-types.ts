@@ -3,7 +3,7 @@
 /**
  * Any frame of the live channel, either way.
  */
-export type LiveFrame = (PageFrame | CrowdFrame | AckFrame | ErrorFrame | ExpiringFrame | RefreshedFrame | RefreshFrame | ActionFrame)
+export type LiveFrame = (PageFrame | CrowdFrame | AckFrame | ErrorFrame | ExpiringFrame | RefreshedFrame | PongFrame | RefreshFrame | PingFrame | ActionFrame)
 /**
  * Letters, digits, '_' and '-', 1 to 64 characters: safe in URLs and Redis key names.
  */
@@ -236,11 +236,23 @@ op: "refreshed"
 expiresAt: number
 }
 /**
+ * The answer to ping: the link carries frames both ways.
+ */
+export interface PongFrame {
+op: "pong"
+}
+/**
  * The same participant's new token (POST /token with renew), taken without reconnecting: answered by refreshed, or by an error with ref null (token_mismatch for another participant's or layout's token, or the token's own code), and the socket keeps its old token then.
  */
 export interface RefreshFrame {
 op: "refresh"
 token: string
+}
+/**
+ * Asks the server to answer pong: a client that has heard nothing for a while learns whether its link still carries frames (a path gone silent sends no close). Answered at most once a second per socket; one sooner gets an error rate_limited with ref null, counted toward the flood close.
+ */
+export interface PingFrame {
+op: "ping"
 }
 export interface ButtonActionFrame {
 op: "action"

@@ -68,7 +68,11 @@ export interface LiveRefreshFrame {
   op: 'refresh';
   token: string;
 }
-export const validateLiveClientFrame = compile<LiveActionFrame | LiveRefreshFrame>(ajv, 'live-frames.schema.json');
+/** A client's heartbeat (live-frames.schema.json#/$defs/ping). */
+export interface LivePingFrame {
+  op: 'ping';
+}
+export const validateLiveClientFrame = compile<LiveActionFrame | LiveRefreshFrame | LivePingFrame>(ajv, 'live-frames.schema.json');
 export const validateTokenRequest = compile<TokenRequest>(ajv, 'token-request.schema.json');
 export const validateLayoutDefinition = compile<LayoutDefinition>(ajv, 'layout-definition.schema.json');
 /** The same check reporting every error, not the first: for a person fixing a layout, not a hot path. */

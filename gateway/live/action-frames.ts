@@ -3,7 +3,7 @@
 // or an error with the HTTP API's code; or a refresh of the socket's token (token-lifecycle.ts).
 // A socket refused as rate_limited (or refused a refresh) FLOOD_CLOSE_AFTER times in a row is closed
 // (CLOSE.flooding).
-import { CLIENT_OP, CLOSE, FRAME_LIMITS } from '../../schemas/live-protocol.js';
+import { CLIENT_OP, CLOSE, FRAME_LIMITS, SERVER_OP } from '../../schemas/live-protocol.js';
 import { WHOLE_DOCUMENT, describeFirstError, validateLiveClientFrame } from '../../schemas/validators.js';
 import { AppError } from '../errors.js';
 import { AnswerQueue, DROPPED } from './answers.js';
@@ -17,6 +17,7 @@ import type { TokenLifecycle } from './token-lifecycle.js';
 export const FLOOD_CLOSE_AFTER = 50;
 
 const decoder = new TextDecoder('utf-8', { fatal: true });
+const PONG = JSON.stringify({ op: SERVER_OP.pong });
 
 /**
  * One action frame's answer: an ack once stored, or an error frame with the HTTP API's code, queued
@@ -89,6 +90,7 @@ export class ActionFrames {
     try {
       if (!validateLiveClientFrame(frame, WHOLE_DOCUMENT)) throw new AppError('invalid_body', describeFirstError(validateLiveClientFrame.errors, 'frame'));
       if (frame.op === CLIENT_OP.refresh) return this.lifecycle().refresh(ws, data, frame.token);
+      if (frame.op === CLIENT_OP.ping) return this.ping(ws, data);
       if (frame.layoutId !== undefined && frame.layoutId !== data.claims.layoutId) throw new AppError('token_layout_mismatch');
       const body = { layoutId: data.claims.layoutId, lid: frame.lid, type: frame.type, value: frame.value }; // one shape, no spread: the hot path
       const waiter = new FrameAnswer(ws, data, frame.ref, this.answers, this.o.onError);
@@ -101,6 +103,16 @@ export class ActionFrames {
     } catch (e) {
       this.refused(ws, data, ref, e, false);
     }
+  }
+
+  /** A heartbeat: `pong`, at most one per socket every FRAME_LIMITS.pingMinMs (a sooner one counts toward the flood close). */
+  private ping(ws: LiveSocket, data: SocketData): void {
+    const now = this.o.now();
+    if (now - data.pongAt < FRAME_LIMITS.pingMinMs) {
+      return this.refused(ws, data, null, new AppError('rate_limited', 'At most one ping a second.', undefined, [['retry-after', '1']]), true);
+    }
+    data.pongAt = now;
+    this.answer(ws, data, PONG);
   }
 
   /**

@@ -22,6 +22,8 @@ export interface SocketData {
   refreshing: boolean;
   /** this socket's refreshes lately (one bucket), made on its first refresh: most sockets never send one */
   refreshes: TokenBuckets | null;
+  /** when this socket's last `ping` was answered (ms; -Infinity: never) */
+  pongAt: number;
   /** since when the socket's buffer is over its limit (state frames are skipped meanwhile), or null */
   overSince: number | null;
   /** a state frame was skipped: the socket gets the current state when it drains */

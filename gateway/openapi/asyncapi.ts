@@ -3,7 +3,7 @@
 // (live-server-frames.schema.json, which the tests hold the real frames to), with the components
 // the OpenAPI document shares (Control, Id, the values by type). Served at GET /asyncapi.json and
 // committed as schemas/asyncapi.json (`npm run openapi` writes both; a test keeps them equal).
-import { CLOSE, CLOSE_ACTION } from '../../schemas/live-protocol.js';
+import { CLOSE, CLOSE_ACTION, FRAME_LIMITS } from '../../schemas/live-protocol.js';
 import { CONTROL_TYPES } from '../../schemas/types.js';
 import { componentSchemas, readSchema, rewrite } from './document.js';
 import type { Json } from './examples.js';
@@ -19,6 +19,7 @@ const FRAMES: readonly [string, string, string][] = [
   ['error', 'ErrorFrame', 'error'],
   ['expiring', 'ExpiringFrame', 'expiring'],
   ['refreshed', 'RefreshedFrame', 'refreshed'],
+  ['pong', 'PongFrame', 'pong'],
 ];
 
 /** What each close code says, from the protocol module (schemas/live-protocol.ts). */
@@ -40,6 +41,8 @@ const CHANNEL_DESCRIPTION = [
     .join('; ')}. A ${CLOSE.serviceRestart} carries the reason {"retryAfterMs":N}: a draining gateway spreads its crowd's returns. Any other close: reconnect with full-jitter exponential backoff.`,
   '',
   `Token lifecycle: the token’s exp holds on an open socket. LIVE_EXPIRY_NOTICE_SECONDS before it the server sends expiring; the client renews the token (POST /token with renew: the same participant) and sends refresh, answered by refreshed; at exp the socket closes with ${CLOSE.tokenExpired}. Each participant holds at most LIVE_SOCKETS_PER_PARTICIPANT sockets a process (a new one closes the oldest with ${CLOSE.replaced}) and opens at most LIVE_OPENS_PER_PARTICIPANT_PER_MINUTE (429 with Retry-After past it).`,
+  '',
+  `Heartbeat: a client that has heard nothing for ${FRAME_LIMITS.heartbeatIdleMs / 1000} s sends ping, answered by pong; a client that sent a ping or an action and heard nothing for ${FRAME_LIMITS.heartbeatDeadMs / 1000} s takes the link for dead (a path gone silent sends no close) and reconnects, resending its unanswered actions with their idempotency keys.`,
   '',
   'Limits: actions share the participant’s budget with POST /action (error `rate_limited` with retryAfterMs); a frame over MAX_BODY_BYTES closes the socket. Page and crowd frames are latest-value state: a socket over LIVE_BUFFER_BYTES is skipped and gets the current state when it drains.',
 ].join('\n');
@@ -88,13 +91,14 @@ export function buildAsyncApiDocument(): Json {
   const client = readSchema(CLIENT_FRAMES).$defs as Json;
   actionFrames(frames, client.action as Json);
   frames.RefreshFrame = rewrite(client.refresh, CLIENT_FRAMES, false);
+  frames.PingFrame = rewrite(client.ping, CLIENT_FRAMES, false);
   // only the shared components the frames use (the REST bodies are the OpenAPI document's)
   const schemas: Json = { ...frames, ...Object.fromEntries([...reachable(frames, shared, new Set())].filter((name) => name in shared).sort().map((name) => [name, shared[name]])) };
   const message = (name: string, schema: string): Json => {
     const s = schemas[schema] as Json;
     return { name, title: s.title, summary: s.description, contentType: 'application/json', payload: { $ref: `#/components/schemas/${schema}` } };
   };
-  const messages: Json = { action: message('action', 'ActionFrame'), refresh: message('refresh', 'RefreshFrame') };
+  const messages: Json = { action: message('action', 'ActionFrame'), refresh: message('refresh', 'RefreshFrame'), ping: message('ping', 'PingFrame') };
   for (const [name, schema] of FRAMES) messages[name] = message(name, schema);
   const inChannel = (name: string): Json => ({ $ref: `#/channels/live/messages/${name}` });
   const channel = { $ref: '#/channels/live' };
@@ -149,6 +153,13 @@ export function buildAsyncApiDocument(): Json {
         summary: 'The same participant’s new token for this socket, answered by refreshed, or an error with ref null (the socket keeps its old token).',
         messages: [inChannel('refresh')],
         reply: { channel, messages: [inChannel('refreshed'), inChannel('error')] },
+      },
+      receivePing: {
+        action: 'receive',
+        channel,
+        summary: 'A heartbeat from a phone that heard nothing for a while, answered by pong (at most once a second per socket).',
+        messages: [inChannel('ping')],
+        reply: { channel, messages: [inChannel('pong'), inChannel('error')] },
       },
       sendExpiring: { action: 'send', channel, summary: 'The socket’s token expires soon: renew it and send refresh.', messages: [inChannel('expiring')] },
       sendError: { action: 'send', channel, summary: 'A frame that does not parse: an error with ref null.', messages: [inChannel('error')] },

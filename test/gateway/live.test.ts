@@ -145,6 +145,24 @@ describe('GET /live', () => {
     calm.ws.close();
   });
 
+  it('answers a heartbeat (ping) with pong, one a second per socket: a sooner one is rate_limited, and a flood of them closes the socket with 4029', async () => {
+    const socket = await connect(await mintToken(t, t.layoutId, t.apiKey));
+    await socket.next('page');
+    let before = socket.frames.length;
+    socket.send({ op: 'ping' });
+    expect(await socket.next('pong', before)).toEqual({ op: 'pong' });
+    before = socket.frames.length;
+    socket.send({ op: 'ping' });
+    expect(await socket.next('error', before)).toMatchObject({ op: 'error', ref: null, error: { code: 'rate_limited', retryAfterMs: 1000 } });
+    await new Promise((r) => setTimeout(r, 1000));
+    before = socket.frames.length;
+    socket.send({ op: 'ping' });
+    expect(await socket.next('pong', before)).toEqual({ op: 'pong' });
+    for (let i = 0; i < 100 && socket.ws.readyState === WebSocket.OPEN; i++) socket.send({ op: 'ping' });
+    expect((await socket.closed).code).toBe(4029);
+    expect(socket.frames.filter((f) => f.op === 'pong')).toHaveLength(2);
+  });
+
   it('sends the new page after a page switch, with a higher version and the moment of the switch (changedAt)', async () => {
     const { frames, next, ws } = await connect(await mintToken(t, t.layoutId, t.apiKey));
     const first = await next('page');

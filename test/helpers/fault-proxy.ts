@@ -4,7 +4,9 @@
 // then flow), be cut (every link reset with RST, and new connections refused with RST until it
 // returns), or vanish (bytes and closes wait with no FIN and no RST, a half-open link, until it
 // returns: then a link whose far end closed meanwhile is reset, as a TCP stack answers a
-// retransmission to a host that forgot the connection). New connections go to the first target
+// retransmission to a host that forgot the connection). The links open now can also go silent for
+// good while new ones pass (a NAT rebinding, a Wi-Fi to cellular handover), both ways or only the
+// gateway's way (the phone's frames arrive, nothing comes back). New connections go to the first target
 // that accepts, from a rotating start: a load balancer that skips a gateway not listening.
 import { createConnection, createServer, type Server, type Socket } from 'node:net';
 
@@ -96,6 +98,8 @@ interface Link {
   down: Pipe;
   /** the gateway's side closed (FIN or reset) */
   serverGone: boolean;
+  /** which way the link's path is silent for good (silence()) */
+  silent: 'none' | 'both' | 'down';
 }
 
 const DIRECTION: Direction = { latencyMs: 0, jitterMs: 0, bytesPerSecond: 0 };
@@ -153,7 +157,9 @@ export class FaultProxy {
 
   private link(client: Socket, server: Socket): Link {
     const held = () => this.state === 'held';
-    const link: Link = { client, server, up: new Pipe(server, this.up, this.random, held), down: new Pipe(client, this.down, this.random, held), serverGone: false };
+    const link: Link = { client, server, up: null!, down: null!, serverGone: false, silent: 'none' };
+    link.up = new Pipe(server, this.up, this.random, () => held() || link.silent === 'both');
+    link.down = new Pipe(client, this.down, this.random, () => held() || link.silent !== 'none');
     this.links.add(link);
     client.on('data', (d: Buffer) => {
       this.bytes.up += d.length;
@@ -170,11 +176,11 @@ export class FaultProxy {
     });
     client.on('close', () => {
       this.links.delete(link);
-      if (this.state !== 'held') server.destroy();
+      if (this.state !== 'held' && link.silent === 'none') server.destroy(); // a silent path carries no FIN either
     });
     server.on('close', (hadError) => {
       link.serverGone = true;
-      if (hadError && this.state !== 'held') this.reset(link);
+      if (hadError && this.state !== 'held' && link.silent === 'none') this.reset(link);
     });
     return link;
   }
@@ -198,6 +204,14 @@ export class FaultProxy {
   cut(): void {
     this.state = 'cut';
     for (const link of [...this.links]) this.reset(link);
+  }
+
+  /**
+   * The paths of the links open now go silent for good, with no FIN and no RST: nothing passes on
+   * them (`down`: only what the gateway sends is lost; the phone's bytes still arrive). New links pass.
+   */
+  silence(direction: 'both' | 'down' = 'both'): void {
+    for (const link of this.links) link.silent = direction;
   }
 
   /** The link vanishes: nothing passes, no FIN, no RST (half-open), until `restore`. */

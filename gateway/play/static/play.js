@@ -219,6 +219,7 @@ function refusal(e) {
 function notLive(live, code) {
   if (live.state === 'stopped') return code === CLOSE.replaced ? 'Open in another tab or app: this one has stopped.' : 'The show has ended.';
   if (live.state === 'unauthorized') return 'Your access has ended. Ask for a new link.';
+  if (live.state === 'offline') return 'Offline: this phone has no network. It reconnects when it is back.';
   if (live.state === 'connecting') return 'Connecting…';
   if (code === CLOSE.tooSlow) return 'Too slow to keep up: reconnecting.';
   if (code === CLOSE.serviceRestart || code === CLOSE.goingAway) return "The show's server is restarting: reconnecting.";
