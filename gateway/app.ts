@@ -27,7 +27,7 @@ import { LayoutCache } from './layouts/layout-cache.js';
 import { ActionIntake } from './actions/intake.js';
 import { LiveChannel } from './live/channel.js';
 import { CrowdFeed } from './live/crowd-feed.js';
-import { MintLimits, ParticipantLimits } from './limits/participant-limits.js';
+import { MintLimits, ParticipantLimits, ratesOf } from './limits/participant-limits.js';
 import { SummaryLog } from './summary-log.js';
 import { TextModeration } from './moderation/moderation.js';
 import { moderationApiRoutes } from './admin/moderation-api.js';
@@ -43,7 +43,7 @@ import { fallbackRoutes } from './routes/fallback.js';
 import { layoutRoute } from './routes/layout.js';
 import { tokenRoute } from './routes/token.js';
 import { connectServiceRedis } from './store/redis.js';
-import { CrowdClaims } from './actions/crowd-claims.js';
+import { ParticipantClaims } from './actions/participant-claims.js';
 import { hasLegacyKeys, migrateLegacyKeys } from './store/migrate.js';
 import { loadKek } from './store/signing-kek.js';
 import { createStores, type Stores } from './store/stores.js';
@@ -197,19 +197,28 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
     now,
   );
   const source = `gw-${entryId()}`;
-  /** which process counts each participant (set just below: the fold tells it of each action) */
-  let claims: CrowdClaims | null = null;
   const crowd = new CrowdFold(actions, source, config.crowdFoldMs, { now, maxParticipants: config.crowdMaxParticipants, onEvicted: () => metrics.crowdEvictions.inc(),
-    publish: (layoutId, payload) => void redis.spublish(stores.keys.liveChannel(layoutId), payload).catch(() => liveMisses.count('live_crowd_publish')),
-    onSeen: (layoutId, sub, at) => claims?.seen(layoutId, sub, at) });
-  claims = new CrowdClaims(redis, movesSubscriber, stores.keys, source, crowd, {
+    publish: (layoutId, payload) => void redis.spublish(stores.keys.liveChannel(layoutId), payload).catch(() => liveMisses.count('live_crowd_publish')) });
+  const actionRates = {
+    actions: { ratePerSecond: config.actionRatePerSecond, burst: config.actionBurst },
+    strings: { ratePerSecond: config.stringRatePerSecond, burst: config.stringBurst },
+  };
+  const cachedLayout = (layoutId: string) => {
+    const layout = layouts.get(layoutId);
+    return layout instanceof Promise ? null : layout;
+  };
+  const claims = new ParticipantClaims(redis, movesSubscriber, stores.keys, source, crowd, {
+    handOff: (sub) => participants.handOff(sub),
+    takeOver: (layoutId, sub, handed, spent, spentStrings) => participants.takeOver(sub, handed, spent, spentStrings, ratesOf(actionRates, cachedLayout(layoutId)?.limits)),
+  }, {
     now,
     onUnavailable: (what) => liveMisses.count(what),
     controlOf: (layoutId, lid) => {
-      const layout = layouts.get(layoutId);
-      const control = layout && !(layout instanceof Promise) ? layout.controls.get(lid) : undefined;
+      const control = cachedLayout(layoutId)?.controls.get(lid);
       return control?.aggregate ? (control as AggregatedControl) : undefined;
     },
+    hasSockets: (layoutId, sub) => sockets.live?.hasParticipant(layoutId, sub) ?? false,
+    replaced: (layoutId, sub) => sockets.live?.replaced(layoutId, sub),
   });
   const moderatedLog = new SummaryLog(log, 'warn', 'Strings refused by moderation (count of the interval, by reason)', 10_000, now);
   const moderationBounds = { perLayout: config.moderationQueueMax, perParticipant: config.moderationQueuePerParticipant, holdMs: config.moderationHoldSeconds * 1000 };
@@ -231,12 +240,10 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
     keys: stores.keys,
     idempotency: { windowSeconds: config.idempotencyTtlSeconds, keysPerParticipant: config.idempotencyKeysPerParticipant },
     participants,
+    claims,
     mints,
     moderation: new TextModeration(stores.moderation, moderationBounds, metrics, moderatedLog),
-    actionRates: {
-      actions: { ratePerSecond: config.actionRatePerSecond, burst: config.actionBurst },
-      strings: { ratePerSecond: config.stringRatePerSecond, burst: config.stringBurst },
-    },
+    actionRates,
   };
 
   const server = new HttpServer({
@@ -269,7 +276,7 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
     onDecided: (decision: string) => metrics.moderationDecisions.inc({ decision }),
   };
   for (const r of [...actionRoutes(deps), ...adminApiRoutes(admin), ...moderationApiRoutes(admin, moderationAdmin), recordApiRoute(admin), ...adminPageRoutes(), ...playPageRoutes()]) server.mount(r);
-  const liveServices = { layouts: deps.layouts, destinations: deps.destinations, tokens: deps.tokens, cors: deps.cors, intake: new ActionIntake(deps) };
+  const liveServices = { layouts: deps.layouts, destinations: deps.destinations, tokens: deps.tokens, cors: deps.cors, intake: new ActionIntake(deps), claims };
   const live = new LiveChannel(liveServices, liveCrowd, {
     maxFrameBytes: config.maxBodyBytes, maxSockets: config.liveMaxSockets, newSocketsPerSecond: config.liveNewSocketsPerSecond,
     bufferBytes: config.liveBufferBytes, slowCloseMs: config.liveSlowCloseMs, now,
@@ -318,7 +325,7 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
       await server.close(drainMs);
       await live.closeAll(); // listening has stopped: the sockets go over LIVE_DRAIN_MS, and come back to the gateways that stay, spread out
       await deps.crowd.retract(); // the bridge stops counting this process now, not when its lease runs out
-      claims?.stop();
+      claims.stop();
       participants.stop();
       mints.stop();
       refusals.flush();

@@ -32,8 +32,6 @@ export interface CrowdFoldOptions {
   onEvicted?: () => void;
   /** publishes a stored summary to the layout's live channel (at most every PUBLISH_MIN_MS per control) */
   publish?: (layoutId: string, payload: string) => void;
-  /** told of each participant's action before it is counted (crowd-claims.ts: which process counts it) */
-  onSeen?: (layoutId: string, sub: string, at: number) => void;
   now?: () => number;
 }
 
@@ -44,7 +42,6 @@ export class CrowdFold {
   private readonly maxParticipants: number;
   private readonly onEvicted: () => void;
   private readonly publish: (layoutId: string, payload: string) => void;
-  private readonly onSeen: (layoutId: string, sub: string, at: number) => void;
 
   constructor(
     private readonly log: ActionLog,
@@ -58,12 +55,10 @@ export class CrowdFold {
     this.maxParticipants = options.maxParticipants ?? 100_000;
     this.onEvicted = options.onEvicted ?? (() => {});
     this.publish = options.publish ?? (() => {});
-    this.onSeen = options.onSeen ?? (() => {});
   }
 
   /** Counts a participant's action (in its zone, '' for none); resolves once a summary holding it is stored. */
   add(layoutId: string, control: AggregatedControl, sub: string, value: ActionValue, at: number, zone = ''): Promise<void> {
-    this.onSeen(layoutId, sub, at);
     const w = this.windowOf(layoutId, control);
     w.add(sub, value, at, zone);
     this.start();

@@ -34,7 +34,7 @@ export class ActionIntake {
 
   constructor(private readonly d: RouteDeps) {}
 
-  private ratesFor(layout: LiveLayout): ActionRates {
+  ratesFor(layout: LiveLayout): ActionRates {
     if (!layout.limits) return this.d.actionRates;
     let r = this.layoutRates.get(layout);
     if (!r) this.layoutRates.set(layout, (r = ratesOf(this.d.actionRates, layout.limits)));
@@ -49,8 +49,13 @@ export class ActionIntake {
     const d = this.d;
     if (!layout || layout.teamId !== claims.team) throw new AppError('layout_not_found', undefined, 400);
     if (revokedByLayout(claims, layout)) throw new AppError('token_revoked');
+    // a participant this process does not hold yet is claimed first, with what the process it came
+    // from kept of its budget: one budget over all processes (participant-claims.ts)
+    const acquiring = d.claims.acquire(layout.layoutId, claims.sub, at);
+    if (acquiring) return void acquiring.then(() => this.take(body, claims, layout, once, at, waiter)).catch((e: unknown) => waiter.failed(e));
     // before anything is checked or stored: whatever a participant sends counts against its budget
     d.participants.check(claims.sub, body.type, this.ratesFor(layout), at);
+    d.claims.seen(layout.layoutId, claims.sub, at, body.type === 'String'); // this process holds the participant now
     const { control, value } = checkAction(layout, body);
     if (control.type === 'String' && d.moderation.check(layout, control, claims.sub, value as string, at)) {
       if (once !== '' && !IDEMPOTENCY_KEY.test(once)) throw new AppError('idempotency_key_invalid');

@@ -1,11 +1,18 @@
-// What one participant (an audience token's `sub`) may send, per gateway process: a token bucket
-// for every action, and a second one that String actions also take from (a String reaches the
-// displays as text). A layout's definition may set its own rates (`limits`); otherwise the
+// What one participant (an audience token's `sub`) may send: a token bucket for every action, and a
+// second one that String actions also take from (a String reaches the displays as text). The
+// buckets live in the process that holds the participant (participant-claims.ts); one it moves to
+// takes over what is left of them, so a participant has one budget over all processes. A layout's definition may set its own rates (`limits`); otherwise the
 // gateway's configured defaults apply. A refused action is 429 `rate_limited` with Retry-After and
 // costs no Redis write.
 import type { ControlType, LayoutLimits } from '../../schemas/types.js';
 import { AppError } from '../errors.js';
-import { TokenBuckets, type Rate } from './token-buckets.js';
+import { TokenBuckets, type BucketState, type Rate } from './token-buckets.js';
+
+/** A participant's budget as one process hands it to the next (participant-claims.ts): each bucket not full. */
+export interface HandedBudget {
+  a?: BucketState;
+  s?: BucketState;
+}
 
 export interface ActionRates {
   readonly actions: Rate;
@@ -58,6 +65,24 @@ export class ParticipantLimits {
       this.onRefused('strings');
       throw rateLimited(waitString, 'String actions from this participant');
     }
+  }
+
+  /** What is left of the participant's budget here, for the process it moved to. */
+  handOff(sub: string): HandedBudget {
+    const a = this.actions.state(sub);
+    const s = this.strings.state(sub);
+    return { ...(a && { a }), ...(s && { s }) };
+  }
+
+  /**
+   * The budget the process a participant came from handed over; `spent` actions (`spentStrings`
+   * Strings) were taken here since this process claimed it. From now on the participant has what
+   * is left of one budget, not a budget here and another there.
+   */
+  takeOver(sub: string, handed: HandedBudget, spent: number, spentStrings: number, rates: ActionRates): void {
+    const now = this.now();
+    if (handed.a) this.actions.takeOver(sub, handed.a, spent, rates.actions, now);
+    if (handed.s) this.strings.takeOver(sub, handed.s, spentStrings, rates.strings, now);
   }
 
   sweep(): void {

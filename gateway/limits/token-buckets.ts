@@ -12,6 +12,9 @@ export interface Rate {
   readonly burst: number;
 }
 
+/** A bucket as handed between holders: its tokens, and the ms they were counted at. */
+export type BucketState = readonly [number, number];
+
 interface Bucket {
   tokens: number;
   /** ms when `tokens` was last brought up to date */
@@ -54,6 +57,29 @@ export class TokenBuckets {
     if (!b) return 0;
     const tokens = Math.min(rate.burst, b.tokens + (Math.max(0, now - b.at) * rate.ratePerSecond) / 1000);
     return tokens >= 1 ? 0 : Math.ceil(((1 - tokens) * 1000) / rate.ratePerSecond);
+  }
+
+  /** What the owner's bucket holds (tokens, and when they were counted), or null for a full one: what a process hands to the next. */
+  state(owner: string): BucketState | null {
+    const b = this.buckets.get(owner);
+    return b ? [b.tokens, b.at] : null;
+  }
+
+  /**
+   * Takes over a bucket another holder kept for the owner (`handed`, from `state`), of which
+   * `spentSince` tokens were taken here meanwhile: the bucket holds the lower of its own tokens and
+   * the handed ones less those, so two holders never give the owner two budgets. It may go below
+   * zero: the debt is paid back by the refill before the next token.
+   */
+  takeOver(owner: string, handed: BucketState, spentSince: number, rate: Rate, now: number): void {
+    const [tokens, at] = handed;
+    const theirs = Math.min(rate.burst, tokens + (Math.max(0, now - at) * rate.ratePerSecond) / 1000) - spentSince;
+    const b = this.buckets.get(owner);
+    const ours = b ? Math.min(rate.burst, b.tokens + (Math.max(0, now - b.at) * rate.ratePerSecond) / 1000) : rate.burst;
+    const held = Math.min(ours, theirs);
+    if (held >= rate.burst) return;
+    if (!b && this.buckets.size >= this.maxOwners) this.forgetOldest();
+    this.buckets.set(owner, { tokens: held, at: Math.max(now, b?.at ?? now), fullAt: now + ((rate.burst - held) * 1000) / rate.ratePerSecond });
   }
 
   /** Forgets the buckets that are full again by `now` (their owners have been quiet long enough). */

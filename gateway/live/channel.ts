@@ -114,6 +114,12 @@ export class LiveChannel {
   private opened(ws: LiveSocket): void {
     const data = ws.getUserData();
     this.registry.add(ws, data);
+    // this process holds the participant now: its sockets on other processes close (CLOSE.replaced),
+    // and past its opens a minute over every process the newest closes (CLOSE.flooding)
+    this.s.claims?.opened(data.layoutId, data.claims.sub).then(
+      (opens) => opens > this.o.opensPerParticipantPerMinute && this.registry.end(ws, data, CLOSE.flooding, 'this participant opened too many live sockets lately'),
+      (e: unknown) => this.o.onError(e),
+    );
     // Not from inside this handler: it runs within the upgrade's cork, and a send from a promise
     // settled here (a cached layout) raced the upgrade and lost the socket (1006).
     setImmediate(() => void this.publisher.sendPage(ws, data));
@@ -126,6 +132,16 @@ export class LiveChannel {
     if (code === 1006 && this.inUpgrade) this.o.onLostAtUpgrade?.();
     this.backpressure.forget(ws);
     this.registry.remove(ws, data);
+  }
+
+  /** Whether the participant holds a socket of the layout on this process. */
+  hasParticipant(layoutId: string, sub: string): boolean {
+    return this.registry.hasParticipant(layoutId, sub);
+  }
+
+  /** Another process opened a socket of the participant: its sockets here close with CLOSE.replaced. */
+  replaced(layoutId: string, sub: string): void {
+    this.registry.endParticipant(layoutId, sub, CLOSE.replaced, 'a newer socket of this participant took its place');
   }
 
   /** The crowd's values on a layout changed: those on its live page go to its sockets. */

@@ -69,6 +69,16 @@ export class SocketRegistry {
     if (own?.length === 0) this.bySub.delete(data.claims.sub);
   }
 
+  /** Whether the participant holds a socket of the layout here. */
+  hasParticipant(layoutId: string, sub: string): boolean {
+    return this.bySub.get(sub)?.some(([, d]) => d.layoutId === layoutId) ?? false;
+  }
+
+  /** Closes the participant's sockets of the layout with `code` (another process holds the participant now). */
+  endParticipant(layoutId: string, sub: string, code: number, reason: string): void {
+    for (const [ws, d] of [...(this.bySub.get(sub) ?? [])]) if (d.layoutId === layoutId) this.end(ws, d, code, reason);
+  }
+
   /** The sockets of a layout, live, not copied (collect before closing any of them). */
   ofLayout(layoutId: string): Iterable<[LiveSocket, SocketData]> {
     return this.byLayout.get(layoutId) ?? [];

@@ -1,6 +1,7 @@
 // What the route handlers need, built once by app.ts.
 import type { ActionLog } from '../actions/action-log.js';
 import type { CrowdFold } from '../actions/crowd-fold.js';
+import type { ParticipantClaims } from '../actions/participant-claims.js';
 import type { ApiKeyAuth } from '../auth/api-keys.js';
 import type { AudienceTokens } from '../auth/audience-tokens.js';
 import type { CorsPolicy } from '../http/cors.js';
@@ -25,8 +26,10 @@ export interface RouteDeps {
   keys: RedisKeys;
   /** Idempotency-Key: the window a key is remembered for (at least; at most two), and the keys a participant may use in one */
   idempotency: { windowSeconds: number; keysPerParticipant: number };
-  /** what one participant may send (per process) */
+  /** what one participant may send (its budget lives in the process that holds it) */
   participants: ParticipantLimits;
+  /** which process holds each participant (told of every action the budget took) */
+  claims: Pick<ParticipantClaims, 'acquire' | 'seen'>;
   /** the gateway's default per-participant rates (a layout's `limits` override them) */
   actionRates: ActionRates;
   /** String moderation: refusals, muted participants, the hold queue */

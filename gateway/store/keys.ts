@@ -102,22 +102,26 @@ export class RedisKeys {
     return `${this.prefix}layout:{${layoutId}}:live`;
   }
   /**
-   * String: the gateway process that counts the participant in the layout's crowd (crowd-claims.ts),
-   * expiring a while after its last claim.
+   * String: the gateway process that holds the participant in the layout (participant-claims.ts):
+   * counts it in the crowd, keeps its budget and its sockets; expiring a while after its last claim.
    */
-  crowdOwner(layoutId: string, sub: string): string {
-    return `${this.prefix}layout:{${layoutId}}:crowd-owner:${sub}`;
+  participantOwner(layoutId: string, sub: string): string {
+    return `${this.prefix}layout:{${layoutId}}:owner:${sub}`;
   }
-  /** Counter of the layout's crowd claims: orders the moves of one participant. */
-  crowdClaims(layoutId: string): string {
-    return `${this.prefix}layout:{${layoutId}}:crowd-claims`;
+  /** Counter of the layout's participant claims: orders the moves of one participant. */
+  participantClaims(layoutId: string): string {
+    return `${this.prefix}layout:{${layoutId}}:claims`;
+  }
+  /** Counter of the participant's live sockets opened in the current minute, over every process. */
+  participantOpens(layoutId: string, sub: string): string {
+    return `${this.prefix}layout:{${layoutId}}:opens:${sub}`;
   }
   /**
    * A gateway process's sharded channel for one layout (in the layout's slot): the participants
-   * another process took from it, and the values handed to it with those it took.
+   * another process took from it, and what is handed to it with those it took.
    */
-  crowdMoves(layoutId: string, source: string): string {
-    return `${this.prefix}layout:{${layoutId}}:crowd-moves:${source}`;
+  processChannel(layoutId: string, source: string): string {
+    return `${this.prefix}layout:{${layoutId}}:process:${source}`;
   }
   invalidationChannel(): string {
     return `${this.prefix}invalidate`;
