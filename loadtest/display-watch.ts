@@ -1,5 +1,6 @@
-// The venue end of a rehearsal (--osc-listen host:port): listens where the bridge sends OSC, as a
-// display would, and finds the simulated String actions in what arrives. Each String action a phone
+// The venue end of a rehearsal (--display host:port, or --osc-listen): listens where the bridge
+// sends OSC, as a display would, keeps the last numbers that arrived at each address (what the
+// crowd check sets beside what it expected), and finds the simulated String actions in what arrives. Each String action a phone
 // sends carries a tag (" #<phone>.<ref>"), so its datagram is recognised at the display: the
 // latency from the action's planned moment to its arrival (display_ms), and the actions that were
 // stored (acked) but never arrived (display_lost).
@@ -17,6 +18,8 @@ interface Tagged {
 
 export class DisplayWatch {
   private readonly tagged = new Map<string, Tagged>();
+  /** the numbers of the last message at each address */
+  private readonly last = new Map<string, number[]>();
   private socket: Socket | null = null;
 
   constructor(
@@ -63,6 +66,10 @@ export class DisplayWatch {
       return void this.metrics.error('osc_not_decoded');
     }
     const now = this.now();
+    for (const m of messages(packet)) {
+      const numbers = m.args.filter((a) => a.type === 'float' || a.type === 'integer' || a.type === 'double').map((a) => Number(a.value));
+      if (numbers.length > 0) this.last.set(m.address, numbers);
+    }
     for (const value of strings(packet)) {
       const tag = TAG.exec(value)?.[1];
       const t = tag === undefined ? undefined : this.tagged.get(tag);
@@ -73,6 +80,11 @@ export class DisplayWatch {
     }
   }
 
+  /** The numbers of the last message that arrived at `address`, or null. */
+  shown(address: string): number[] | null {
+    return this.last.get(address) ?? null;
+  }
+
   /** The run ended: stored actions that never arrived are lost; the socket closes. */
   finish(): void {
     for (const t of this.tagged.values()) if (t.acked) this.metrics.count('display_lost');
@@ -80,6 +92,11 @@ export class DisplayWatch {
     this.socket?.close();
     this.socket = null;
   }
+}
+
+function messages(p: OscPacketOutput): { address: string; args: { type: string; value?: unknown }[] }[] {
+  if (p.oscType === 'bundle') return p.elements.flatMap(messages);
+  return [{ address: p.address, args: p.args }];
 }
 
 function strings(p: OscPacketOutput): string[] {

@@ -19,6 +19,7 @@ interface RunFlags {
   sourceAddresses?: string;
   part?: string;
   oscListen?: string;
+  display?: string;
 }
 
 function finish(result: LoadtestResult, out: string | undefined): number {
@@ -40,6 +41,8 @@ async function run(file: string, opts: RunFlags): Promise<number> {
   } catch {
     throw new LoadtestError('config', `--target ${opts.target}: an http:// or https:// URL of the gateway`);
   }
+  if (opts.display !== undefined && opts.oscListen !== undefined && opts.display !== opts.oscListen) throw new LoadtestError('config', '--display and --osc-listen name the same display watcher: give one of them');
+  if (opts.display !== undefined && opts.part) throw new LoadtestError('config', '--display checks the whole crowd: one run plays it, not a --part of it');
   const stop = new AbortController();
   const interrupt = () => stop.abort();
   process.once('SIGINT', interrupt);
@@ -51,12 +54,13 @@ async function run(file: string, opts: RunFlags): Promise<number> {
     target,
     apiKey,
     sourceAddresses: opts.sourceAddresses ? opts.sourceAddresses.split(',').map((a) => a.trim()).filter(Boolean) : [],
-    oscListen: opts.oscListen ?? null,
+    oscListen: opts.display ?? opts.oscListen ?? null,
+    checkCrowd: opts.display !== undefined,
     progress: tty ? (line) => process.stderr.write(`\r${line}\u001b[K`) : null,
     signal: stop.signal,
   });
   if (tty) process.stderr.write('\n');
-  return finish(buildResult(outcome.metrics, { target: target.origin, startedAt, durationS: outcome.durationS, parts: 1, scenario, interrupted: outcome.interrupted }), opts.out);
+  return finish(buildResult(outcome.metrics, { target: target.origin, startedAt, durationS: outcome.durationS, parts: 1, scenario, interrupted: outcome.interrupted, crowd: outcome.crowd }), opts.out);
 }
 
 const program = new Command('audience-loadtest')
@@ -72,6 +76,7 @@ program
   .option('--quiet', 'no progress line')
   .option('--source-addresses <list>', 'spread sockets over these local addresses (127.0.0.2,127.0.0.3 on one machine)')
   .option('--osc-listen <host:port>', 'the venue end: receive what the bridge sends there and report action-to-display latency and loss (String actions are tagged)')
+  .option('--display <host:port>', 'as --osc-listen, and check the crowd: each aggregated control\'s value and n that the phones\' last actions give, beside what the display showed (crowd_mismatch)')
   .option('--part <k/n>', 'play part k of n of the crowd (1/n of the arrivals and of the mint rate, a seed of its own): one of n processes or machines')
   .action(async (file: string, opts: RunFlags) => {
     process.exitCode = await run(file, opts);

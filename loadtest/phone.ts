@@ -39,6 +39,8 @@ export interface PhoneEnv {
   stopping: () => boolean;
   /** with --osc-listen: String actions are tagged and looked for at the display */
   display: DisplayWatch | null;
+  /** an action of this phone was stored (acked) at `at` (the crowd check) */
+  stored?: (phone: Phone, action: PlayAction, at: number) => void;
 }
 
 interface Pending {
@@ -226,6 +228,7 @@ export class Phone {
     const labels = `transport=${this.transport},type=${p.action.type}`;
     if (errorCode === null) {
       if (p.tag !== null) this.env.display?.acked(p.tag);
+      this.env.stored?.(this, p.action, now);
       this.env.metrics.count('acks');
       this.env.metrics.record('ack_ms', now - p.intendedAt, labels);
       this.env.metrics.record('ack_service_ms', now - p.sentAt, labels);

@@ -19,6 +19,10 @@ export function summaryText(r: LoadtestResult): string {
   if (metrics.length > 0) {
     lines.push(pad([['metric (ms)', 'count', 'mean', 'p50', 'p90', 'p99', 'p99.9', 'max'], ...metrics.map(([name, m]) => [name, String(m.count), ...[m.mean, m.p50, m.p90, m.p99, m.p999, m.max].map((x) => x.toFixed(1))])]), '');
   }
+  if (r.crowd?.length > 0) {
+    const figure = (x: { value: number[]; n: number | null } | null) => (x === null ? 'nothing arrived' : `${x.value.map((v) => +v.toFixed(4)).join(' ')} (n ${x.n ?? '-'})`);
+    lines.push(pad([['crowd check', 'mode', 'expected', 'displayed', ''], ...r.crowd.map((c) => [`${c.address} (lid ${c.lid})`, c.mode, figure(c.expected), figure(c.shown), c.match ? 'ok' : 'MISMATCH'])]), '');
+  }
   lines.push(Object.entries(r.counts).map(([k, v]) => `${k} ${v}`).join(', '));
   const errors = Object.entries(r.errors);
   if (errors.length > 0) lines.push(`errors by code: ${errors.map(([k, v]) => `${k} ${v}`).join(', ')}`);

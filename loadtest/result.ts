@@ -4,6 +4,7 @@
 // and one verdict.
 import { readFileSync } from 'node:fs';
 import { LoadtestError } from './errors.js';
+import type { CrowdCheckRow } from './crowd-check.js';
 import { Metrics, type CountName, type MetricSummary } from './metrics.js';
 import type { Scenario } from './scenario.js';
 import { judge, parseThresholds, type Judged } from './thresholds.js';
@@ -26,14 +27,17 @@ export interface LoadtestResult {
   counts: Record<CountName, number>;
   errors: Record<string, number>;
   thresholds: Judged[];
+  /** with --display: each aggregated control's expected crowd value and n beside what the display showed */
+  crowd: CrowdCheckRow[];
   generator: { lagLimitMs: number; lagP99Ms: number | null; lateStarts: number; valid: boolean };
 }
 
 /** The verdict and judged thresholds of a run's (or a merge's) figures. */
-export function buildResult(m: Metrics, base: Pick<LoadtestResult, 'target' | 'startedAt' | 'durationS' | 'parts' | 'scenario' | 'interrupted'>, partsValid = true): LoadtestResult {
+export function buildResult(m: Metrics, base: Pick<LoadtestResult, 'target' | 'startedAt' | 'durationS' | 'parts' | 'scenario' | 'interrupted' | 'crowd'>, partsValid = true): LoadtestResult {
   const thresholds = judge(parseThresholds(base.scenario.thresholds), (metric, stat) => {
     if (metric === 'errors') return stat === 'count' ? m.counts.errors : m.counts.errors / Math.max(1, m.counts.actions);
     if (metric === 'display_lost') return stat === 'count' ? m.counts.display_lost : m.counts.display_lost / Math.max(1, m.counts.display_seen + m.counts.display_lost);
+    if (metric === 'crowd_mismatch') return stat === 'count' ? m.counts.crowd_mismatch : m.counts.crowd_mismatch / Math.max(1, m.counts.crowd_checked);
     if (metric === 'socket_failures') return stat === 'count' ? m.counts.socket_failures : m.counts.socket_failures / Math.max(1, m.counts.sockets_opened + m.counts.socket_failures);
     return m.stat(metric, stat);
   });
@@ -67,6 +71,7 @@ export function mergeResults(files: readonly string[]): LoadtestResult {
       parts: parts.reduce((n, p) => n + p.parts, 0),
       scenario: first.scenario,
       interrupted: parts.some((p) => p.interrupted),
+      crowd: parts.flatMap((p) => p.crowd ?? []),
     },
     parts.every((p) => p.generator.valid),
   );

@@ -3,6 +3,7 @@
 // phases on the plan's clock: arrivals, Poisson play, cues on a page the operator switches to, and
 // reconnect storms. Everything it sends goes to the target; every phase is bounded in time.
 import { exponentialMs, preferenceSplit, PhoneTaste, seededRandom, type PlayControl } from './crowd-model.js';
+import { CrowdCheck, type CheckedControl, type CrowdCheckRow } from './crowd-check.js';
 import { DisplayWatch } from './display-watch.js';
 import { LoadtestError } from './errors.js';
 import { Metrics } from './metrics.js';
@@ -17,6 +18,8 @@ export interface RunOptions {
   sourceAddresses: readonly string[];
   /** host:port to listen on for the bridge's OSC (the venue end), or null */
   oscListen: string | null;
+  /** check the crowd's counts against what arrives there (--display): needs oscListen */
+  checkCrowd?: boolean;
   /** a line of progress every second (a terminal), or nothing */
   progress: ((line: string) => void) | null;
   /** aborted by Ctrl-C: the run stops at once and reports what it measured */
@@ -27,12 +30,17 @@ export interface RunOutcome {
   metrics: Metrics;
   interrupted: boolean;
   durationS: number;
+  /** the crowd check's rows (empty without --display) */
+  crowd: CrowdCheckRow[];
 }
 
 /** After the last phase, answers still on their way are waited for this long. */
 const SETTLE_MS = 2000;
 /** With --osc-listen, datagrams still on their way after the last ack are waited for this long. */
 const DISPLAY_SETTLE_MS = 1000;
+/** A crowd check that does not match is looked at again this often, this many times: the display's last updates may be on their way. */
+const CROWD_RECHECK_MS = 250;
+const CROWD_RECHECKS = 4;
 /** Tokens being minted at once at most (a backend's pool of connections). */
 const MINTS_IN_FLIGHT = 32;
 /** How often the layout is read for the phones that use POST /action (they have no page frames). */
@@ -51,6 +59,7 @@ export async function runScenario(o: RunOptions): Promise<RunOutcome> {
   const schedule = new Schedule(metrics, scenario.maxLagMs);
   const display = o.oscListen === null ? null : new DisplayWatch(metrics, () => schedule.now());
   await display?.listen(o.oscListen!);
+  const check = display && o.checkCrowd ? new CrowdCheck() : null;
   const random = seededRandom(scenario.seed);
   const preference = preferenceSplit(scenario.seed);
   const phones: Phone[] = [];
@@ -68,6 +77,10 @@ export async function runScenario(o: RunOptions): Promise<RunOutcome> {
     sourceAddresses: o.sourceAddresses,
     stopping: () => stopping,
     display,
+    stored: (phone: Phone, action: { lid: number; value?: unknown }, at: number) => {
+      const control = phone.page?.controls.find((c) => c.lid === action.lid) as CheckedControl | undefined;
+      if (control && check) check.stored(phone.id, control, action.value, at);
+    },
     sawPage: (phone: Phone, page: LivePage, at: number, wallAt: number) => {
       if (!cue || page.pageId !== cue.phase.onPage || cue.seen.has(phone)) return;
       // the fan-out: from the switch itself (the frame's changedAt), or from the first phone that saw it
@@ -227,6 +240,9 @@ export async function runScenario(o: RunOptions): Promise<RunOutcome> {
   if (!interrupted) await settle(phones, SETTLE_MS, o.signal);
   // what was stored reaches the displays a bridge tick and its playout delay later
   if (display && !interrupted) await new Promise((r) => setTimeout(r, DISPLAY_SETTLE_MS));
+  const crowd = check && display && !interrupted ? await checkCrowd(check, display, o, () => schedule.now()) : [];
+  metrics.count('crowd_checked', crowd.length);
+  metrics.count('crowd_mismatch', crowd.filter((r) => !r.match).length);
   display?.finish();
   stopping = true;
   if (poll) clearInterval(poll);
@@ -236,7 +252,23 @@ export async function runScenario(o: RunOptions): Promise<RunOutcome> {
     if (phone.unanswered > 0) metrics.count('unsent', phone.unanswered);
     phone.end();
   }
-  return { metrics, interrupted, durationS: schedule.now() / 1000 };
+  return { metrics, interrupted, durationS: schedule.now() / 1000, crowd };
+}
+
+/**
+ * The crowd check: the layout's live page read once more, and each aggregated control's expected
+ * figure set beside what the display last received; a mismatch is looked at again a few times,
+ * as the display's last updates may still be on their way.
+ */
+async function checkCrowd(check: CrowdCheck, display: DisplayWatch, o: RunOptions, now: () => number): Promise<CrowdCheckRow[]> {
+  const page = await discover(o.target, o.apiKey, o.scenario.layoutId);
+  const controls = page.controls as CheckedControl[];
+  let rows = check.rows(controls, now(), (a) => display.shown(a));
+  for (let i = 0; i < CROWD_RECHECKS && rows.some((r) => !r.match); i++) {
+    await new Promise((r) => setTimeout(r, CROWD_RECHECK_MS));
+    rows = check.rows(controls, now(), (a) => display.shown(a));
+  }
+  return rows;
 }
 
 /** Waits until every phone's actions are answered, at most `ms` (or until aborted). */

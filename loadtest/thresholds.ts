@@ -25,6 +25,7 @@ export const THRESHOLD_METRICS: Readonly<Record<string, 'histogram' | 'rate'>> =
   display_ms: 'histogram',
   errors: 'rate',
   display_lost: 'rate',
+  crowd_mismatch: 'rate',
   socket_failures: 'rate',
 };
 
