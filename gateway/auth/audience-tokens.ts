@@ -14,7 +14,7 @@
 // could already use: a cache hit never grants anything a verified token did not. Two live tokens
 // with one fingerprint (about one pair in 100,000 tokens) take turns in the cache, each verified by
 // jose when the other replaced it.
-import { randomBytes, webcrypto } from 'node:crypto';
+import { createHash, randomBytes, webcrypto } from 'node:crypto';
 import { SignJWT, decodeProtectedHeader, errors as joseErrors, jwtVerify } from 'jose';
 import { LRUCache } from 'lru-cache';
 import { AppError } from '../errors.js';
@@ -23,6 +23,20 @@ import type { SigningKeyring } from './signing-keyring.js';
 
 /** The JOSE `typ` header of audience tokens; verification requires it, so no other JWT passes for one. */
 export const TOKEN_TYP = 'audience+jwt';
+
+/**
+ * A participant's routing key: 16 characters from its `sub`, first in every token's header. The
+ * header's JSON then starts with 27 bytes that are the same in every token of the participant
+ * (renewals included): the token's first TOKEN_ROUTE_CHARS characters, which a load balancer hashes
+ * to keep the participant on one gateway process (deploy/nginx, deploy/haproxy).
+ */
+export function routeKey(sub: string): string {
+  return createHash('sha256').update(sub).digest('base64url').slice(0, 16);
+}
+/** The characters at the start of a token that only its participant's routing key decides: base64url of `{"route":"<16>"`. */
+export const TOKEN_ROUTE_CHARS = 36;
+/** What those characters start with: base64url of `{"route":"`, less its last, partial character. */
+export const TOKEN_ROUTE_START = 'eyJyb3V0ZSI6I';
 
 export interface TokenSettings {
   issuer: string;
@@ -199,7 +213,7 @@ export class AudienceTokens {
     // `mintedAt` (ms) beside `iat` (whole seconds): a layout's revocation cut-off must tell apart
     // tokens minted in the same second before and after it
     const token = await new SignJWT({ layoutId, team: key.teamId, keyId: key.keyId, mintedAt, ...(zone !== undefined && { zone }) })
-      .setProtectedHeader({ alg: 'HS256', typ: TOKEN_TYP, kid })
+      .setProtectedHeader({ route: routeKey(sub), alg: 'HS256', typ: TOKEN_TYP, kid })
       .setIssuer(this.settings.issuer)
       .setAudience(this.settings.audience)
       .setSubject(sub)

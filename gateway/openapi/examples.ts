@@ -2,6 +2,7 @@
 // demo layout that `npm start` seeds, with a placeholder API key and audience token; a test sends
 // each one to a running gateway and checks the documented answer.
 import { readFileSync } from 'node:fs';
+import { routeKey } from '../auth/audience-tokens.js';
 import { DEMO_LAYOUT_FILE } from '../demo/seed.js';
 import { ERRORS, type ErrorCode } from '../errors.js';
 
@@ -22,7 +23,7 @@ export const EXAMPLE_CLAIMS = {
   exp: 1795449600,
   mintedAt: 1795363200123,
 };
-export const EXAMPLE_TOKEN = `${b64({ alg: 'HS256', typ: 'audience+jwt', kid: 'sk_0123456789ab' })}.${b64(EXAMPLE_CLAIMS)}.EXAMPLE-signature-of-the-gateway-000000000`;
+export const EXAMPLE_TOKEN = `${b64({ route: routeKey(EXAMPLE_CLAIMS.sub), alg: 'HS256', typ: 'audience+jwt', kid: 'sk_0123456789ab' })}.${b64(EXAMPLE_CLAIMS)}.EXAMPLE-signature-of-the-gateway-000000000`;
 
 interface ExampleRequest {
   method: 'GET' | 'POST' | 'OPTIONS';

@@ -3,7 +3,8 @@
 // TOKEN_RENEW_GRACE_SECONDS renews and one past it does not; a revoked one (its layout's tokens,
 // its participant, its API key) gets 401 token_revoked; one of another layout 400
 // token_layout_mismatch; a tampered one 401 token_invalid.
-import { decodeJwt } from 'jose';
+import { decodeJwt, decodeProtectedHeader } from 'jose';
+import { TOKEN_ROUTE_CHARS, TOKEN_ROUTE_START, routeKey } from '../../gateway/auth/audience-tokens.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { LayoutDefinition } from '../../schemas/types.js';
 import { CROWD_LAYOUT } from '../helpers/crowd.js';
@@ -40,6 +41,17 @@ describe('POST /token with renew', () => {
     expect(b.iat).toBeGreaterThan(a.iat!);
     expect(b.exp).toBeGreaterThan(a.exp!);
     expect(new Date(r.body.expiresAt as string).getTime()).toBe(b.exp! * 1000);
+  });
+
+  it("starts every token of a participant with the same 36 characters (its routing key, first in the header), another participant's with others", async () => {
+    const old = await minted();
+    const renewed = (await token({ renew: old })).body.token as string;
+    const other = await minted();
+    expect(old.startsWith(TOKEN_ROUTE_START)).toBe(true);
+    expect(renewed.slice(0, TOKEN_ROUTE_CHARS)).toBe(old.slice(0, TOKEN_ROUTE_CHARS));
+    expect(other.slice(0, TOKEN_ROUTE_CHARS)).not.toBe(old.slice(0, TOKEN_ROUTE_CHARS));
+    expect(Object.keys(decodeProtectedHeader(old))[0]).toBe('route');
+    expect(decodeProtectedHeader(renewed).route).toBe(routeKey(decodeJwt(old).sub!));
   });
 
   it('counts a renewed participant once in every crowd value, in its zone', async () => {

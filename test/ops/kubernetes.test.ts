@@ -10,7 +10,7 @@ import type { ChildProcess } from 'node:child_process';
 import { dirname, join } from 'node:path';
 import { Deployment } from 'kubernetes-models/apps/v1';
 import { HorizontalPodAutoscaler } from 'kubernetes-models/autoscaling/v2';
-import { NetworkPolicy } from 'kubernetes-models/networking.k8s.io/v1';
+import { Ingress, NetworkPolicy } from 'kubernetes-models/networking.k8s.io/v1';
 import { PodDisruptionBudget } from 'kubernetes-models/policy/v1';
 import { ConfigMap, Secret, Service } from 'kubernetes-models/v1';
 import { parse } from 'yaml';
@@ -24,7 +24,8 @@ import { randomPrefix, useRedis } from '../helpers/redis.js';
 
 const BASE = 'deploy/kubernetes/base';
 const OVERLAY = 'deploy/kubernetes/overlays/example';
-const KINDS: Record<string, new (o: any) => { validate(): void }> = { Deployment, ConfigMap, Secret, Service, PodDisruptionBudget, HorizontalPodAutoscaler, NetworkPolicy };
+const KINDS: Record<string, new (o: any) => { validate(): void }> = { Deployment, ConfigMap, Secret, Service, PodDisruptionBudget, HorizontalPodAutoscaler, NetworkPolicy, Ingress };
+const CONTROLLER_CONFIG = 'deploy/kubernetes/ingress-nginx/controller-configmap.yaml';
 
 /** A parsed manifest or kustomization (its fields are checked by the tests, not by this type). */
 interface Manifest {
@@ -47,8 +48,8 @@ afterAll(async () => {
 
 describe('deploy/kubernetes', () => {
   it('every manifest validates against the Kubernetes schemas; a wrong one does not', () => {
-    const objects: Manifest[] = [...base(), ...(kustomization(OVERLAY).patches as { path: string }[]).map((p) => read(join(OVERLAY, p.path)))];
-    expect(objects.map((o) => o.kind).sort()).toEqual(['ConfigMap', 'ConfigMap', 'Deployment', 'HorizontalPodAutoscaler', 'NetworkPolicy', 'PodDisruptionBudget', 'Secret', 'Service']);
+    const objects: Manifest[] = [...base(), ...(kustomization(OVERLAY).patches as { path: string }[]).map((p) => read(join(OVERLAY, p.path))), read(CONTROLLER_CONFIG)];
+    expect(objects.map((o) => o.kind).sort()).toEqual(['ConfigMap', 'ConfigMap', 'ConfigMap', 'Deployment', 'HorizontalPodAutoscaler', 'Ingress', 'NetworkPolicy', 'PodDisruptionBudget', 'Secret', 'Service']);
     for (const o of objects) expect(() => new KINDS[o.kind]!(o).validate(), `${o.kind} ${o.metadata?.name}`).not.toThrow();
     const wrong = structuredClone(one('Deployment'));
     wrong.spec.template.spec.containers[0].ports[0].containerPort = '8080';
@@ -70,6 +71,22 @@ describe('deploy/kubernetes', () => {
       const patch = read(join(OVERLAY, p.path));
       expect(base().some((o) => o.kind === patch.kind && o.metadata.name === patch.metadata.name), p.path).toBe(true);
     }
+  });
+
+  it('routes each participant to one pod with TLS: the Ingress hashes $audience_participant, which the controller snippet defines with the nginx file\'s maps (the ones test/ops/load-balancers.test.ts runs)', () => {
+    const ingress = one('Ingress');
+    const annotations = (ingress.metadata as unknown as { annotations: Record<string, string> }).annotations;
+    expect(ingress.spec.ingressClassName).toBe('nginx');
+    expect(annotations['nginx.ingress.kubernetes.io/upstream-hash-by']).toBe('$audience_participant');
+    expect(Number(annotations['nginx.ingress.kubernetes.io/proxy-read-timeout'])).toBeGreaterThan(Number(loadConfig({ REDIS_URL: 'redis://127.0.0.1:6379' }).liveIdleTimeoutSeconds));
+    const hosts = ingress.spec.rules.map((r: { host: string }) => r.host);
+    expect(ingress.spec.tls[0].hosts).toEqual(hosts);
+    const backend = ingress.spec.rules[0].http.paths[0].backend.service;
+    expect([backend.name, backend.port.name]).toEqual([one('Service').metadata.name, one('Service').spec.ports[0].name]);
+    const words = (text: string) => text.replace(/#.*$/gm, '').split(/\s+/).filter(Boolean).join(' ');
+    const nginxMaps = [...readFileSync('deploy/nginx/audience-control.conf', 'utf8').matchAll(/^map [^\n]*\{\n(?:.*\n)*?\}\n/gm)].map((m) => m[0]).filter((m) => m.includes('audience_token') || m.includes('audience_participant'));
+    expect(nginxMaps).toHaveLength(3);
+    expect(words(read(CONTROLLER_CONFIG).data['http-snippet'])).toBe(words(nginxMaps.join('\n')));
   });
 
   it('agrees with the gateway: settings, ports, probes, the Service, the NetworkPolicy, the grace period', () => {

@@ -176,6 +176,29 @@ describe.each(['nginx', 'HAProxy'])('behind %s with TLS', (name) => {
     await live.closed;
   });
 
+  it('keeps a participant on its gateway after it renews its token: 20 participants, each acting before and after a renewal, none moves', async () => {
+    const accepted = (g: GatewayProcess) => metric(g, 'audience_gateway_actions_total{type="Button",result="accepted"}');
+    const where = async (token: string) => {
+      const was = await Promise.all(gateways.map(accepted));
+      const r = await https(lb(), 'POST', '/action', { layoutId: LAYOUT.layoutId, lid: 1, type: 'Button' }, { authorization: `Bearer ${token}` });
+      expect(r.body).toEqual({ success: true });
+      return (await Promise.all(gateways.map(accepted))).findIndex((n, i) => n > was[i]!);
+    };
+    const moved: number[] = [];
+    const places = new Set<number>();
+    for (let p = 0; p < 20; p++) {
+      const token = await mint(lb());
+      const before = await where(token);
+      const renewed = await https(lb(), 'POST', '/token', { layoutId: LAYOUT.layoutId, renew: token }, { 'x-api-key': apiKey });
+      expect(renewed.status).toBe(200);
+      const after = await where(renewed.body.token as string);
+      places.add(before);
+      if (after !== before) moved.push(p);
+    }
+    expect(moved).toEqual([]);
+    expect(places.size).toBe(gateways.length); // the participants spread over the gateways all the same
+  });
+
   it('carries the live channel over wss: page, ack, a page switch, crowd frames, and a revocation closing it', async () => {
     const token = await mint(lb());
     const { ws, frames, closed } = await openWss(lb(), token);
