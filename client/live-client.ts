@@ -242,11 +242,11 @@ export class LiveClient {
    * at once, as after a close 1006.
    */
   private abandon(): void {
-    if (!this.drop()) return;
+    if (this.socket?.readyState !== 1 || !this.drop()) return; // one still connecting is left to its open
     this.closed(1006, 'no answer');
   }
 
-  /** Drops the socket without waiting for a close handshake (a dead link would not carry it); false when there was none. */
+  /** Drops the socket, open or connecting, without waiting for a close handshake (a dead link would not carry it); false when there was none. */
   private drop(): boolean {
     const socket = this.socket;
     this.stopHeartbeat();

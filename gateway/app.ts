@@ -213,6 +213,10 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
   }, {
     now,
     onUnavailable: (what) => liveMisses.count(what),
+    onMoved: (handedOver) => {
+      metrics.participantMoves.inc();
+      if (!handedOver) metrics.handoverTimeouts.inc();
+    },
     controlOf: (layoutId, lid) => {
       const control = cachedLayout(layoutId)?.controls.get(lid);
       return control?.aggregate ? (control as AggregatedControl) : undefined;

@@ -62,6 +62,8 @@ export interface ParticipantClaimsOptions {
   replaced: (layoutId: string, sub: string) => void;
   /** a claim, subscription or hand-over that Redis refused or did not answer: counted */
   onUnavailable: (what: string) => void;
+  /** a claim took the participant from another process; `handedOver` false: its hand-over did not come in time */
+  onMoved?: (handedOver: boolean) => void;
   now: () => number;
 }
 
@@ -219,22 +221,22 @@ export class ParticipantClaims {
     const moved = c.movedTo;
     c.movedTo = null;
     if (moved && moved.seq > c.seq) this.letGo(layoutId, sub, moved.to, moved.seq, moved.socket);
-    else if (movedHere) await this.handover(c);
+    else if (movedHere) this.o.onMoved?.(await this.handover(c));
     c.ready = null;
     return opens;
   }
 
-  /** Waits for the hand-over of the process the participant came from, HANDOVER_WAIT_MS at most. */
-  private handover(c: Claim): Promise<void> {
-    return new Promise<void>((resolve) => {
+  /** Waits for the hand-over of the process the participant came from, HANDOVER_WAIT_MS at most: whether it came. */
+  private handover(c: Claim): Promise<boolean> {
+    return new Promise<boolean>((resolve) => {
       const timer = setTimeout(() => {
         c.handedOver = null;
-        resolve();
+        resolve(false);
       }, HANDOVER_WAIT_MS);
       c.handedOver = () => {
         clearTimeout(timer);
         c.handedOver = null;
-        resolve();
+        resolve(true);
       };
     });
   }

@@ -7,6 +7,7 @@ import type { Bridge } from '../../bridge/app.js';
 import type { LayoutDefinition } from '../../schemas/types.js';
 import { startTestBridge } from '../helpers/bridge.js';
 import { recordFigure } from '../helpers/figures.js';
+import { sample, scrape } from '../helpers/metrics.js';
 import { CROWD_LAYOUT } from '../helpers/crowd.js';
 import { eventually, postJson } from '../helpers/gateway.js';
 import { postOnNewConnection, seedLayout, spawnGateway, type GatewayProcess } from '../helpers/gateway-process.js';
@@ -83,6 +84,9 @@ async function act(way: (typeof WAYS)[number], gateway: GatewayProcess, token: s
   expect((await socket.next('ack', before)).op).toBe('ack');
 }
 
+/** The participants a gateway process claimed from another one, from its /metrics. */
+const moves = async (g: GatewayProcess) => sample(await scrape(g.opsPort), 'audience_gateway_participant_moves_total') || 0;
+
 /** What the display shows now: the values at an address and at its /n. */
 const shown = (layoutId: string, address: string) => {
   const d = dumps.get(layoutId)!;
@@ -110,6 +114,7 @@ describe.each(WAYS)('participants that move between two gateway processes (%s)',
     const vote = (index: number) => ({ layoutId, lid: 4, type: 'Index', value: index });
     for (const t of tokens) await act(way, a, t, vote(0));
     await showsAndHolds(layoutId, '/004', { value: [10, 0, 0], n: 10 }, 200);
+    const movesBefore = await moves(b);
     let moved = 0;
     for (const t of tokens) {
       await act(way, b, t, vote(1));
@@ -119,6 +124,9 @@ describe.each(WAYS)('participants that move between two gateway processes (%s)',
     const elapsed = Date.now() - moved;
     recordFigure(`crowd_move_counted_once_ms_${way}`, elapsed, 'ms', 'the last of 10 participants votes again through another gateway process, to the display showing every vote once');
     expect(elapsed).toBeLessThanOrEqual(CROWD_FOLD_MS + 250 + BRIDGE_TICK_MS); // the old process let go within a fold tick and 250 ms
+    const claimed = (await moves(b)) - movesBefore;
+    expect(claimed).toBeGreaterThanOrEqual(PARTICIPANTS); // each participant's move, counted where it landed
+    expect(claimed).toBeLessThanOrEqual(2 * PARTICIPANTS);
     await showsAndHolds(layoutId, '/004', { value: [0, 10, 0], n: 10 });
   }, 60_000);
 
