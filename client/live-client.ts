@@ -252,7 +252,8 @@ export class LiveClient {
     this.stopHeartbeat();
     if (!socket || (socket.readyState !== 0 && socket.readyState !== 1)) return false;
     this.socket = null;
-    socket.onclose = socket.onmessage = socket.onerror = socket.onopen = null;
+    socket.onclose = socket.onmessage = socket.onopen = null;
+    socket.onerror = () => {}; // closing one still connecting is an error to ws; nothing to do about it
     socket.close(1000, 'no answer');
     return true;
   }

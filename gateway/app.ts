@@ -85,11 +85,11 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
   const kek = loadKek(config.signingKekFile); // before any connection: a missing or unreadable one stops the start here
   const settings = { ...redisTarget(config), commandTimeoutMs: config.redisCommandTimeoutMs };
   const redis = await connectServiceRedis({ ...settings, name: 'audience-gateway' });
-  const subscriber = await connectServiceRedis({ ...settings, name: 'audience-gateway-sub' });
+  const subscriber = await connectServiceRedis({ ...settings, name: 'audience-gateway-sub', subscriber: true });
   // the live channel's crowd: SSUBSCRIBE to each layout's shard while this process holds its sockets
-  const liveSubscriber = await connectServiceRedis({ ...settings, name: 'audience-gateway-live', shardedSubscribers: true });
+  const liveSubscriber = await connectServiceRedis({ ...settings, name: 'audience-gateway-live', shardedSubscribers: true, subscriber: true });
   // the crowd's moves between processes: SSUBSCRIBE to each layout's shard while this process counts participants of it
-  const movesSubscriber = await connectServiceRedis({ ...settings, name: 'audience-gateway-moves', shardedSubscribers: true });
+  const movesSubscriber = await connectServiceRedis({ ...settings, name: 'audience-gateway-moves', shardedSubscribers: true, subscriber: true });
 
   // What this gateway stores and compares is in Redis's clock (a test's own `now` aside), so the
   // bridge reads an action's age right whatever either host's clock says.

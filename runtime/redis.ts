@@ -71,6 +71,13 @@ export interface FailFastSettings {
   maxReconnectDelayMs: number;
   /** on a cluster: SSUBSCRIBE goes to the channel's shard (a subscriber per master, made as needed) */
   shardedSubscribers?: boolean;
+  /**
+   * a subscriber: commands sent while disconnected wait for the connection instead of failing.
+   * ioredis subscribes again by itself on every reconnect and nothing can catch that call; with a
+   * link that drops again at once it rejected, unhandled ("Stream isn't writeable"), and ended a test
+   * run. A subscriber sends nothing a request waits on, so waiting costs nobody.
+   */
+  subscriber?: boolean;
 }
 
 /**
@@ -102,7 +109,7 @@ export function failFastRedisOptions(s: FailFastSettings): RedisOptions {
     // auto-pipelining wrapped each in a Pipeline of its own, a turn later: 3.2 µs of CPU per
     // /action (bench:ablation, 3 ABBA pairs: 3.6, 4.6, 1.4; row auto-pipelining).
     enableAutoPipelining: false,
-    enableOfflineQueue: false,
+    enableOfflineQueue: s.subscriber ?? false,
     maxRetriesPerRequest: 0,
     autoResendUnfulfilledCommands: false,
     commandTimeout: s.commandTimeoutMs,

@@ -12,11 +12,13 @@ export interface RedisSettings extends RedisTarget {
   name: string;
   /** a cluster client whose SSUBSCRIBE goes to each channel's shard */
   shardedSubscribers?: boolean;
+  /** a subscriber: its commands wait for a connection instead of failing (runtime/redis.ts) */
+  subscriber?: boolean;
 }
 
 /** Connects a client for the gateway (reconnecting every 50-250 ms); rejects if the first connection fails. */
 export async function connectServiceRedis(s: RedisSettings): Promise<RedisClient> {
-  const redis = createRedisClient(s, { name: s.name, commandTimeoutMs: s.commandTimeoutMs, reconnectStepMs: 50, maxReconnectDelayMs: 250, ...(s.shardedSubscribers && { shardedSubscribers: true }) });
+  const redis = createRedisClient(s, { name: s.name, commandTimeoutMs: s.commandTimeoutMs, reconnectStepMs: 50, maxReconnectDelayMs: 250, ...(s.shardedSubscribers && { shardedSubscribers: true }), ...(s.subscriber && { subscriber: true }) });
   let lastError = '';
   // Later errors surface as command failures and 'close'/'ready' events; without a listener ioredis logs them to stderr.
   let failure: unknown = null;
