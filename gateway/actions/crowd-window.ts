@@ -1,9 +1,10 @@
 // One aggregated control's window in one gateway process: each participant's latest value (for a
 // Button, each presser's last press and the presses in 10 ms buckets), the figures kept up to date as
 // values come and go, and the summary made of them. Pure: no I/O, the clock passed in.
-import { HIST_BINS, type Aggregate, type AggregateMode, type CrowdFigures, type CrowdSummary } from '../../schemas/aggregate.js';
-import type { ActionValue, Control, ControlType } from '../../schemas/types.js';
+import type { Aggregate, AggregateMode, CrowdFigures, CrowdSummary } from '../../schemas/aggregate.js';
+import type { ActionValue, Control } from '../../schemas/types.js';
 import { ArrivalMap } from './arrival-map.js';
+import { Figures, PressBuckets } from './crowd-figures.js';
 import { entryId } from './entry-id.js';
 
 /** An aggregated control: what the fold needs of it. */
@@ -14,66 +15,7 @@ export interface Waiter {
   reject: (e: unknown) => void;
 }
 
-/**
- * What is in a window, kept up to date as values come and go (O(1) an action, O(bins) a summary).
- * A float sum keeps a rounding error of about 1e-16 per add or remove (a million changes move a
- * mean by about 1e-10); it starts again from exactly 0 whenever the window empties.
- */
-class Figures {
-  n = 0;
-  sum = 0;
-  sumSq = 0;
-  sumX = 0;
-  sumY = 0;
-  readonly hist = new Array<number>(HIST_BINS).fill(0);
-  readonly histSum = new Array<number>(HIST_BINS).fill(0);
-  readonly votes: number[];
-
-  constructor(
-    private readonly type: ControlType,
-    options: number,
-  ) {
-    this.votes = new Array<number>(options).fill(0);
-  }
-
-  /** Counts a value in (sign 1) or out (sign -1). */
-  apply(value: ActionValue, sign: 1 | -1): void {
-    this.n += sign;
-    switch (this.type) {
-      case 'Toggle':
-        if (value === true) this.sum += sign;
-        return;
-      case 'Index':
-        this.votes[value as number]! += sign; // an option index: checked against the layout before it gets here
-        return;
-      case 'XYPad':
-        this.sumX += sign * (value as [number, number])[0];
-        this.sumY += sign * (value as [number, number])[1];
-        return;
-      case 'Slider': {
-        const v = value as number;
-        this.sum += sign * v;
-        this.sumSq += sign * v * v;
-        const b = Math.round(v * (HIST_BINS - 1));
-        this.hist[b]! += sign;
-        this.histSum[b]! += sign * v;
-        return;
-      }
-      default:
-        return; // Button presses are counted by the window itself
-    }
-  }
-
-  reset(): void {
-    this.n = this.sum = this.sumSq = this.sumX = this.sumY = 0;
-    this.hist.fill(0);
-    this.histSum.fill(0);
-    this.votes.fill(0);
-  }
-}
-
-/** Presses are counted in buckets of this many ms: a press leaves the window up to this much early. */
-export const PRESS_BUCKET_MS = 10;
+export { PRESS_BUCKET_MS } from './crowd-figures.js';
 /** A participant's presses of one Button that count in one second, at most: a phone mashing faster adds nothing. */
 export const PRESSES_PER_SECOND_MAX = 10;
 /**
@@ -87,34 +29,6 @@ export const LEASE_REFRESH_MS = 1000;
  * 4 times a second.
  */
 export const PUBLISH_MIN_MS = 250;
-
-/**
- * Button presses within a window, counted per PRESS_BUCKET_MS bucket, so memory is bounded by the
- * window (at most 60,000 buckets for 10 minutes) however fast anyone presses.
- */
-class PressBuckets {
-  /** [bucket number, presses in it], oldest first */
-  private readonly buckets: [number, number][] = [];
-  private head = 0;
-  total = 0;
-
-  add(at: number): void {
-    const bucket = Math.floor(at / PRESS_BUCKET_MS);
-    const last = this.buckets[this.buckets.length - 1];
-    if (last && last[0] >= bucket) last[1]++; // the same bucket (or a clock step back): counted with the newest
-    else this.buckets.push([bucket, 1]);
-    this.total++;
-  }
-
-  /** Drops the buckets that began at or before `from`. */
-  expire(from: number): void {
-    while (this.head < this.buckets.length && this.buckets[this.head]![0] * PRESS_BUCKET_MS <= from) this.total -= this.buckets[this.head++]![1];
-    if (this.head > 1024 && this.head * 2 > this.buckets.length) {
-      this.buckets.splice(0, this.head);
-      this.head = 0;
-    }
-  }
-}
 
 /** A participant's latest value in one control's window, when it came and its zone ('' none). */
 interface Held {
