@@ -146,8 +146,13 @@ export class ParticipantClaims {
     if (!c.pending && c.ready === null && at - c.claimedAt >= CLAIM_REFRESH_MS) void this.claim(layoutId, sub, c, at, 'action');
   }
 
-  /** A live socket of the participant opened here: claimed, so that its sockets elsewhere close. Resolves with its opens this minute over every process (0: Redis did not say). */
-  opened(layoutId: string, sub: string): Promise<number> {
+  /**
+   * A live socket of the participant opened here: claimed, so that its sockets elsewhere close.
+   * Resolves with its opens this minute over every process (0: Redis did not say), and `older`:
+   * a socket of the participant that opened later holds it elsewhere (their claims crossed), so
+   * this one is the one to close.
+   */
+  opened(layoutId: string, sub: string): Promise<{ opens: number; older: boolean }> {
     const at = this.o.now();
     const c = this.claimOf(layoutId, sub, at, false);
     c.lastAt = at;
@@ -193,18 +198,23 @@ export class ParticipantClaims {
 
   /**
    * Runs the claim script; after a move, waits for the hand-over (HANDOVER_WAIT_MS at most). Resolves
-   * with the participant's opens this minute (a socket's claim), else 0; never rejects.
+   * with the participant's opens this minute (a socket's claim), else 0, and whether a later socket
+   * holds the participant elsewhere (then no claim was made); never rejects.
    */
-  private async claim(layoutId: string, sub: string, c: Claim, at: number, kind: 'action' | 'socket' | 'refresh'): Promise<number> {
-    if (kind !== 'socket' && c.pending && c.seq !== 0) return 0; // one in flight already
+  private async claim(layoutId: string, sub: string, c: Claim, at: number, kind: 'action' | 'socket' | 'refresh'): Promise<{ opens: number; older: boolean }> {
+    if (kind !== 'socket' && c.pending && c.seq !== 0) return { opens: 0, older: false }; // one in flight already
     c.pending = true;
     let opens = 0;
+    let older = false;
     let movedHere = false;
     try {
       const keys = [this.keys.participantOwner(layoutId, sub), this.keys.participantClaims(layoutId), this.keys.participantOpens(layoutId, sub)];
-      const [held, seq, n] = (await runScript(this.redis, 'claimParticipant', keys, [this.source, CLAIM_TTL_MS, this.keys.processChannel(layoutId, ''), sub, kind])) as [string, number, number];
+      const [held, seq, n, lost] = (await runScript(this.redis, 'claimParticipant', keys, [this.source, CLAIM_TTL_MS, this.keys.processChannel(layoutId, ''), sub, kind, Math.round(at)])) as [string, number, number, number];
       opens = Number(n);
-      if (kind === 'refresh') {
+      older = Number(lost) === 1;
+      if (older) {
+        if (c.seq === 0) this.claims.get(layoutId)?.delete(sub); // never held here
+      } else if (kind === 'refresh') {
         if (held !== this.source && held !== '') this.letGo(layoutId, sub, held, 0, false); // claimed elsewhere, its message missed
         else c.claimedAt = at;
       } else {
@@ -223,7 +233,7 @@ export class ParticipantClaims {
     if (moved && moved.seq > c.seq) this.letGo(layoutId, sub, moved.to, moved.seq, moved.socket);
     else if (movedHere) this.o.onMoved?.(await this.handover(c));
     c.ready = null;
-    return opens;
+    return { opens, older };
   }
 
   /** Waits for the hand-over of the process the participant came from, HANDOVER_WAIT_MS at most: whether it came. */
@@ -304,7 +314,7 @@ export class ParticipantClaims {
         try {
           const owners = await this.redis.mget(...batch.map((s) => this.keys.participantOwner(layoutId, s)));
           batch.forEach((sub, j) => {
-            const owner = owners[j];
+            const owner = owners[j]?.split(' ')[0]; // "<process> <ms>"
             const c = layout.get(sub);
             if (owner && owner !== this.source && c && !c.pending) this.letGo(layoutId, sub, owner, 0, false);
           });

@@ -115,9 +115,13 @@ export class LiveChannel {
     const data = ws.getUserData();
     this.registry.add(ws, data);
     // this process holds the participant now: its sockets on other processes close (CLOSE.replaced),
-    // and past its opens a minute over every process the newest closes (CLOSE.flooding)
+    // unless a socket that opened later holds it there (then this, the older, closes), and past its
+    // opens a minute over every process the newest closes (CLOSE.flooding)
     this.s.claims?.opened(data.layoutId, data.claims.sub).then(
-      (opens) => opens > this.o.opensPerParticipantPerMinute && this.registry.end(ws, data, CLOSE.flooding, 'this participant opened too many live sockets lately'),
+      ({ opens, older }) => {
+        if (older) this.registry.end(ws, data, CLOSE.replaced, 'a newer socket of this participant took its place');
+        else if (opens > this.o.opensPerParticipantPerMinute) this.registry.end(ws, data, CLOSE.flooding, 'this participant opened too many live sockets lately');
+      },
       (e: unknown) => this.o.onError(e),
     );
     // Not from inside this handler: it runs within the upgrade's cork, and a send from a promise

@@ -45,7 +45,7 @@ export interface LiveServices {
   };
   cors: { allows(origin: string): boolean };
   /** which process holds each participant: a socket opened here claims it; resolves with its opens this minute over every process (0: unknown) */
-  claims?: { opened(layoutId: string, sub: string): Promise<number> };
+  claims?: { opened(layoutId: string, sub: string): Promise<{ opens: number; older: boolean }> };
   /** one participant's action, as POST /action takes it */
   intake: { take(body: ActionRequest, claims: AudienceClaims, layout: LiveLayout | null, once: string, at: number, waiter: IntakeWaiter): void };
 }

@@ -1,28 +1,43 @@
 -- Claims a participant of a layout for one gateway process (participant-claims.ts): from now on
--- that process counts it in the crowd, keeps its budget and holds its sockets. The claim is
--- numbered (one counter per layout), so a process that hears of a move knows whether it is newer
--- than its own claim. When another process held the participant, the move is published on that
--- process's sharded channel of the layout (and no other): it lets the participant go, hands over
--- what it held and, for a move made by a socket, closes its own sockets of the participant.
--- KEYS[1]  the participant's owner (a string: the process)   KEYS[2] the layout's claim counter
+-- that process counts it in the crowd, keeps its budget and holds its sockets. The owner key holds
+-- the process and when its claim's action or socket came ("<process> <ms>"). The claim is numbered
+-- (one counter per layout), so a process that hears of a move knows whether it is newer than its
+-- own claim. When another process held the participant, the move is published on that process's
+-- sharded channel of the layout (and no other): it lets the participant go, hands over what it
+-- held and, for a move made by a socket, closes its own sockets of the participant. A socket that
+-- opened before the one that holds the participant elsewhere (their claims crossed) does not take
+-- it: it is the older one, and is told to close.
+-- KEYS[1]  the participant's owner   KEYS[2] the layout's claim counter
 -- KEYS[3]  the participant's socket opens in the current minute
 -- ARGV[1]  this process   ARGV[2] how long the claim lasts (ms)   ARGV[3] the processes' channels, less the process
 -- ARGV[4]  the participant (sub)   ARGV[5] 'action', 'socket' (a socket opened: counted) or
 --          'refresh' (only made longer, and only if this process still holds it)
--- returns  {the process that held it ('' none), this claim's number (0 for a refresh), opens this minute}
-if ARGV[5] == 'refresh' then
-  local held = redis.call('GET', KEYS[1])
-  if held == ARGV[1] then redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
-  return { held or '', 0, 0 }
+-- ARGV[6]  when the action or socket came (ms)
+-- returns  {the process that held it ('' none), this claim's number (0: none made), opens this minute, 1 if this socket is the older one}
+local held = redis.call('GET', KEYS[1])
+local prev, prevAt = nil, 0
+if held then
+  local gap = string.find(held, ' ', 1, true)
+  if gap then
+    prev = string.sub(held, 1, gap - 1)
+    prevAt = tonumber(string.sub(held, gap + 1)) or 0
+  else
+    prev = held
+  end
 end
-local seq = redis.call('INCR', KEYS[2])
-local prev = redis.call('SET', KEYS[1], ARGV[1], 'GET', 'PX', ARGV[2])
+if ARGV[5] == 'refresh' then
+  if prev == ARGV[1] then redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
+  return { prev or '', 0, 0, 0 }
+end
 local opens = 0
 if ARGV[5] == 'socket' then
   opens = redis.call('INCR', KEYS[3])
   if opens == 1 then redis.call('PEXPIRE', KEYS[3], 60000) end
+  if prev and prev ~= ARGV[1] and prevAt > tonumber(ARGV[6]) then return { prev, 0, opens, 1 } end
 end
+local seq = redis.call('INCR', KEYS[2])
+redis.call('SET', KEYS[1], ARGV[1] .. ' ' .. ARGV[6], 'PX', ARGV[2])
 if prev and prev ~= ARGV[1] then
   redis.call('SPUBLISH', ARGV[3] .. prev, cjson.encode({ m = ARGV[4], to = ARGV[1], seq = seq, socket = ARGV[5] == 'socket' }))
 end
-return { prev or '', seq, opens }
+return { prev or '', seq, opens, 0 }
