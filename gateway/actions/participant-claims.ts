@@ -254,13 +254,13 @@ export class ParticipantClaims {
   private heard(channel: string, text: string): void {
     const layoutId = this.layoutOfChannel(channel);
     if (layoutId === null) return;
-    let msg: Message;
+    let msg: Message | null = null;
     try {
       msg = JSON.parse(text) as Message;
     } catch {
-      return;
+      // counted below: only gateways publish here, so an unreadable message is a bug or a stranger
     }
-    if (typeof msg.to !== 'string' || typeof msg.seq !== 'number') return;
+    if (typeof msg?.to !== 'string' || typeof msg.seq !== 'number') return this.o.onUnavailable('participant_message_unreadable');
     if (typeof msg.m === 'string') this.moved(layoutId, msg.m, msg.to, msg.seq, msg.socket === true);
     else if (typeof msg.h === 'string' && msg.to === this.source) this.handedOver(layoutId, msg.h, Array.isArray(msg.values) ? msg.values : [], msg.budget ?? {});
   }
