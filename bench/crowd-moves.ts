@@ -38,8 +38,8 @@ interface Counters {
 
 async function counters(admin: Redis): Promise<Counters> {
   const commands = new Map<string, number>();
-  for (const m of ((await admin.info('commandstats')) as string).matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) commands.set(m[1]!, Number(m[2]));
-  const stats = (await admin.info('stats')) as string;
+  for (const m of (await admin.info('commandstats')).matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) commands.set(m[1]!, Number(m[2]));
+  const stats = await admin.info('stats');
   const field = (name: string) => Number(new RegExp(`^${name}:(\\d+)`, 'm').exec(stats)![1]);
   return { commands, bytesIn: field('total_net_input_bytes'), bytesOut: field('total_net_output_bytes') };
 }
