@@ -212,6 +212,7 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
     takeOver: (layoutId, sub, handed, spent, spentStrings) => participants.takeOver(sub, handed, spent, spentStrings, ratesOf(actionRates, cachedLayout(layoutId)?.limits)),
   }, {
     now,
+    opensPerMinute: config.liveOpensPerParticipantPerMinute,
     onUnavailable: (what) => liveMisses.count(what),
     onMoved: (handedOver) => {
       metrics.participantMoves.inc();

@@ -65,6 +65,8 @@ export interface ParticipantClaimsOptions {
   /** a claim took the participant from another process; `handedOver` false: its hand-over did not come in time */
   onMoved?: (handedOver: boolean) => void;
   now: () => number;
+  /** LIVE_OPENS_PER_PARTICIPANT_PER_MINUTE: a socket past them over every process claims nothing (it closes with CLOSE.flooding) */
+  opensPerMinute: number;
 }
 
 interface Claim {
@@ -209,11 +211,11 @@ export class ParticipantClaims {
     let movedHere = false;
     try {
       const keys = [this.keys.participantOwner(layoutId, sub), this.keys.participantClaims(layoutId), this.keys.participantOpens(layoutId, sub)];
-      const [held, seq, n, lost] = (await runScript(this.redis, 'claimParticipant', keys, [this.source, CLAIM_TTL_MS, this.keys.processChannel(layoutId, ''), sub, kind, Math.round(at)])) as [string, number, number, number];
+      const [held, seq, n, lost] = (await runScript(this.redis, 'claimParticipant', keys, [this.source, CLAIM_TTL_MS, this.keys.processChannel(layoutId, ''), sub, kind, Math.round(at), this.o.opensPerMinute])) as [string, number, number, number];
       opens = Number(n);
       older = Number(lost) === 1;
-      if (older) {
-        if (c.seq === 0) this.claims.get(layoutId)?.delete(sub); // never held here
+      if (older || Number(lost) === 2) {
+        if (c.seq === 0) this.claims.get(layoutId)?.delete(sub); // never held here (an older socket, or one past the opens a minute)
       } else if (kind === 'refresh') {
         if (held !== this.source && held !== '') this.letGo(layoutId, sub, held, 0, false); // claimed elsewhere, its message missed
         else c.claimedAt = at;

@@ -6,14 +6,16 @@
 -- sharded channel of the layout (and no other): it lets the participant go, hands over what it
 -- held and, for a move made by a socket, closes its own sockets of the participant. A socket that
 -- opened before the one that holds the participant elsewhere (their claims crossed) does not take
--- it: it is the older one, and is told to close.
+-- it: it is the older one, and is told to close; nor does a socket past the participant's opens a
+-- minute (it closes, and the participant keeps the sockets it had).
 -- KEYS[1]  the participant's owner   KEYS[2] the layout's claim counter
 -- KEYS[3]  the participant's socket opens in the current minute
 -- ARGV[1]  this process   ARGV[2] how long the claim lasts (ms)   ARGV[3] the processes' channels, less the process
 -- ARGV[4]  the participant (sub)   ARGV[5] 'action', 'socket' (a socket opened: counted) or
 --          'refresh' (only made longer, and only if this process still holds it)
--- ARGV[6]  when the action or socket came (ms)
--- returns  {the process that held it ('' none), this claim's number (0: none made), opens this minute, 1 if this socket is the older one}
+-- ARGV[6]  when the action or socket came (ms)   ARGV[7] the opens a minute a participant may make (a socket past them claims nothing)
+-- returns  {the process that held it ('' none), this claim's number (0: none made), opens this minute,
+--           1 if this socket is the older one, 2 if it is past the opens a minute (no claim made either way)}
 local held = redis.call('GET', KEYS[1])
 local prev, prevAt = nil, 0
 if held then
@@ -33,6 +35,7 @@ local opens = 0
 if ARGV[5] == 'socket' then
   opens = redis.call('INCR', KEYS[3])
   if opens == 1 then redis.call('PEXPIRE', KEYS[3], 60000) end
+  if opens > tonumber(ARGV[7]) then return { prev or '', 0, opens, 2 } end
   if prev and prev ~= ARGV[1] and prevAt > tonumber(ARGV[6]) then return { prev, 0, opens, 1 } end
 end
 local seq = redis.call('INCR', KEYS[2])
