@@ -71,16 +71,16 @@ export interface LiveClientOptions {
   maxRefreshFailures?: number;
   /** without refreshToken: failed opens in a row after which the client stops as `unauthorized` (default 10; about 2 minutes of backoff) */
   maxFailedOpens?: number;
-  /** a socket that has heard nothing this long sends a ping (default FRAME_LIMITS.heartbeatIdleMs, 5 s) */
+  /** a socket that has heard nothing this long sends a ping (default FRAME_LIMITS.heartbeatIdleMs, 1 s) */
   heartbeatIdleMs?: number;
-  /** a socket that sent a ping or an action and has heard nothing this long since is dead: the client reconnects (default FRAME_LIMITS.heartbeatDeadMs, 3 s) */
+  /** a socket that sent a ping or an action and has heard nothing this long since is dead: the client reconnects (default FRAME_LIMITS.heartbeatDeadMs, 1 s) */
   heartbeatDeadMs?: number;
   /** for tests: the randomness of the jitter */
   random?: () => number;
 }
 
 /** How often an open socket's heartbeat is looked at. */
-const HEARTBEAT_TICK_MS = 250;
+const HEARTBEAT_TICK_MS = 100;
 
 type Listener = (type: string, listener: () => void) => void;
 const windowish = globalThis as { addEventListener?: Listener; removeEventListener?: Listener; navigator?: { onLine?: boolean } };

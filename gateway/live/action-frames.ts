@@ -109,7 +109,7 @@ export class ActionFrames {
   private ping(ws: LiveSocket, data: SocketData): void {
     const now = this.o.now();
     if (now - data.pongAt < FRAME_LIMITS.pingMinMs) {
-      return this.refused(ws, data, null, new AppError('rate_limited', 'At most one ping a second.', undefined, [['retry-after', '1']]), true);
+      return this.refused(ws, data, null, new AppError('rate_limited', `At most one ping every ${FRAME_LIMITS.pingMinMs} ms.`, undefined, [['retry-after', String(FRAME_LIMITS.pingMinMs / 1000)]]), true);
     }
     data.pongAt = now;
     this.answer(ws, data, PONG);
