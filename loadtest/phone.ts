@@ -2,9 +2,13 @@
 // without sockets, POST /action. A phone keeps one action in flight, as an app that awaits each
 // ack does; actions planned while one is out wait their turn, and their latency counts from the
 // planned moment (ack_ms), beside the time from the actual send (ack_service_ms): a stalled target
-// shows in the first and hides in the second, as coordinated omission would hide it.
+// shows in the first and hides in the second, as coordinated omission would hide it. Each action
+// carries an idempotency key, so the one in flight when its socket is lost (or its request fails)
+// is sent again and stored once. A socket keeps the live client's heartbeat (FRAME_LIMITS): a quiet
+// one pings, and one that heard nothing back in time is left for a new one at once, so a phone of a
+// vanished host comes back (outage_ms: from the last frame it heard to the new socket's page).
 import WebSocket from 'ws';
-import { CLIENT_OP, CLOSE_ACTION, SERVER_OP, liveSubprotocols } from '../schemas/live-protocol.js';
+import { CLIENT_OP, CLOSE_ACTION, FRAME_LIMITS, SERVER_OP, liveSubprotocols } from '../schemas/live-protocol.js';
 import type { PlayAction, PlayControl } from './crowd-model.js';
 import type { DisplayWatch } from './display-watch.js';
 import type { Metrics } from './metrics.js';
@@ -16,6 +20,9 @@ const ACK_START = `{"op":"${SERVER_OP.ack}","ref":"`;
 const CROWD_START = `{"op":"${SERVER_OP.crowd}","lid":`;
 /** At most this many planned actions wait behind the one in flight; more are counted unsent. */
 const QUEUE_MAX = 100;
+/** An HTTP action that failed on the way (no answer, 502, 503, 504) is sent again this many times at most. */
+const HTTP_RESENDS = 5;
+const PING = JSON.stringify({ op: CLIENT_OP.ping });
 
 export interface LivePage {
   pageId: string;
@@ -41,6 +48,10 @@ export interface PhoneEnv {
   display: DisplayWatch | null;
   /** an action of this phone was stored (acked) at `at` (the crowd check) */
   stored?: (phone: Phone, action: PlayAction, at: number) => void;
+  /** a new token of the same participant (POST /token with renew), as the app's backend mints it */
+  renew?: (token: string) => Promise<string>;
+  /** makes the phones' idempotency keys unique to this run */
+  runId?: string;
 }
 
 interface Pending {
@@ -50,13 +61,15 @@ interface Pending {
   ref: string;
   /** the display tag of a String action (--osc-listen) */
   tag: string | null;
+  /** times sent (a resend after a lost socket or a failed request carries the same key) */
+  sends: number;
 }
 
 export class Phone {
   page: LivePage | null = null;
   private ws: WebSocket | null = null;
   private inFlight: Pending | null = null;
-  private readonly queue: { action: PlayAction; intendedAt: number }[] = [];
+  private readonly queue: { action: PlayAction; intendedAt: number; again?: Pending }[] = [];
   private refs = 0;
   private attempts = 0;
   private connectAt = 0;
@@ -66,11 +79,17 @@ export class Phone {
   private ended = false;
   /** the last crowd frame's arrival, by lid */
   private readonly crowdAt = new Map<number, number>();
+  /** the heartbeat: when the open socket last heard a frame, and since when a frame it sent is unanswered */
+  private heardAt = 0;
+  private unansweredSince: number | null = null;
+  /** a socket was lost (not closed by this phone): when its last frame came, for outage_ms */
+  private lostSince: number | null = null;
+  private renewing = false;
 
   constructor(
     readonly id: number,
     readonly transport: 'socket' | 'http',
-    private readonly token: string,
+    private token: string,
     private readonly env: PhoneEnv,
   ) {}
 
@@ -104,12 +123,68 @@ export class Phone {
     }, afterMs).unref();
   }
 
+  /**
+   * The heartbeat, looked at by the run every 100 ms: a quiet open socket pings; one that sent a
+   * ping or an action and heard nothing back for FRAME_LIMITS.heartbeatDeadMs is a dead link (a
+   * vanished host, a path gone silent): left without a close handshake, and a new one opened at once.
+   */
+  beat(now: number): void {
+    const ws = this.ws;
+    if (!ws || ws.readyState !== WebSocket.OPEN || this.ended) return;
+    if (this.unansweredSince !== null && now - this.unansweredSince >= FRAME_LIMITS.heartbeatDeadMs) {
+      this.env.metrics.count('dead_links');
+      ws.removeAllListeners('close');
+      ws.removeAllListeners('message');
+      ws.terminate();
+      this.lost(now);
+      this.connectAt = now;
+      this.open();
+      return;
+    }
+    if (this.unansweredSince === null && now - this.heardAt >= FRAME_LIMITS.heartbeatIdleMs) {
+      this.unansweredSince = now;
+      ws.send(PING);
+    }
+  }
+
+  /**
+   * Renews the token (the backend's POST /token with renew) and gives it to the socket (`refresh`),
+   * or uses it for the next requests: the participant stays the same.
+   */
+  renew(): void {
+    const renew = this.env.renew;
+    if (!renew || this.renewing || this.ended) return;
+    this.renewing = true;
+    renew(this.token).then(
+      (token) => {
+        this.renewing = false;
+        this.token = token;
+        this.env.metrics.count('renewals');
+        if (this.ws?.readyState === WebSocket.OPEN) this.ws.send(JSON.stringify({ op: CLIENT_OP.refresh, token }));
+      },
+      (e: unknown) => {
+        this.renewing = false;
+        this.env.metrics.error(e instanceof Error && /^renew_/.test(e.message) ? e.message : 'renew_network');
+      },
+    );
+  }
+
   /** Ends the phone: its socket closes, nothing more is sent. */
   end(): void {
     this.ended = true;
     this.closedByUs = true;
     this.ws?.close(1000);
     this.ws = null;
+  }
+
+  /** A socket lost without this phone closing it: its action in flight goes again, first, on the next one. */
+  private lost(now: number): void {
+    this.ws = null;
+    this.lostSince ??= this.heardAt || now;
+    if (this.inFlight) {
+      this.queue.unshift({ action: this.inFlight.action, intendedAt: this.inFlight.intendedAt, again: this.inFlight });
+      this.inFlight = null;
+    }
   }
 
   /** Actions planned or in flight that were never answered. */
@@ -128,6 +203,8 @@ export class Phone {
     this.ws = ws;
     this.closedByUs = false;
     this.awaitingPage = true;
+    this.heardAt = this.env.now();
+    this.unansweredSince = null;
     ws.on('open', () => this.env.metrics.count('sockets_opened'));
     ws.on('unexpected-response', (_req, res) => {
       res.resume();
@@ -140,11 +217,12 @@ export class Phone {
     ws.on('close', (code) => {
       if (this.ws !== ws) return; // replaced by a reconnect
       this.ws = null;
-      if (this.inFlight) {
-        this.env.metrics.error('unanswered');
+      if (this.closedByUs || this.ended || this.env.stopping()) {
+        if (this.inFlight) this.env.metrics.error('unanswered');
         this.inFlight = null;
+        return;
       }
-      if (this.closedByUs || this.ended || this.env.stopping()) return;
+      this.lost(this.env.now());
       if (code !== 1006 || this.page) this.env.metrics.error(`close_${code}`);
       if (isFinal(code)) return void (this.ended = true);
       // full jitter: a random wait below min(5 s, 250 ms x 2^attempt)
@@ -156,6 +234,8 @@ export class Phone {
 
   private received(data: Buffer): void {
     const now = this.env.now();
+    this.heardAt = now;
+    this.unansweredSince = null;
     const text = data.toString();
     // the two frequent frames without a JSON parse: the gateway writes them in this form
     if (text.startsWith(ACK_START) && text.endsWith('"}')) return this.answered(text.slice(ACK_START.length, -2), null, now);
@@ -170,6 +250,8 @@ export class Phone {
       case SERVER_OP.page: {
         this.env.metrics.count('page_frames');
         if (this.awaitingPage) this.env.metrics.record('connect_ms', now - this.connectAt);
+        if (this.awaitingPage && this.lostSince !== null) this.env.metrics.record('outage_ms', now - this.lostSince);
+        this.lostSince = null;
         this.awaitingPage = false;
         this.attempts = 0;
         if (this.page && this.page.version >= (frame.version ?? 0)) return this.flush();
@@ -179,6 +261,9 @@ export class Phone {
       }
       case SERVER_OP.crowd:
         return this.crowdFrame(frame.lid ?? 0, now);
+      case SERVER_OP.refreshed:
+      case SERVER_OP.pong:
+        return;
       case SERVER_OP.ack:
       case SERVER_OP.error:
         return this.answered(frame.ref ?? null, frame.op === SERVER_OP.ack ? null : (frame.error?.code ?? 'unknown'), now);
@@ -192,33 +277,50 @@ export class Phone {
     this.crowdAt.set(lid, now);
   }
 
-  private send(action: PlayAction, intendedAt: number): void {
+  private send(action: PlayAction, intendedAt: number, again?: Pending): void {
     const sentAt = this.env.now();
-    const ref = String(++this.refs);
-    const display = this.env.display;
-    const tag = display && action.type === 'String' ? display.tag(this.id, ref) : null;
-    if (tag !== null) {
-      action = { ...action, value: `${String(action.value)} #${tag}` };
-      display!.sent(tag, intendedAt);
+    let p: Pending;
+    if (again) {
+      p = { ...again, sentAt, sends: again.sends + 1 };
+      this.env.metrics.count('resends');
+    } else {
+      const ref = String(++this.refs);
+      const display = this.env.display;
+      const tag = display && action.type === 'String' ? display.tag(this.id, ref) : null;
+      if (tag !== null) {
+        action = { ...action, value: `${String(action.value)} #${tag}` };
+        display!.sent(tag, intendedAt);
+      }
+      p = { action, intendedAt, sentAt, ref, tag, sends: 1 };
+      this.env.metrics.count('actions');
     }
-    this.inFlight = { action, intendedAt, sentAt, ref, tag };
-    this.env.metrics.count('actions');
+    this.inFlight = p;
+    const idempotencyKey = `${this.env.runId ?? 'run'}.${this.id}.${p.ref}`;
     if (this.transport === 'socket') {
-      this.env.metrics.count('socket_actions');
-      this.ws!.send(JSON.stringify({ op: CLIENT_OP.action, ref, ...action }));
+      if (!again) this.env.metrics.count('socket_actions');
+      this.unansweredSince ??= sentAt;
+      this.ws!.send(JSON.stringify({ op: CLIENT_OP.action, ref: p.ref, idempotencyKey, ...p.action }));
       return;
     }
-    this.env.metrics.count('http_actions');
+    if (!again) this.env.metrics.count('http_actions');
     fetch(new URL('/action', this.env.target), {
       method: 'POST',
-      headers: { 'content-type': 'application/json', authorization: `Bearer ${this.token}` },
-      body: JSON.stringify({ layoutId: this.env.layoutId, ...action }),
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${this.token}`, 'idempotency-key': idempotencyKey },
+      body: JSON.stringify({ layoutId: this.env.layoutId, ...p.action }),
     })
       .then(async (r) => {
         const body = (await r.json().catch(() => ({}))) as { error?: { code?: string } };
-        this.answered(ref, r.ok ? null : (body.error?.code ?? `http_${r.status}`), this.env.now());
+        if (r.status >= 502 && r.status <= 504) return this.failedOnTheWay(p);
+        this.answered(p.ref, r.ok ? null : (body.error?.code ?? `http_${r.status}`), this.env.now());
       })
-      .catch(() => this.answered(ref, 'network', this.env.now()));
+      .catch(() => this.failedOnTheWay(p));
+  }
+
+  /** An HTTP action that got no answer from a gateway (the network, or the load balancer's 502 to 504): sent again with its key. */
+  private failedOnTheWay(p: Pending): void {
+    if (this.inFlight !== p) return;
+    if (p.sends > HTTP_RESENDS || this.ended || this.env.stopping()) return this.answered(p.ref, 'network', this.env.now());
+    setTimeout(() => this.inFlight === p && this.send(p.action, p.intendedAt, p), 100 * p.sends).unref();
   }
 
   private answered(ref: string | null, errorCode: string | null, now: number): void {
@@ -241,6 +343,6 @@ export class Phone {
     if (this.inFlight || this.ended) return;
     if (this.transport === 'socket' && this.ws?.readyState !== WebSocket.OPEN) return;
     const next = this.queue.shift();
-    if (next) this.send(next.action, next.intendedAt);
+    if (next) this.send(next.action, next.intendedAt, next.again);
   }
 }

@@ -2,6 +2,7 @@
 // API key, mints a token per phone (at most mintPerSecond, as a backend would), and plays the
 // phases on the plan's clock: arrivals, Poisson play, cues on a page the operator switches to, and
 // reconnect storms. Everything it sends goes to the target; every phase is bounded in time.
+import { randomBytes } from 'node:crypto';
 import { exponentialMs, preferenceSplit, PhoneTaste, seededRandom, type PlayControl } from './crowd-model.js';
 import { CrowdCheck, type CheckedControl, type CrowdCheckRow } from './crowd-check.js';
 import { DisplayWatch } from './display-watch.js';
@@ -41,6 +42,8 @@ const DISPLAY_SETTLE_MS = 1000;
 /** A crowd check that does not match is looked at again this often, this many times: the display's last updates may be on their way. */
 const CROWD_RECHECK_MS = 250;
 const CROWD_RECHECKS = 4;
+/** How often the phones' heartbeat (and renewals) are looked at. */
+const HEARTBEAT_PASS_MS = 100;
 /** Tokens being minted at once at most (a backend's pool of connections). */
 const MINTS_IN_FLIGHT = 32;
 /** How often the layout is read for the phones that use POST /action (they have no page frames). */
@@ -77,6 +80,8 @@ export async function runScenario(o: RunOptions): Promise<RunOutcome> {
     sourceAddresses: o.sourceAddresses,
     stopping: () => stopping,
     display,
+    runId: randomBytes(6).toString('hex'),
+    renew: (token: string) => renew(o.target, o.apiKey, scenario.layoutId, token),
     stored: (phone: Phone, action: { lid: number; value?: unknown }, at: number) => {
       const control = phone.page?.controls.find((c) => c.lid === action.lid) as CheckedControl | undefined;
       if (control && check) check.stored(phone.id, control, action.value, at);
@@ -219,6 +224,22 @@ export async function runScenario(o: RunOptions): Promise<RunOutcome> {
     }
   }
 
+  // the phones' heartbeat, and their renewals (renewEveryS): one pass over them every 100 ms
+  const renewEveryMs = (scenario.renewEveryS ?? 0) * 1000;
+  const renewAt = new Map<Phone, number>();
+  const beats = setInterval(() => {
+    const now = schedule.now();
+    for (const phone of phones) {
+      phone.beat(now);
+      if (renewEveryMs === 0) continue;
+      const due = renewAt.get(phone);
+      if (due === undefined) renewAt.set(phone, now + random() * renewEveryMs);
+      else if (now >= due) {
+        renewAt.set(phone, due + renewEveryMs);
+        phone.renew();
+      }
+    }
+  }, HEARTBEAT_PASS_MS);
   const progress = o.progress ? setInterval(() => o.progress!(progressLine(metrics, scenario.phases[phaseIndex]?.name ?? '-', schedule.now())), 1000) : null;
   let at = 0;
   for (const [i, p] of scenario.phases.entries()) {
@@ -246,6 +267,7 @@ export async function runScenario(o: RunOptions): Promise<RunOutcome> {
   display?.finish();
   stopping = true;
   if (poll) clearInterval(poll);
+  clearInterval(beats);
   if (pacer) clearTimeout(pacer);
   if (progress) clearInterval(progress);
   for (const phone of phones) {
@@ -299,6 +321,14 @@ class MintRefused extends Error {
   constructor(readonly status: number) {
     super(`POST /token answered ${status}`);
   }
+}
+
+/** The same participant's new token, as the app's backend renews it. */
+async function renew(target: URL, apiKey: string, layoutId: string, token: string): Promise<string> {
+  const r = await fetch(new URL('/token', target), { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': apiKey }, body: JSON.stringify({ layoutId, renew: token }) });
+  const body = (await r.json().catch(() => null)) as { token?: string } | null;
+  if (!r.ok || !body?.token) throw new Error(`renew_${r.status}`);
+  return body.token;
 }
 
 async function mint(target: URL, apiKey: string, layoutId: string): Promise<string> {

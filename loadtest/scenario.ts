@@ -23,6 +23,7 @@ export interface Scenario {
   layoutId: string;
   seed: number;
   httpShare: number;
+  renewEveryS?: number;
   mintPerSecond: number;
   maxLagMs: number;
   phases: Phase[];

@@ -21,6 +21,7 @@ export const THRESHOLD_METRICS: Readonly<Record<string, 'histogram' | 'rate'>> =
   page_switch_ms: 'histogram',
   crowd_interval_ms: 'histogram',
   connect_ms: 'histogram',
+  outage_ms: 'histogram',
   schedule_lag_ms: 'histogram',
   display_ms: 'histogram',
   errors: 'rate',

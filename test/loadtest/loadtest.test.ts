@@ -17,6 +17,8 @@ import { spawnGateway, type GatewayProcess } from '../helpers/gateway-process.js
 import { freePort } from '../../gateway/dev/redis-server.js';
 import { configFile, spawnBridge } from '../helpers/bridge.js';
 import { killAfterEach } from '../helpers/processes.js';
+import { FaultProxy } from '../helpers/fault-proxy.js';
+import { actionStreamKey } from '../../schemas/redis-keys.js';
 import { randomPrefix, useRedis } from '../helpers/redis.js';
 
 const TOOL = fileURLToPath(new URL('../../dist/loadtest/main.js', import.meta.url));
@@ -234,6 +236,35 @@ describe('a reconnect storm', () => {
     expect(r.metrics.connect_ms!.count).toBe(2 * r.counts.phones);
     expect(r.counts.errors).toBe(0);
   }, 30_000);
+});
+
+describe('phones on links that go silent', () => {
+  it('see the dead link by their heartbeat, come back over a new connection within 3 s (outage_ms), resend what was in flight with its key (stored once), and renew their tokens', async () => {
+    const proxy = new FaultProxy({ targets: () => [gw.port] });
+    await proxy.start();
+    try {
+      const out = join(dir, 'silent.json');
+      const stream = actionStreamKey(t.config.redisPrefix, t.layoutId);
+      const before = await redis.get().client.xlen(stream);
+      const scenario = { layoutId: t.layoutId, seed: 33, maxLagMs: 60_000, renewEveryS: 2, phases: [{ name: 'doors', durationS: 1, arrivalsPerS: 20 }, { name: 'play', durationS: 6, actionsPerPhonePerS: 2 }] };
+      // every link open 2 s after the first socket goes silent both ways (no FIN, no RST); new links work
+      const run = await tool(['run', scenarioFile('silent', scenario), '--target', `http://127.0.0.1:${proxy.port}`, '--out', out], { during: () => afterFirstSocket(2000, () => proxy.silence()) });
+      expect(run.code, run.stderr).toBe(0);
+      const r = readResult(out);
+      expect(r.counts.phones).toBeGreaterThan(5);
+      expect(r.counts.dead_links).toBeGreaterThanOrEqual(r.counts.phones);
+      // a socket lost otherwise (uWS drops one now and then at its upgrade) is an outage too
+      expect(r.metrics.outage_ms!.count, JSON.stringify(r.counts)).toBeGreaterThanOrEqual(r.counts.dead_links);
+      expect(r.metrics.outage_ms!.p99).toBeLessThanOrEqual(3000);
+      expect(r.counts.renewals).toBeGreaterThanOrEqual(r.counts.phones * 2);
+      expect(r.counts.errors, JSON.stringify(r.errors)).toBe(0);
+      // each acked action stored once, the resent ones among them
+      expect((await redis.get().client.xlen(stream)) - before).toBe(r.counts.acks);
+      expect(r.counts.acks).toBe(r.counts.actions);
+    } finally {
+      await proxy.stop();
+    }
+  }, 40_000);
 });
 
 describe('--osc-listen: the venue end', () => {
