@@ -1,0 +1,84 @@
+// Hosts for a test: network namespaces, each with one address on a private /24, joined by veth
+// pairs on a Linux bridge. The test's own process (the root namespace) holds the bridge's address,
+// .1, so it reaches every host. Everything goes at remove(), also after a failed test: the hosts'
+// processes (SIGKILL), the namespaces and the bridge.
+import { spawn, spawnSync, type ChildProcess, type SpawnOptions } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+
+export interface Host {
+  name: string;
+  ns: string;
+  ip: string;
+}
+
+function ip(...args: string[]): void {
+  const r = spawnSync('ip', args, { encoding: 'utf8' });
+  if (r.status !== 0) throw new Error(`ip ${args.join(' ')}: ${r.stderr}`);
+}
+
+export class Hosts {
+  private readonly tag = randomBytes(3).toString('hex');
+  /** 10.<a>.<b>.0/24, picked at random among 10.200.0.0 to 10.249.255.0 */
+  private readonly net = `10.${200 + (randomBytes(1)[0]! % 50)}.${randomBytes(1)[0]!}`;
+  private readonly bridge = `acbr${this.tag}`;
+  private readonly hosts: Host[] = [];
+  private readonly children: ChildProcess[] = [];
+
+  /** The test's own address on the hosts' network. */
+  get self(): string {
+    return `${this.net}.1`;
+  }
+
+  /** The bridge, with the test's address on it. */
+  start(): void {
+    ip('link', 'add', this.bridge, 'type', 'bridge');
+    ip('addr', 'add', `${this.self}/24`, 'dev', this.bridge);
+    ip('link', 'set', this.bridge, 'up');
+  }
+
+  /** A host with the address .<octet>. */
+  add(name: string, octet: number): Host {
+    const ns = `ac${this.tag}-${name}`;
+    const veth = `ac${this.tag}${this.hosts.length}`;
+    ip('netns', 'add', ns);
+    const host = { name, ns, ip: `${this.net}.${octet}` };
+    this.hosts.push(host);
+    ip('link', 'add', veth, 'type', 'veth', 'peer', 'name', 'eth0', 'netns', ns);
+    ip('link', 'set', veth, 'master', this.bridge, 'up');
+    ip('-n', ns, 'addr', 'add', `${host.ip}/24`, 'dev', 'eth0');
+    ip('-n', ns, 'link', 'set', 'eth0', 'up');
+    ip('-n', ns, 'link', 'set', 'lo', 'up');
+    return host;
+  }
+
+  /** A process on the host; killed at remove(). */
+  run(host: Host, command: string, args: string[], options: SpawnOptions = {}): ChildProcess {
+    const child = spawn('ip', ['netns', 'exec', host.ns, command, ...args], { stdio: 'pipe', ...options });
+    this.children.push(child);
+    return child;
+  }
+
+  /** The host is lost: every process in it killed with SIGKILL, and its address taken down (no RST, no FIN: silence). */
+  lose(host: Host): void {
+    this.killAll(host);
+    ip('-n', host.ns, 'addr', 'del', `${host.ip}/24`, 'dev', 'eth0');
+  }
+
+  private killAll(host: Host): void {
+    const pids = spawnSync('ip', ['netns', 'pids', host.ns], { encoding: 'utf8' }).stdout.split('\n').filter(Boolean);
+    for (const pid of pids) {
+      try {
+        process.kill(Number(pid), 'SIGKILL');
+      } catch {
+        // gone already
+      }
+    }
+  }
+
+  remove(): void {
+    for (const host of this.hosts) this.killAll(host);
+    for (const c of this.children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+    for (const host of this.hosts) spawnSync('ip', ['netns', 'del', host.ns]);
+    spawnSync('ip', ['link', 'del', this.bridge]);
+  }
+}
