@@ -2,7 +2,8 @@
 // Redis host, two gateway hosts with GATEWAY_WORKERS=2, a load-balancer host running nginx with
 // the shipped file over TLS, a crowd host running audience-loadtest). Mid-show every process on
 // one gateway host is killed with SIGKILL and its address taken down: no close reaches its phones,
-// nginx's links to it go silent. Every phone is live again on the other host within 3 s of the loss
+// nginx's links to it go silent. The phones vote, move sliders, send Strings and renew their
+// tokens (over sockets and over HTTP). Every phone is live again on the other host within 3 s of the loss
 // (p99, outage_ms: from the last frame it heard), and no acked action is lost or stored twice.
 import { execFileSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
@@ -109,7 +110,7 @@ describe('a gateway host lost under a show (hosts: Redis, two gateways with two 
     const stream = actionStreamKey(prefix, DEMO_LAYOUT.layoutId);
     const before = await admin.xlen(stream);
     const scenario = {
-      layoutId: DEMO_LAYOUT.layoutId, seed: 70, maxLagMs: 60_000, mintPerSecond: 400, httpShare: 0.2,
+      layoutId: DEMO_LAYOUT.layoutId, seed: 70, maxLagMs: 60_000, mintPerSecond: 400, httpShare: 0.2, renewEveryS: 5,
       phases: [{ name: 'doors', durationS: 2, arrivalsPerS: 150 }, { name: 'play', durationS: 12, actionsPerPhonePerS: 1 }, { name: 'quiet', durationS: 3 }],
     };
     const file = join(dir, 'show.json');
@@ -134,6 +135,8 @@ describe('a gateway host lost under a show (hosts: Redis, two gateways with two 
     recordFigure('host_loss_outage_p50_ms', outage?.p50 ?? NaN, 'ms', `${r.counts.phones} phones, one of two gateway hosts lost: from a lost socket's last frame to its new page`);
     recordFigure('host_loss_outage_p99_ms', outage?.p99 ?? NaN, 'ms', 'the same, p99 (bound: 3000)');
     expect(r.counts.phones).toBeGreaterThanOrEqual(250);
+    // the phones renewed their tokens through it all (each about three times)
+    expect(r.counts.renewals, JSON.stringify(r.errors)).toBeGreaterThanOrEqual(r.counts.phones * 2);
     // about half of the socket phones were on the lost host
     expect(outage?.count ?? 0, JSON.stringify(r.counts)).toBeGreaterThan(r.counts.phones / 5);
     expect(outage!.p99, JSON.stringify(outage)).toBeLessThanOrEqual(3000);
