@@ -58,10 +58,14 @@ export class Hosts {
     return child;
   }
 
-  /** The host is lost: every process in it killed with SIGKILL, and its address taken down (no RST, no FIN: silence). */
+  /**
+   * The host is lost: its address taken down, then every process in it killed with SIGKILL. In
+   * that order, so the kernel has no address to send the dying sockets' FIN or RST from: its peers
+   * hear nothing, as from a host that lost its power.
+   */
   lose(host: Host): void {
-    this.killAll(host);
     ip('-n', host.ns, 'addr', 'del', `${host.ip}/24`, 'dev', 'eth0');
+    this.killAll(host);
   }
 
   private killAll(host: Host): void {
