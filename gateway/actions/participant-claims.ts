@@ -25,20 +25,14 @@ import type { AggregatedControl, HandedValue } from './crowd-fold.js';
 
 /** A participant's claim is made again at its next action (or by the sweep, for one with a socket here) once it is this old (ms). */
 export const CLAIM_REFRESH_MS = 5 * 60_000;
-/**
- * How long a claim lasts in Redis: the longest window after the last action it may be made again
- * at, so the owner key is there as long as any process may hold the participant.
- */
+/** How long a claim lasts in Redis: the longest window after its last renewal, so the owner key outlives every holder. */
 export const CLAIM_TTL_MS = CLAIM_REFRESH_MS + WINDOW_MS_MAX + 60_000;
 /** A participant not seen for this long (and with no socket here) is in no window here any more, and its claim is forgotten. */
 const FORGET_AFTER_MS = WINDOW_MS_MAX + 10_000;
 const SWEEP_MS = 10_000;
 /** Owners read at once after a lost subscription. */
 const RECHECK_BATCH = 500;
-/**
- * How long a participant that moved here waits for what the process it left hands over, before its
- * actions are taken on without it (that process is gone, or its message was lost).
- */
+/** How long a participant that moved here waits for the hand-over before its actions go on without it (its process gone, or the message lost). */
 export const HANDOVER_WAIT_MS = 100;
 
 /** What the crowd fold does for the claims: let a participant go, and count what another process held. */
