@@ -60,9 +60,9 @@ export class CrowdFold {
   /** Counts a participant's action (in its zone, '' for none); resolves once a summary holding it is stored. */
   add(layoutId: string, control: AggregatedControl, sub: string, value: ActionValue, at: number, zone = ''): Promise<void> {
     const w = this.windowOf(layoutId, control);
-    w.add(sub, value, at, zone);
+    const undo = w.add(sub, value, at, zone);
     this.start();
-    return new Promise((resolve, reject) => w.waiters.push({ resolve, reject }));
+    return new Promise((resolve, reject) => w.waiters.push({ resolve, reject, undo }));
   }
 
   /** The control's window in this process, made (or made again, for a control a re-import changed) as needed. */
@@ -167,7 +167,11 @@ export class CrowdFold {
         waiters.forEach((x) => x.resolve());
         this.published(w, summary.seq, payload, this.now(), force);
       },
-      (e: unknown) => waiters.forEach((x) => x.reject(e instanceof AppError ? e : new AppError('unavailable'))),
+      (e: unknown) => {
+        // refused, so not counted: the newest first, so each participant gets back what it held before them all
+        for (const x of [...waiters].reverse()) x.undo?.();
+        waiters.forEach((x) => x.reject(e instanceof AppError ? e : new AppError('unavailable')));
+      },
     );
   }
 

@@ -13,6 +13,8 @@ export type AggregatedControl = Control & { aggregate: Aggregate };
 export interface Waiter {
   resolve: () => void;
   reject: (e: unknown) => void;
+  /** the action's value stops counting (its summary could not be stored); null: it stays (a press) */
+  undo: (() => void) | null;
 }
 
 export { PRESS_BUCKET_MS } from './crowd-figures.js';
@@ -99,12 +101,17 @@ export class ControlWindow {
     return this.control.aggregate.mode;
   }
 
-  add(sub: string, value: ActionValue, at: number, zone = ''): void {
+  /**
+   * Counts the participant's value; returns what takes it back out if its summary cannot be
+   * stored (its answer is then an error, so it must not count): null for a press, which is a
+   * moment, not a state, and stays counted.
+   */
+  add(sub: string, value: ActionValue, at: number, zone = ''): (() => void) | null {
     if (this.mode === 'rate') {
       const second = Math.floor(at / 1000);
       const prev = this.pressers.get(sub);
       const inSecond = prev && prev.second === second ? prev.inSecond : 0;
-      if (inSecond >= PRESSES_PER_SECOND_MAX) return; // answered, not counted: one phone cannot applaud for a hall
+      if (inSecond >= PRESSES_PER_SECOND_MAX) return null; // answered, not counted: one phone cannot applaud for a hall
       if (prev) {
         this.pressers.take(sub);
         this.countPresser(prev.zone, -1);
@@ -130,6 +137,24 @@ export class ControlWindow {
       const held = { value, at, zone };
       this.latest.append(sub, held);
       this.count(held, 1);
+      this.dirty = true;
+      return () => this.undo(sub, held, prev);
+    }
+    this.dirty = true;
+    return null;
+  }
+
+  /**
+   * A value whose summary was refused leaves: the participant holds what it held before (if that
+   * is still in the window, the next expire says). Unless it holds a newer value by now, or moved.
+   */
+  private undo(sub: string, held: Held, prev: Held | undefined): void {
+    if (this.latest.get(sub) !== held) return;
+    this.latest.take(sub);
+    this.count(held, -1);
+    if (prev) {
+      this.latest.place(sub, prev, this.windowMs);
+      this.count(prev, 1);
     }
     this.dirty = true;
   }

@@ -158,6 +158,28 @@ describe('crowd fold: leases, retraction, caps and size', () => {
     });
   });
 
+  it('does not count an action whose summary could not be stored: its answer is an error, and the participant counts with the value it had', async () => {
+    const keys = new RedisKeys(randomPrefix());
+    const vote = { ...controls.get(4)!, aggregate: { mode: 'votes' as const, windowMs: 600_000 } };
+    const fold = new CrowdFold(new ActionLog(client, keys, { maxLen: 1000, retentionMs: 600_000 }), 'gw-refused', FOLD_MS);
+    try {
+      await fold.add('show', vote, 'sub-1', 0, Date.now());
+      // the stream's key holds a string: Redis refuses every append (WRONGTYPE)
+      await client.set(keys.actions('show'), 'not a stream');
+      const refused = await Promise.allSettled([fold.add('show', vote, 'sub-1', 2, Date.now()), fold.add('show', vote, 'sub-1', 1, Date.now()), fold.add('show', vote, 'sub-2', 1, Date.now())]);
+      expect(refused.map((r) => r.status)).toEqual(['rejected', 'rejected', 'rejected']);
+      await client.del(keys.actions('show'));
+      await new Promise((r) => setTimeout(r, LEASE_REFRESH_MS + 300)); // a lease refresh at the latest
+      const summaries = await summariesIn(keys, 'show');
+      expect(summaries.length).toBeGreaterThan(0);
+      // sub-1 with its vote for 0, as it was answered; sub-2 not at all
+      expect(summaries.at(-1)!.n).toBe(1);
+      expect(summaries.at(-1)!.votes).toEqual([1, 0, 0]);
+    } finally {
+      fold.stop();
+    }
+  });
+
   it('retracts at a graceful stop: the last summary of a window that counted someone counts nobody', async () => {
     await withFold('gw-retract', async (fold, stored) => {
       await fold.add('show', slider, 'sub-1', 0.5, Date.now());
