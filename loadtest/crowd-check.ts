@@ -5,6 +5,10 @@
 // run it sets that beside what the display watcher last received at the control's address and at
 // `<address>/n`: a double-counted participant, a lost one or a wrong merge shows as a mismatch,
 // counted in `crowd_mismatch` (a threshold can fail the run on it) and listed control by control.
+// During the run it samples each control's `n` as shown beside the range the phones' stored actions
+// gave it over the last CROWD_SAMPLE_LAG_MS (what is stored reaches the display that much later at
+// most): a sample outside it counts in `crowd_samples_off`, so a double count while phones move is
+// seen when it happens, not only at the end.
 
 /** An aggregated control as discovery and page frames give it. */
 export interface CheckedControl {
@@ -33,6 +37,18 @@ export interface CrowdCheckRow {
   match: boolean;
 }
 
+/** How far behind the stored actions the display may be: a fold tick, the bridge's read and tick, the network. */
+export const CROWD_SAMPLE_LAG_MS = 1000;
+
+/** One sample of one control: the `n` shown at `at` (Unix ms) and the least and most the stored actions gave over the lag before it. */
+export interface CrowdSample {
+  at: number;
+  lid: number;
+  /** null: nothing arrived at `<address>/n` yet */
+  shown: number | null;
+  expected: [number, number];
+}
+
 interface Latest {
   value: unknown;
   at: number;
@@ -45,6 +61,26 @@ export class CrowdCheck {
   private readonly presses = new Map<number, number[]>();
   /** by lid and phone: the second of its last counted press, and how many counted in it */
   private readonly pressSeconds = new Map<number, Map<number, [number, number]>>();
+
+  /** by lid: the expected n at each sample within the lag, oldest first */
+  private readonly recent = new Map<number, { now: number; n: number }[]>();
+
+  /**
+   * Samples every aggregated control at `now` (the run's clock; `at` is the wall clock the sample
+   * carries): the `n` shown beside the range expected over the lag. Returns the samples.
+   */
+  sample(controls: readonly CheckedControl[], now: number, at: number, shownN: (address: string) => number | null): CrowdSample[] {
+    return controls
+      .filter((c) => c.aggregate)
+      .map((c) => {
+        let ring = this.recent.get(c.lid);
+        if (!ring) this.recent.set(c.lid, (ring = []));
+        ring.push({ now, n: this.expected(c, now).n });
+        while (ring.length > 1 && ring[0]!.now < now - CROWD_SAMPLE_LAG_MS) ring.shift();
+        const ns = ring.map((r) => r.n);
+        return { at, lid: c.lid, shown: shownN(`${c.address}/n`), expected: [Math.min(...ns), Math.max(...ns)] };
+      });
+  }
 
   /** A phone's action on an aggregated control was stored at `at` (its ack). */
   stored(phone: number, control: CheckedControl, value: unknown, at: number): void {

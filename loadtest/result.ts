@@ -4,7 +4,7 @@
 // and one verdict.
 import { readFileSync } from 'node:fs';
 import { LoadtestError } from './errors.js';
-import type { CrowdCheckRow } from './crowd-check.js';
+import type { CrowdCheckRow, CrowdSample } from './crowd-check.js';
 import { Metrics, type CountName, type MetricSummary } from './metrics.js';
 import type { Scenario } from './scenario.js';
 import { judge, parseThresholds, type Judged } from './thresholds.js';
@@ -29,15 +29,18 @@ export interface LoadtestResult {
   thresholds: Judged[];
   /** with --display: each aggregated control's expected crowd value and n beside what the display showed */
   crowd: CrowdCheckRow[];
+  /** with --display: each aggregated control's n as shown every 250 ms, beside the range the stored actions gave over the second before */
+  crowdSamples: CrowdSample[];
   generator: { lagLimitMs: number; lagP99Ms: number | null; lateStarts: number; valid: boolean };
 }
 
 /** The verdict and judged thresholds of a run's (or a merge's) figures. */
-export function buildResult(m: Metrics, base: Pick<LoadtestResult, 'target' | 'startedAt' | 'durationS' | 'parts' | 'scenario' | 'interrupted' | 'crowd'>, partsValid = true): LoadtestResult {
+export function buildResult(m: Metrics, base: Pick<LoadtestResult, 'target' | 'startedAt' | 'durationS' | 'parts' | 'scenario' | 'interrupted' | 'crowd' | 'crowdSamples'>, partsValid = true): LoadtestResult {
   const thresholds = judge(parseThresholds(base.scenario.thresholds), (metric, stat) => {
     if (metric === 'errors') return stat === 'count' ? m.counts.errors : m.counts.errors / Math.max(1, m.counts.actions);
     if (metric === 'display_lost') return stat === 'count' ? m.counts.display_lost : m.counts.display_lost / Math.max(1, m.counts.display_seen + m.counts.display_lost);
     if (metric === 'crowd_mismatch') return stat === 'count' ? m.counts.crowd_mismatch : m.counts.crowd_mismatch / Math.max(1, m.counts.crowd_checked);
+    if (metric === 'crowd_samples_off') return stat === 'count' ? m.counts.crowd_samples_off : m.counts.crowd_samples_off / Math.max(1, m.counts.crowd_samples);
     if (metric === 'socket_failures') return stat === 'count' ? m.counts.socket_failures : m.counts.socket_failures / Math.max(1, m.counts.sockets_opened + m.counts.socket_failures);
     return m.stat(metric, stat);
   });
@@ -72,6 +75,7 @@ export function mergeResults(files: readonly string[]): LoadtestResult {
       scenario: first.scenario,
       interrupted: parts.some((p) => p.interrupted),
       crowd: parts.flatMap((p) => p.crowd ?? []),
+      crowdSamples: parts.flatMap((p) => p.crowdSamples ?? []),
     },
     parts.every((p) => p.generator.valid),
   );

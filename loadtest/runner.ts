@@ -4,7 +4,7 @@
 // reconnect storms. Everything it sends goes to the target; every phase is bounded in time.
 import { randomBytes } from 'node:crypto';
 import { exponentialMs, preferenceSplit, PhoneTaste, seededRandom, type PlayControl } from './crowd-model.js';
-import { CrowdCheck, type CheckedControl, type CrowdCheckRow } from './crowd-check.js';
+import { CrowdCheck, type CheckedControl, type CrowdCheckRow, type CrowdSample } from './crowd-check.js';
 import { DisplayWatch } from './display-watch.js';
 import { LoadtestError } from './errors.js';
 import { Metrics } from './metrics.js';
@@ -33,6 +33,8 @@ export interface RunOutcome {
   durationS: number;
   /** the crowd check's rows (empty without --display) */
   crowd: CrowdCheckRow[];
+  /** the count check's samples during the run (empty without --display) */
+  crowdSamples: CrowdSample[];
 }
 
 /** After the last phase, answers still on their way are waited for this long. */
@@ -42,6 +44,8 @@ const DISPLAY_SETTLE_MS = 1000;
 /** A crowd check that does not match is looked at again this often, this many times: the display's last updates may be on their way. */
 const CROWD_RECHECK_MS = 250;
 const CROWD_RECHECKS = 4;
+/** How often the count check samples each aggregated control's n during the run (--display). */
+const CROWD_SAMPLE_MS = 250;
 /** How often the phones' heartbeat (and renewals) are looked at. */
 const HEARTBEAT_PASS_MS = 100;
 /** Tokens being minted at once at most (a backend's pool of connections). */
@@ -240,6 +244,16 @@ export async function runScenario(o: RunOptions): Promise<RunOutcome> {
       }
     }
   }, HEARTBEAT_PASS_MS);
+  const crowdSamples: CrowdSample[] = [];
+  const sampler = check && display ? setInterval(() => {
+    const samples = check.sample(httpPage.controls as CheckedControl[], schedule.now(), Date.now(), (a) => display.shown(a)?.[0] ?? null);
+    for (const s of samples) {
+      crowdSamples.push(s);
+      if (s.shown === null) continue;
+      metrics.count('crowd_samples');
+      if (s.shown < s.expected[0] || s.shown > s.expected[1]) metrics.count('crowd_samples_off');
+    }
+  }, CROWD_SAMPLE_MS) : null;
   const progress = o.progress ? setInterval(() => o.progress!(progressLine(metrics, scenario.phases[phaseIndex]?.name ?? '-', schedule.now())), 1000) : null;
   let at = 0;
   for (const [i, p] of scenario.phases.entries()) {
@@ -261,6 +275,7 @@ export async function runScenario(o: RunOptions): Promise<RunOutcome> {
   if (!interrupted) await settle(phones, SETTLE_MS, o.signal);
   // what was stored reaches the displays a bridge tick and its playout delay later
   if (display && !interrupted) await new Promise((r) => setTimeout(r, DISPLAY_SETTLE_MS));
+  if (sampler) clearInterval(sampler);
   const crowd = check && display && !interrupted ? await checkCrowd(check, display, o, () => schedule.now()) : [];
   metrics.count('crowd_checked', crowd.length);
   metrics.count('crowd_mismatch', crowd.filter((r) => !r.match).length);
@@ -274,7 +289,7 @@ export async function runScenario(o: RunOptions): Promise<RunOutcome> {
     if (phone.unanswered > 0) metrics.count('unsent', phone.unanswered);
     phone.end();
   }
-  return { metrics, interrupted, durationS: schedule.now() / 1000, crowd };
+  return { metrics, interrupted, durationS: schedule.now() / 1000, crowd, crowdSamples };
 }
 
 /**

@@ -27,6 +27,7 @@ export const THRESHOLD_METRICS: Readonly<Record<string, 'histogram' | 'rate'>> =
   errors: 'rate',
   display_lost: 'rate',
   crowd_mismatch: 'rate',
+  crowd_samples_off: 'rate',
   socket_failures: 'rate',
 };
 
