@@ -13,6 +13,8 @@ const ALONE = [
   'test/faults/phones-on-bad-networks.test.ts',
   // a show timed to a 3 s bound across hosts: 300 phones, four gateway workers, nginx and Redis
   'test/faults/host-loss.test.ts',
+  // one show across twelve hosts (a Redis Cluster, three gateway hosts, nginx, a venue, 1,500 phones), through four faults
+  'test/faults/show-across-hosts.test.ts',
   'test/faults/live-drain.test.ts',
   'test/faults/bridge-chaos.test.ts',
   'test/faults/bridge-wan.test.ts',

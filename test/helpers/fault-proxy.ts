@@ -20,8 +20,13 @@ export interface Direction {
 }
 
 export interface FaultProxyOptions {
-  /** the ports it forwards to, on 127.0.0.1 */
+  /** the ports it forwards to, on targetHost */
   targets: () => readonly number[];
+  /** where the targets are (default 127.0.0.1) */
+  targetHost?: string;
+  /** the address it listens on (default 127.0.0.1), and the port (default: a free one) */
+  host?: string;
+  port?: number;
   /** phone -> gateway */
   up?: Partial<Direction>;
   /** gateway -> phone */
@@ -125,7 +130,7 @@ export class FaultProxy {
 
   async start(): Promise<number> {
     this.server = createServer({ pauseOnConnect: false }, (client) => this.accept(client));
-    await new Promise<void>((r) => this.server!.listen(0, '127.0.0.1', r));
+    await new Promise<void>((r) => this.server!.listen(this.o.port ?? 0, this.o.host ?? '127.0.0.1', r));
     this.port = (this.server.address() as { port: number }).port;
     return this.port;
   }
@@ -143,7 +148,7 @@ export class FaultProxy {
     const tryTarget = (i: number) => {
       if (i >= targets.length) return void client.resetAndDestroy();
       const port = targets[(start + i) % targets.length]!;
-      const server = createConnection({ host: '127.0.0.1', port });
+      const server = createConnection({ host: this.o.targetHost ?? '127.0.0.1', port });
       server.once('error', () => (link ? server.destroy() : tryTarget(i + 1))); // not listening: the next one
       let link: Link | null = null;
       server.once('connect', () => {

@@ -23,6 +23,8 @@ export class Hosts {
   private readonly bridge = `acbr${this.tag}`;
   private readonly hosts: Host[] = [];
   private readonly children: ChildProcess[] = [];
+  /** addresses of hosts' that the test's own namespace took over (intercept) */
+  private readonly intercepted: string[] = [];
 
   /** The test's own address on the hosts' network. */
   get self(): string {
@@ -49,6 +51,26 @@ export class Hosts {
     ip('-n', ns, 'link', 'set', 'eth0', 'up');
     ip('-n', ns, 'link', 'set', 'lo', 'up');
     return host;
+  }
+
+  /** A second address for the host, .<octet>. */
+  alias(host: Host, octet: number): string {
+    const address = `${this.net}.${octet}`;
+    ip('-n', host.ns, 'addr', 'add', `${address}/24`, 'dev', 'eth0');
+    return address;
+  }
+
+  /**
+   * `from` reaches `target`'s address through the test's own namespace, where a proxy of the test
+   * listens on that address (and reaches the target at another of its addresses): the address is
+   * the test's own too (not answered for on the bridge, so every other host still reaches the
+   * target itself), and `from` routes it to the test.
+   */
+  intercept(from: Host, target: Host): void {
+    if (this.intercepted.length === 0) spawnSync('sysctl', ['-q', '-w', `net.ipv4.conf.${this.bridge}.arp_ignore=1`]);
+    ip('addr', 'add', `${target.ip}/32`, 'dev', 'lo');
+    this.intercepted.push(target.ip);
+    ip('-n', from.ns, 'route', 'add', `${target.ip}/32`, 'via', this.self);
   }
 
   /** A process on the host; killed at remove(). */
@@ -83,6 +105,7 @@ export class Hosts {
     for (const host of this.hosts) this.killAll(host);
     for (const c of this.children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
     for (const host of this.hosts) spawnSync('ip', ['netns', 'del', host.ns]);
+    for (const address of this.intercepted.splice(0)) spawnSync('ip', ['addr', 'del', `${address}/32`, 'dev', 'lo']);
     spawnSync('ip', ['link', 'del', this.bridge]);
   }
 }

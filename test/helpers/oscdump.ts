@@ -24,10 +24,14 @@ export interface Oscdump {
   saw(text: string): boolean;
 }
 
-/** oscdump on a free port (or `port`), over UDP, or over TCP (liblo takes length-prefixed and SLIP-framed packets alike). */
-export async function startOscdump(o: { tcp?: boolean; port?: number } = {}): Promise<Oscdump> {
+/**
+ * oscdump on a free port (or `port`), over UDP, or over TCP (liblo takes length-prefixed and
+ * SLIP-framed packets alike); `via` runs it through another command (`ip netns exec NS`: on a test's host).
+ */
+export async function startOscdump(o: { tcp?: boolean; port?: number; via?: readonly string[] } = {}): Promise<Oscdump> {
   const port = o.port ?? (await freePort());
-  const child = spawn('oscdump', ['-L', o.tcp ? `osc.tcp://:${port}` : String(port)]);
+  const [program, ...args] = [...(o.via ?? []), 'oscdump', '-L', o.tcp ? `osc.tcp://:${port}` : String(port)];
+  const child = spawn(program, args);
   const lines: OscLine[] = [];
   let rest = '';
   child.stdout.on('data', (chunk: Buffer) => {
