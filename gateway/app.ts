@@ -213,6 +213,7 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
   }, {
     now,
     opensPerMinute: config.liveOpensPerParticipantPerMinute,
+    claimReplicas: config.participantClaimReplicas,
     onUnavailable: (what) => liveMisses.count(what),
     onMoved: (handedOver) => {
       metrics.participantMoves.inc();
