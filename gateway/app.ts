@@ -213,7 +213,6 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
   }, {
     now,
     opensPerMinute: config.liveOpensPerParticipantPerMinute,
-    claimReplicas: config.participantClaimReplicas,
     onUnavailable: (what) => liveMisses.count(what),
     onMoved: (handedOver) => {
       metrics.participantMoves.inc();

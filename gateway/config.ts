@@ -52,7 +52,6 @@ export interface GatewayConfig {
   readonly liveOpensPerParticipantPerMinute: number;
   readonly liveRefusedUpgradesPerAddressPerSecond: number;
   readonly liveDrainMs: number;
-  readonly participantClaimReplicas: number;
   readonly streamMaxLen: number;
   readonly streamRetentionSeconds: number;
   readonly moderationQueueMax: number;

@@ -20,7 +20,7 @@ import type { RedisClient } from '../../runtime/redis.js';
 import { WINDOW_MS_MAX } from '../../schemas/aggregate.js';
 import type { HandedBudget } from '../limits/participant-limits.js';
 import type { RedisKeys } from '../store/keys.js';
-import { runScript, runScriptReplicated } from '../store/scripts.js';
+import { runScript } from '../store/scripts.js';
 import type { AggregatedControl, HandedValue } from './crowd-fold.js';
 
 /** A participant's claim is made again at its next action (or by the sweep, for one with a socket here) once it is this old (ms). */
@@ -34,8 +34,6 @@ const SWEEP_MS = 10_000;
 const RECHECK_BATCH = 500;
 /** How long a participant that moved here waits for the hand-over before its actions go on without it (its process gone, or the message lost). */
 export const HANDOVER_WAIT_MS = 100;
-/** How long a claim waits for its replicas (PARTICIPANT_CLAIM_REPLICAS). */
-export const CLAIM_REPLICA_WAIT_MS = 100;
 
 /** What the crowd fold does for the claims: let a participant go, and count what another process held. */
 export interface CrowdHolder {
@@ -63,8 +61,6 @@ export interface ParticipantClaimsOptions {
   now: () => number;
   /** LIVE_OPENS_PER_PARTICIPANT_PER_MINUTE: a socket past them over every process claims nothing (it closes with CLOSE.flooding) */
   opensPerMinute: number;
-  /** PARTICIPANT_CLAIM_REPLICAS: replicas a claim must reach (WAIT), else it is made again at the next action; 0: none */
-  claimReplicas?: number;
 }
 
 interface Claim {
@@ -207,18 +203,9 @@ export class ParticipantClaims {
     let opens = 0;
     let older = false;
     let movedHere = false;
-    let unreplicated = false;
     try {
       const keys = [this.keys.participantOwner(layoutId, sub), this.keys.participantClaims(layoutId), this.keys.participantOpens(layoutId, sub)];
-      const args = [this.source, CLAIM_TTL_MS, this.keys.processChannel(layoutId, ''), sub, kind, Math.round(at), this.o.opensPerMinute];
-      const replicas = this.o.claimReplicas ?? 0;
-      let result: unknown;
-      if (replicas > 0) {
-        const r = await runScriptReplicated(this.redis, 'claimParticipant', keys, args, replicas, CLAIM_REPLICA_WAIT_MS);
-        result = r.result;
-        unreplicated = r.replicas < replicas;
-      } else result = await runScript(this.redis, 'claimParticipant', keys, args);
-      const [held, seq, n, lost] = result as [string, number, number, number];
+      const [held, seq, n, lost] = (await runScript(this.redis, 'claimParticipant', keys, [this.source, CLAIM_TTL_MS, this.keys.processChannel(layoutId, ''), sub, kind, Math.round(at), this.o.opensPerMinute])) as [string, number, number, number];
       opens = Number(n);
       older = Number(lost) === 1;
       if (older || Number(lost) === 2) {
@@ -230,11 +217,6 @@ export class ParticipantClaims {
         c.seq = Math.max(c.seq, Number(seq));
         c.claimedAt = at;
         movedHere = held !== '' && held !== this.source;
-      }
-      if (unreplicated) {
-        // a failover could lose it: made again at the participant's next action
-        this.o.onUnavailable('participant_claim_unreplicated');
-        c.claimedAt = -Infinity;
       }
     } catch {
       this.o.onUnavailable('participant_claim');

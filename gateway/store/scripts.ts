@@ -34,21 +34,6 @@ export async function runScript(redis: RedisClient, name: string, keys: string[]
   return fn.call(redis, ...keys, ...args);
 }
 
-/**
- * A script, then WAIT for `replicas` replicas (at most `waitMs`), in one pipeline: on a cluster both
- * go to the node of the script's keys. Its result, and how many replicas have it.
- */
-export async function runScriptReplicated(redis: RedisClient, name: string, keys: string[], args: (string | number)[], replicas: number, waitMs: number): Promise<{ result: unknown; replicas: number }> {
-  defineScripts(redis);
-  const pipeline = redis.pipeline() as unknown as Record<string, (...a: (string | number)[]) => unknown> & { call: (...a: (string | number)[]) => unknown; exec: () => Promise<[Error | null, unknown][] | null> };
-  if (typeof pipeline[name] !== 'function') throw new Error(`no Lua script ${name} in ${LUA_DIR}`);
-  pipeline[name](...keys, ...args);
-  pipeline.call('WAIT', replicas, waitMs);
-  const [script, wait] = (await pipeline.exec()) ?? [];
-  if (!script || script[0]) throw script?.[0] ?? new Error(`${name}: no answer`);
-  return { result: script[1], replicas: wait && !wait[0] ? Number(wait[1]) : 0 };
-}
-
 /** A RESP bulk string. */
 function bulk(text: string): string {
   return `$${Buffer.byteLength(text)}\r\n${text}\r\n`;
