@@ -5,7 +5,7 @@
 // nginx's links to it go silent. The phones vote, move sliders, send Strings and renew their
 // tokens (over sockets and over HTTP). Every phone is live again on the other host within 3 s of the loss
 // (p99, outage_ms: from the last frame it heard), and no acked action is lost or stored twice.
-import { execFileSync, type ChildProcess } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -16,7 +16,7 @@ import type { LoadtestResult } from '../../loadtest/result.js';
 import { actionStreamKey } from '../../schemas/redis-keys.js';
 import { DEMO_LAYOUT, eventually, testKekFile } from '../helpers/gateway.js';
 import { GATEWAY_BIN, UNLIMITED_ENV, seedLayout } from '../helpers/gateway-process.js';
-import { Hosts, type Host } from '../helpers/hosts.js';
+import { answersTls, Hosts, printed, type Host } from '../helpers/hosts.js';
 import { recordFigure } from '../helpers/figures.js';
 import { randomPrefix } from '../helpers/redis.js';
 
@@ -31,24 +31,6 @@ let lb: Host;
 let crowd: Host;
 let apiKey: string;
 let admin: Redis;
-
-/** Resolves once the child printed `text` (stdout or stderr). */
-function printed(child: ChildProcess, text: RegExp, ms: number, what: string): Promise<void> {
-  let out = '';
-  return new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`${what} did not start within ${ms} ms: ${out}`)), ms);
-    const seen = (d: Buffer) => {
-      out += String(d);
-      if (text.test(out)) {
-        clearTimeout(timer);
-        resolve();
-      }
-    };
-    child.stdout?.on('data', seen);
-    child.stderr?.on('data', seen);
-    child.once('exit', (code) => reject(new Error(`${what} exited with ${code}: ${out}`)));
-  });
-}
 
 beforeAll(async () => {
   try {
@@ -84,7 +66,7 @@ beforeAll(async () => {
     const temp = ['client_body', 'proxy', 'fastcgi', 'uwsgi', 'scgi'].map((t) => `${t}_temp_path ${join(dir, t)};`).join(' ');
     writeFileSync(join(dir, 'nginx.conf'), `error_log ${join(dir, 'error.log')}; pid ${join(dir, 'nginx.pid')};\nevents { worker_connections 4096; }\nhttp { access_log off; ${temp} include ${join(dir, 'site.conf')}; }\n`);
     hosts.run(lb, 'nginx', ['-p', dir, '-c', join(dir, 'nginx.conf'), '-g', 'daemon off; master_process off;']);
-    await eventually(() => Promise.resolve(checkTls()), 10_000);
+    await eventually(() => Promise.resolve(answersTls(lb.ip)), 10_000);
   } catch (e) {
     hosts.remove();
     throw e;
@@ -94,16 +76,6 @@ afterAll(() => {
   admin?.disconnect();
   hosts.remove();
 });
-
-/** nginx answers TLS on the load-balancer host (the test's own fetch does not trust the test's certificate). */
-function checkTls(): boolean {
-  try {
-    execFileSync('curl', ['-sk', '-o', '/dev/null', '--max-time', '1', `https://${lb.ip}/healthz`]);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 describe('a gateway host lost under a show (hosts: Redis, two gateways with two workers each, nginx, the crowd)', () => {
   it('every phone is live again on the other host within 3 s (p99), and no acked action is lost or stored twice', async () => {

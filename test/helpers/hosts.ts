@@ -2,7 +2,7 @@
 // pairs on a Linux bridge. The test's own process (the root namespace) holds the bridge's address,
 // .1, so it reaches every host. Everything goes at remove(), also after a failed test: the hosts'
 // processes (SIGKILL), the namespaces and the bridge.
-import { spawn, spawnSync, type ChildProcess, type SpawnOptions } from 'node:child_process';
+import { execFileSync, spawn, spawnSync, type ChildProcess, type SpawnOptions } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 
 export interface Host {
@@ -107,5 +107,33 @@ export class Hosts {
     for (const host of this.hosts) spawnSync('ip', ['netns', 'del', host.ns]);
     for (const address of this.intercepted.splice(0)) spawnSync('ip', ['addr', 'del', `${address}/32`, 'dev', 'lo']);
     spawnSync('ip', ['link', 'del', this.bridge]);
+  }
+}
+
+/** Resolves once a host's process printed `text` (stdout or stderr); rejects if it exits first or `ms` pass. */
+export function printed(child: ChildProcess, text: RegExp, ms: number, what: string): Promise<void> {
+  let out = '';
+  return new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`${what} did not start within ${ms} ms: ${out.slice(-2000)}`)), ms);
+    const seen = (d: Buffer) => {
+      out += String(d);
+      if (text.test(out)) {
+        clearTimeout(timer);
+        resolve();
+      }
+    };
+    child.stdout?.on('data', seen);
+    child.stderr?.on('data', seen);
+    child.once('exit', (code) => reject(new Error(`${what} exited with ${code}: ${out.slice(-2000)}`)));
+  });
+}
+
+/** Whether something answers TLS at `https://<address>/healthz` (curl -k: the test's own certificate is not trusted by fetch). */
+export function answersTls(address: string): boolean {
+  try {
+    execFileSync('curl', ['-sk', '-o', '/dev/null', '--max-time', '1', `https://${address}/healthz`]);
+    return true;
+  } catch {
+    return false;
   }
 }
