@@ -5,7 +5,9 @@
 // and the crowd's values kept as state, replayed to listeners added late; actions sent with a
 // promise of their ack. A link that goes silent without a close (a NAT rebinding, a Wi-Fi to
 // cellular handover, a vanished host) is found by the heartbeat: a quiet socket pings, and one that
-// sent and heard nothing back for FRAME_LIMITS.heartbeatDeadMs is left for a new one. A browser
+// sent and heard nothing back for FRAME_LIMITS.heartbeatDeadMs is left for a new one; a new socket
+// restates the latest acked value of each aggregated control, so a participant whose gateway was
+// lost counts in the crowd again at once. A browser
 // that goes offline makes the client `offline` until it is back. No dependencies: in a browser it
 // uses the global WebSocket; in Node pass one (the `ws` package).
 import { CLIENT_OP, CLOSE, CLOSE_ACTION, FRAME_LIMITS, SERVER_OP, liveSubprotocols, retryAfterOf, type CloseCode } from '../schemas/live-protocol.js';
@@ -99,6 +101,9 @@ const FAILED_OPENS_BEFORE_RENEWAL = 2;
 
 interface Pending {
   frame: string;
+  /** the action, and when it was first sent: once acked, the latest value of its control */
+  action: Action;
+  sentAt: number;
   resolve: (answer: { held: boolean }) => void;
   reject: (e: LiveError) => void;
   timer: ReturnType<typeof setTimeout>;
@@ -136,6 +141,8 @@ export class LiveClient {
   private renewal: Promise<string | null> | null = null;
   private retry: ReturnType<typeof setTimeout> | null = null;
   private readonly pending = new Map<string, Pending>();
+  /** by lid: the latest acked value of each aggregated control of the live page, and when it was sent (restated after a reconnect) */
+  private readonly latest = new Map<number, { action: Action; sentAt: number }>();
   private readonly listeners = new Map<keyof LiveEvents, Set<(v: never) => void>>();
   private refs = 0;
   /** the open socket's heartbeat: when it last heard a frame, since when a frame it sent is unanswered (null: none), the timer */
@@ -199,7 +206,7 @@ export class LiveClient {
         reject(new LiveError('timeout', `No answer within ${this.o.ackTimeoutMs} ms; it may have been stored: send it again with its idempotencyKey to know.`, undefined, idempotencyKey));
         this.abandon(); // an open socket that answers nothing is a dead link (half-open): reconnect now
       }, this.o.ackTimeoutMs);
-      this.pending.set(ref, { frame, resolve, reject, timer });
+      this.pending.set(ref, { frame, action, sentAt: Date.now(), resolve, reject, timer });
       this.write(frame);
     });
   }
@@ -321,6 +328,7 @@ export class LiveClient {
       this.stopHeartbeat();
       this.heartbeat = setInterval(() => this.beat(), HEARTBEAT_TICK_MS);
       this.setState('open');
+      this.restate();
       for (const p of this.pending.values()) this.write(p.frame); // resends keep their idempotency keys
     };
     socket.onmessage = (event: { data: unknown }) => this.received(String(event.data));
@@ -354,6 +362,7 @@ export class LiveClient {
         this.page = page;
         const onPage = new Set(page.controls.map((c: Control) => c.lid));
         for (const lid of this.crowd.keys()) if (!onPage.has(lid)) this.crowd.delete(lid);
+        for (const lid of this.latest.keys()) if (!onPage.has(lid)) this.latest.delete(lid);
         return this.emit('page', page);
       }
       case SERVER_OP.crowd: {
@@ -372,10 +381,37 @@ export class LiveClient {
         if (!p) return;
         this.pending.delete(frame.ref);
         clearTimeout(p.timer);
-        if (frame.op === SERVER_OP.ack) p.resolve({ held: frame.held === true });
+        if (frame.op === SERVER_OP.ack) {
+          this.acked(p);
+          p.resolve({ held: frame.held === true });
+        }
         else p.reject(new LiveError(frame.error?.code ?? 'internal', frame.error?.message ?? 'refused', frame.error?.retryAfterMs));
       }
     }
+  }
+
+  /** An acked action of an aggregated control (not a Button's press): the control's latest value, restated after a reconnect. */
+  private acked(p: Pending): void {
+    const aggregate = this.page?.controls.find((c) => c.lid === p.action.lid)?.aggregate;
+    if (!aggregate || aggregate.mode === 'rate') return;
+    const was = this.latest.get(p.action.lid);
+    if (was && was.sentAt > p.sentAt) return; // a newer one was acked first
+    this.latest.delete(p.action.lid); // newest last
+    this.latest.set(p.action.lid, { action: p.action, sentAt: p.sentAt });
+  }
+
+  /**
+   * After a reconnect: the latest acked values, with their age, so that a gateway that holds none
+   * of them (the one that did was lost, and its values with it) counts this participant again at
+   * once. A gateway that holds a value of the control keeps it; the ack is not waited for.
+   */
+  private restate(): void {
+    const now = Date.now();
+    const values = [...this.latest.values()]
+      .filter((l) => now - l.sentAt <= FRAME_LIMITS.restateMaxAgeMs)
+      .slice(-FRAME_LIMITS.restateMaxValues)
+      .map((l) => ({ lid: l.action.lid, type: l.action.type, value: l.action.value, ageMs: Math.max(0, now - l.sentAt) }));
+    if (values.length > 0) this.write(JSON.stringify({ op: CLIENT_OP.restate, ref: `${++this.refs}`, values }));
   }
 
   /** A new token from the app's callback, one call at a time: null when it failed. */

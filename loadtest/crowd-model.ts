@@ -25,6 +25,7 @@ export interface PlayControl {
   lid: number;
   type: string;
   options?: { index: number }[];
+  aggregate?: { mode: string };
 }
 
 export interface PlayAction {

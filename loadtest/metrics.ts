@@ -37,7 +37,7 @@ export function summarize(h: Histogram): MetricSummary {
 }
 
 /** The counts every result has (the contract: phones, actions, acks, errors), and more. */
-export const COUNT_NAMES = ['phones', 'actions', 'acks', 'errors', 'socket_actions', 'http_actions', 'tokens_minted', 'sockets_opened', 'socket_failures', 'reconnects', 'page_frames', 'crowd_frames', 'late_starts', 'unsent', 'display_seen', 'display_lost', 'crowd_checked', 'crowd_mismatch', 'crowd_samples', 'crowd_samples_off', 'dead_links', 'resends', 'renewals'] as const;
+export const COUNT_NAMES = ['phones', 'actions', 'acks', 'errors', 'socket_actions', 'http_actions', 'tokens_minted', 'sockets_opened', 'socket_failures', 'reconnects', 'page_frames', 'crowd_frames', 'late_starts', 'unsent', 'display_seen', 'display_lost', 'crowd_checked', 'crowd_mismatch', 'crowd_samples', 'crowd_samples_off', 'dead_links', 'resends', 'renewals', 'restates'] as const;
 export type CountName = (typeof COUNT_NAMES)[number];
 
 export class Metrics {

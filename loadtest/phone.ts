@@ -23,6 +23,8 @@ const QUEUE_MAX = 100;
 /** An HTTP action that failed on the way (no answer, 502, 503, 504) is sent again this many times at most. */
 const HTTP_RESENDS = 5;
 const PING = JSON.stringify({ op: CLIENT_OP.ping });
+/** The ref of a socket's restatement of its latest values (its answer is no planned action's). */
+const RESTATE_REF = 'restate';
 
 export interface LivePage {
   pageId: string;
@@ -79,6 +81,8 @@ export class Phone {
   private ended = false;
   /** the last crowd frame's arrival, by lid */
   private readonly crowdAt = new Map<number, number>();
+  /** by lid: the latest acked value of each aggregated control (not a Button's press), and when it was sent (run clock): restated on a new socket, as the live client does */
+  private readonly latest = new Map<number, { action: PlayAction; sentAt: number }>();
   /** the heartbeat: when the open socket last heard a frame, and since when a frame it sent is unanswered */
   private heardAt = 0;
   private unansweredSince: number | null = null;
@@ -205,7 +209,10 @@ export class Phone {
     this.awaitingPage = true;
     this.heardAt = this.env.now();
     this.unansweredSince = null;
-    ws.on('open', () => this.env.metrics.count('sockets_opened'));
+    ws.on('open', () => {
+      this.env.metrics.count('sockets_opened');
+      this.restate(ws);
+    });
     ws.on('unexpected-response', (_req, res) => {
       res.resume();
       this.env.metrics.count('socket_failures');
@@ -238,7 +245,10 @@ export class Phone {
     this.unansweredSince = null;
     const text = data.toString();
     // the two frequent frames without a JSON parse: the gateway writes them in this form
-    if (text.startsWith(ACK_START) && text.endsWith('"}')) return this.answered(text.slice(ACK_START.length, -2), null, now);
+    if (text.startsWith(ACK_START) && text.endsWith('"}')) {
+      const ref = text.slice(ACK_START.length, -2);
+      return ref === RESTATE_REF ? this.env.metrics.count('restates') : this.answered(ref, null, now);
+    }
     if (text.startsWith(CROWD_START)) return this.crowdFrame(Number.parseInt(text.slice(CROWD_START.length), 10), now);
     let frame: { op?: string; ref?: string; lid?: number; activePageId?: string; version?: number; changedAt?: number; controls?: PlayControl[]; error?: { code?: string } };
     try {
@@ -266,6 +276,7 @@ export class Phone {
         return;
       case SERVER_OP.ack:
       case SERVER_OP.error:
+        if (frame.ref === RESTATE_REF) return frame.op === SERVER_OP.ack ? this.env.metrics.count('restates') : this.env.metrics.error(`restate_${frame.error?.code ?? 'unknown'}`);
         return this.answered(frame.ref ?? null, frame.op === SERVER_OP.ack ? null : (frame.error?.code ?? 'unknown'), now);
     }
   }
@@ -330,12 +341,30 @@ export class Phone {
     const labels = `transport=${this.transport},type=${p.action.type}`;
     if (errorCode === null) {
       if (p.tag !== null) this.env.display?.acked(p.tag);
+      this.keepLatest(p);
       this.env.stored?.(this, p.action, now);
       this.env.metrics.count('acks');
       this.env.metrics.record('ack_ms', now - p.intendedAt, labels);
       this.env.metrics.record('ack_service_ms', now - p.sentAt, labels);
     } else this.env.metrics.error(errorCode);
     this.flush();
+  }
+
+  /** An acked action of an aggregated control: its latest value, for the restatement on a new socket. */
+  private keepLatest(p: Pending): void {
+    const aggregate = this.page?.controls.find((c) => c.lid === p.action.lid)?.aggregate;
+    if (this.transport !== 'socket' || !aggregate || aggregate.mode === 'rate') return;
+    this.latest.delete(p.action.lid); // newest last
+    this.latest.set(p.action.lid, { action: p.action, sentAt: p.sentAt });
+  }
+
+  /** A new socket restates the latest acked values with their age (a process that lost them counts the phone again at once). */
+  private restate(ws: WebSocket): void {
+    if (this.latest.size === 0) return;
+    const now = this.env.now();
+    const values = [...this.latest.values()].slice(-FRAME_LIMITS.restateMaxValues).map((l) => ({ lid: l.action.lid, type: l.action.type, value: l.action.value, ageMs: Math.max(0, Math.round(now - l.sentAt)) }));
+    this.unansweredSince ??= now;
+    ws.send(JSON.stringify({ op: CLIENT_OP.restate, ref: RESTATE_REF, values }));
   }
 
   /** Sends the next planned action, if the phone can. */

@@ -21,6 +21,8 @@ export const CLIENT_OP = {
   action: 'action',
   /** a new token for this socket (the same participant's), answered by `refreshed` or `error` */
   refresh: 'refresh',
+  /** the latest values the client sent, after a reconnect: counted where none is held (a lost gateway's participant counts again at once), answered by `ack` or `error` */
+  restate: 'restate',
   /** a heartbeat, answered by `pong` (FRAME_LIMITS.heartbeat*) */
   ping: 'ping',
 } as const;
@@ -82,6 +84,10 @@ export const FRAME_LIMITS = {
   refMaxLength: 64,
   /** an idempotency key: 1 to 64 of A-Z a-z 0-9 . _ : - */
   idempotencyKey: /^[A-Za-z0-9._:-]{1,64}$/,
+  /** the values one `restate` carries at most (a client holding more sends its newest) */
+  restateMaxValues: 32,
+  /** a restated value's age, at most (ms) */
+  restateMaxAgeMs: 86_400_000,
   /** crowd frames per aggregated control and second, at most */
   crowdFramesPerSecond: 4,
   /**

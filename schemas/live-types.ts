@@ -3,7 +3,7 @@
 /**
  * Any frame of the live channel, either way.
  */
-export type LiveFrame = (PageFrame | CrowdFrame | AckFrame | ErrorFrame | ExpiringFrame | RefreshedFrame | PongFrame | RefreshFrame | PingFrame | ActionFrame)
+export type LiveFrame = (PageFrame | CrowdFrame | AckFrame | ErrorFrame | ExpiringFrame | RefreshedFrame | PongFrame | RefreshFrame | RestateFrame | PingFrame | ActionFrame)
 /**
  * Letters, digits, '_' and '-', 1 to 64 characters: safe in URLs and Redis key names.
  */
@@ -247,6 +247,37 @@ op: "pong"
 export interface RefreshFrame {
 op: "refresh"
 token: string
+}
+/**
+ * What the app last sent, and had acked, to each aggregated control, with how long ago it sent it: sent once after a reconnect, so a participant whose gateway was lost (its values gone with it) counts in the crowd again at once, not only from its next action. A value is counted only where the process holds none of the participant's for that control (a newer one wins), only while now less ageMs is within the control's window, and never reaches the stream. Values of controls that are no longer aggregated on the live page are passed over. Costs one action of the participant's budget; answered by an ack, or an error with the HTTP API's code (invalid_value, type_mismatch, rate_limited).
+ */
+export interface RestateFrame {
+op: "restate"
+/**
+ * The client's own reference, echoed in the ack or error.
+ */
+ref: string
+/**
+ * @minItems 1
+ * @maxItems 32
+ */
+values: [{
+lid: number
+type: ControlType
+value?: unknown
+/**
+ * How long ago the app sent this value (ms).
+ */
+ageMs: number
+}, ...({
+lid: number
+type: ControlType
+value?: unknown
+/**
+ * How long ago the app sent this value (ms).
+ */
+ageMs: number
+})[]]
 }
 /**
  * Asks the server to answer pong: a client that has heard nothing for a while learns whether its link still carries frames (a path gone silent sends no close). Answered at most once a second per socket; one sooner gets an error rate_limited with ref null, counted toward the flood close.

@@ -68,11 +68,24 @@ export interface LiveRefreshFrame {
   op: 'refresh';
   token: string;
 }
+/** One value of a restatement: what the client last sent to an aggregated control, and how long ago. */
+export interface LiveRestatedValue {
+  lid: number;
+  type: ActionRequest['type'];
+  value?: unknown;
+  ageMs: number;
+}
+/** A client's latest values after a reconnect (live-frames.schema.json#/$defs/restate). */
+export interface LiveRestateFrame {
+  op: 'restate';
+  ref: string;
+  values: LiveRestatedValue[];
+}
 /** A client's heartbeat (live-frames.schema.json#/$defs/ping). */
 export interface LivePingFrame {
   op: 'ping';
 }
-export const validateLiveClientFrame = compile<LiveActionFrame | LiveRefreshFrame | LivePingFrame>(ajv, 'live-frames.schema.json');
+export const validateLiveClientFrame = compile<LiveActionFrame | LiveRefreshFrame | LiveRestateFrame | LivePingFrame>(ajv, 'live-frames.schema.json');
 export const validateTokenRequest = compile<TokenRequest>(ajv, 'token-request.schema.json');
 export const validateLayoutDefinition = compile<LayoutDefinition>(ajv, 'layout-definition.schema.json');
 /** The same check reporting every error, not the first: for a person fixing a layout, not a hot path. */

@@ -5,6 +5,7 @@
 // that refuses it before anything is stored; afterwards it answers through the waiter.
 import { createHash } from 'node:crypto';
 import type { ActionEntry, ActionRequest } from '../../schemas/types.js';
+import type { LiveRestatedValue } from '../../schemas/validators.js';
 import { revokedByLayout, type AudienceClaims } from '../auth/audience-tokens.js';
 import { AppError } from '../errors.js';
 import type { LiveLayout } from '../layouts/layout-cache.js';
@@ -12,7 +13,7 @@ import { ratesOf, type ActionRates } from '../limits/participant-limits.js';
 import type { RouteDeps } from '../routes/deps.js';
 import type { AppendWaiter, OnceRecord } from './action-log.js';
 import { checkAction } from './check-action.js';
-import type { AggregatedControl } from './crowd-fold.js';
+import type { AggregatedControl, HandedValue } from './crowd-fold.js';
 import { entryId } from './entry-id.js';
 import { FRAME_LIMITS } from '../../schemas/live-protocol.js';
 
@@ -86,5 +87,32 @@ export class ActionIntake {
       nextWindowAt: (generation + 1) * windowMs,
     };
     waiter.after(d.actions.appendOnce(entry, record, () => waiter.aborted()));
+  }
+
+  /**
+   * A participant's latest values as its app last sent them (a live socket's `restate` after a
+   * reconnect), each counted with the time it was sent (`at` less its age) where this process holds
+   * no value of the participant for that control: a participant whose process was lost, with its
+   * values, counts again at once. A value held here (newer, or handed over by the process the
+   * participant left) wins. Costs one action of the budget; values of controls that are not
+   * aggregated on the live page (a page switch since) and Button presses are passed over. Nothing
+   * reaches the stream. Throws what refuses it, as `take` does.
+   */
+  async restate(values: readonly LiveRestatedValue[], claims: AudienceClaims, layout: LiveLayout | null, at: number): Promise<void> {
+    const d = this.d;
+    if (!layout || layout.teamId !== claims.team) throw new AppError('layout_not_found', undefined, 400);
+    if (revokedByLayout(claims, layout)) throw new AppError('token_revoked');
+    const acquiring = d.claims.acquire(layout.layoutId, claims.sub, at);
+    if (acquiring) await acquiring;
+    d.participants.check(claims.sub, 'restate', this.ratesFor(layout), at);
+    d.claims.seen(layout.layoutId, claims.sub, at);
+    const zone = claims.zone !== '' && layout.zones.includes(claims.zone) ? claims.zone : '';
+    const handed: HandedValue[] = [];
+    for (const v of values) {
+      const control = layout.controls.get(v.lid);
+      if (!control?.aggregate || control.aggregate.mode === 'rate' || control.type !== v.type) continue;
+      handed.push({ lid: v.lid, at: at - v.ageMs, zone, value: checkAction(layout, { layoutId: layout.layoutId, lid: v.lid, type: v.type, value: v.value }).value });
+    }
+    d.crowd.adopt(layout.layoutId, claims.sub, handed, (lid) => layout.controls.get(lid) as AggregatedControl | undefined);
   }
 }

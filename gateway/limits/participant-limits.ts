@@ -52,8 +52,8 @@ export class ParticipantLimits {
     this.sweeper.unref();
   }
 
-  /** Takes one action of `type` from the participant's budget, or throws 429 rate_limited. `now`: the request's arrival, which the caller has. */
-  check(sub: string, type: ControlType, rates: ActionRates, now = this.now()): void {
+  /** Takes one action of `type` (a restatement: one action) from the participant's budget, or throws 429 rate_limited. `now`: the request's arrival, which the caller has. */
+  check(sub: string, type: ControlType | 'restate', rates: ActionRates, now = this.now()): void {
     const wait = this.actions.take(sub, rates.actions, now);
     if (wait > 0) {
       this.onRefused('actions');

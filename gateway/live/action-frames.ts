@@ -1,10 +1,12 @@
 // The frames a client sends on its live socket: an action, taken by the same intake as POST
 // /action (one participant, one budget, whichever way it acts) and answered by an ack once stored
-// or an error with the HTTP API's code; or a refresh of the socket's token (token-lifecycle.ts).
+// or an error with the HTTP API's code; a restatement of the client's latest values after a
+// reconnect (counted where none is held, answered the same way); or a refresh of the socket's
+// token (token-lifecycle.ts).
 // A socket refused as rate_limited (or refused a refresh) FLOOD_CLOSE_AFTER times in a row is closed
 // (CLOSE.flooding).
 import { CLIENT_OP, CLOSE, FRAME_LIMITS, SERVER_OP } from '../../schemas/live-protocol.js';
-import { WHOLE_DOCUMENT, describeFirstError, validateLiveClientFrame } from '../../schemas/validators.js';
+import { WHOLE_DOCUMENT, describeFirstError, validateLiveClientFrame, type LiveRestateFrame } from '../../schemas/validators.js';
 import { AppError } from '../errors.js';
 import { AnswerQueue, DROPPED } from './answers.js';
 import { ackFrame, errorFrame } from './frames.js';
@@ -91,6 +93,7 @@ export class ActionFrames {
       if (!validateLiveClientFrame(frame, WHOLE_DOCUMENT)) throw new AppError('invalid_body', describeFirstError(validateLiveClientFrame.errors, 'frame'));
       if (frame.op === CLIENT_OP.refresh) return this.lifecycle().refresh(ws, data, frame.token);
       if (frame.op === CLIENT_OP.ping) return this.ping(ws, data);
+      if (frame.op === CLIENT_OP.restate) return this.restate(ws, data, frame);
       if (frame.layoutId !== undefined && frame.layoutId !== data.claims.layoutId) throw new AppError('token_layout_mismatch');
       const body = { layoutId: data.claims.layoutId, lid: frame.lid, type: frame.type, value: frame.value }; // one shape, no spread: the hot path
       const waiter = new FrameAnswer(ws, data, frame.ref, this.answers, this.o.onError);
@@ -103,6 +106,15 @@ export class ActionFrames {
     } catch (e) {
       this.refused(ws, data, ref, e, false);
     }
+  }
+
+  /** The client's latest values after a reconnect (intake.ts): an ack once counted, or an error frame. */
+  private restate(ws: LiveSocket, data: SocketData, frame: LiveRestateFrame): void {
+    const waiter = new FrameAnswer(ws, data, frame.ref, this.answers, this.o.onError);
+    const at = this.o.now();
+    const claims = data.claims;
+    const restated = Promise.resolve(this.s.layouts.get(claims.layoutId)).then((layout) => this.s.intake.restate(frame.values, claims, layout, at));
+    waiter.after(restated);
   }
 
   /** A heartbeat: `pong`, at most one per socket every FRAME_LIMITS.pingMinMs (a sooner one counts toward the flood close). */

@@ -3,6 +3,7 @@
 import type { WebSocket } from 'uWebSockets.js';
 import type { ActionRequest } from '../../schemas/types.js';
 import type { IntakeWaiter } from '../actions/intake.js';
+import type { LiveRestatedValue } from '../../schemas/validators.js';
 import type { AudienceClaims } from '../auth/audience-tokens.js';
 import type { LiveLayout } from '../layouts/layout-cache.js';
 import type { TokenBuckets } from '../limits/token-buckets.js';
@@ -47,7 +48,10 @@ export interface LiveServices {
   /** which process holds each participant: a socket opened here claims it; resolves with its opens this minute over every process (0: unknown) */
   claims?: { opened(layoutId: string, sub: string): Promise<{ opens: number; older: boolean }> };
   /** one participant's action, as POST /action takes it */
-  intake: { take(body: ActionRequest, claims: AudienceClaims, layout: LiveLayout | null, once: string, at: number, waiter: IntakeWaiter): void };
+  intake: {
+    take(body: ActionRequest, claims: AudienceClaims, layout: LiveLayout | null, once: string, at: number, waiter: IntakeWaiter): void;
+    restate(values: readonly LiveRestatedValue[], claims: AudienceClaims, layout: LiveLayout | null, at: number): Promise<void>;
+  };
 }
 
 export interface LiveOptions {

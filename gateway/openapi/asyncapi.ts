@@ -42,7 +42,7 @@ const CHANNEL_DESCRIPTION = [
   '',
   `Token lifecycle: the token’s exp holds on an open socket. LIVE_EXPIRY_NOTICE_SECONDS before it the server sends expiring; the client renews the token (POST /token with renew: the same participant) and sends refresh, answered by refreshed; at exp the socket closes with ${CLOSE.tokenExpired}. Each participant holds at most LIVE_SOCKETS_PER_PARTICIPANT sockets over all gateway processes (a new one closes the oldest with ${CLOSE.replaced}, and a socket opened on another process closes these with ${CLOSE.replaced}) and opens at most LIVE_OPENS_PER_PARTICIPANT_PER_MINUTE (a process refuses the upgrade past it with 429 and Retry-After; past it over all processes the new socket closes with ${CLOSE.flooding}).`,
   '',
-  `Heartbeat: a client that has heard nothing for ${FRAME_LIMITS.heartbeatIdleMs / 1000} s sends ping, answered by pong; a client that sent a ping or an action and heard nothing for ${FRAME_LIMITS.heartbeatDeadMs / 1000} s takes the link for dead (a path gone silent sends no close) and reconnects, resending its unanswered actions with their idempotency keys.`,
+  `Heartbeat: a client that has heard nothing for ${FRAME_LIMITS.heartbeatIdleMs / 1000} s sends ping, answered by pong; a client that sent a ping or an action and heard nothing for ${FRAME_LIMITS.heartbeatDeadMs / 1000} s takes the link for dead (a path gone silent sends no close) and reconnects, resending its unanswered actions with their idempotency keys, and restating (restate) the latest acked value of each aggregated control with its age: a gateway lost with the participant's values counts it again at once.`,
   '',
   'Limits: actions share the participant’s budget with POST /action (error `rate_limited` with retryAfterMs); a frame over MAX_BODY_BYTES closes the socket. Page and crowd frames are latest-value state: a socket over LIVE_BUFFER_BYTES is skipped and gets the current state when it drains.',
 ].join('\n');
@@ -91,6 +91,7 @@ export function buildAsyncApiDocument(): Json {
   const client = readSchema(CLIENT_FRAMES).$defs as Json;
   actionFrames(frames, client.action as Json);
   frames.RefreshFrame = rewrite(client.refresh, CLIENT_FRAMES, false);
+  frames.RestateFrame = rewrite(client.restate, CLIENT_FRAMES, false);
   frames.PingFrame = rewrite(client.ping, CLIENT_FRAMES, false);
   // only the shared components the frames use (the REST bodies are the OpenAPI document's)
   const schemas: Json = { ...frames, ...Object.fromEntries([...reachable(frames, shared, new Set())].filter((name) => name in shared).sort().map((name) => [name, shared[name]])) };
@@ -98,7 +99,7 @@ export function buildAsyncApiDocument(): Json {
     const s = schemas[schema] as Json;
     return { name, title: s.title, summary: s.description, contentType: 'application/json', payload: { $ref: `#/components/schemas/${schema}` } };
   };
-  const messages: Json = { action: message('action', 'ActionFrame'), refresh: message('refresh', 'RefreshFrame'), ping: message('ping', 'PingFrame') };
+  const messages: Json = { action: message('action', 'ActionFrame'), refresh: message('refresh', 'RefreshFrame'), restate: message('restate', 'RestateFrame'), ping: message('ping', 'PingFrame') };
   for (const [name, schema] of FRAMES) messages[name] = message(name, schema);
   const inChannel = (name: string): Json => ({ $ref: `#/channels/live/messages/${name}` });
   const channel = { $ref: '#/channels/live' };
@@ -153,6 +154,13 @@ export function buildAsyncApiDocument(): Json {
         summary: 'The same participant’s new token for this socket, answered by refreshed, or an error with ref null (the socket keeps its old token).',
         messages: [inChannel('refresh')],
         reply: { channel, messages: [inChannel('refreshed'), inChannel('error')] },
+      },
+      receiveRestate: {
+        action: 'receive',
+        channel,
+        summary: 'After a reconnect, the latest acked value of each aggregated control with its age: counted where the process holds none (its gateway was lost), answered by an ack or an error.',
+        messages: [inChannel('restate')],
+        reply: { channel, messages: [inChannel('ack'), inChannel('error')] },
       },
       receivePing: {
         action: 'receive',

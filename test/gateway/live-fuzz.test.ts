@@ -76,7 +76,12 @@ function plan(random: () => number, n: number): Planned {
     { op: 'action', ref, lid: 1, type: 'Button', extra: hostile },
     { op: 'action', ref, lid: 1, type: 'Button', layoutId: pick(['other', '', 42]) },
     { op: 'action', ref, lid: 1, type: 'Button', idempotencyKey: pick(['', 'has space', 'ü', 'x'.repeat(65), 7]) },
+    { op: 'restate', ref, values: hostile },
+    { op: 'restate', ref, values: [{ lid: 2, type: 'Slider', value: hostile, ageMs: pick<unknown>([0, 5000, -1, 1.5, 86_400_001, '5', null]) }] },
   ]);
+  // a restatement with a valid age is acked: this layout aggregates nothing, so its value is passed over
+  const restated = bad.op === 'restate' && Array.isArray(bad.values) ? (bad.values as { ageMs?: unknown }[])[0] : undefined;
+  if (restated instanceof Object && Number.isInteger(restated.ageMs) && (restated.ageMs as number) >= 0 && (restated.ageMs as number) <= 86_400_000) return { text: JSON.stringify(bad), expect: 'ack', ref };
   // a value that happens to be valid is an action like any other
   if (bad.op === 'action' && bad.lid === 2 && bad.type === 'Slider' && typeof bad.value === 'number' && bad.value >= 0 && bad.value <= 1) return { text: JSON.stringify(bad), expect: 'ack', ref };
   // the String hostiles without U+0000 are runs of 'x': valid up to the schema's bound, refused past it
