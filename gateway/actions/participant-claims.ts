@@ -14,8 +14,11 @@
 // never per action, and each message reaches the one process it is for.
 // A process listens to its channel of a layout while it holds participants of it, subscribed
 // before its first claim there. Its subscriber coming back from a lost connection may have missed
-// moves: it then reads the owner of every participant it holds and lets go of those another
-// process claimed meanwhile.
+// moves, and a failover (the cluster's nodes changed) may have lost the last claims, replication
+// being asynchronous: it then reads the owner of every participant it holds, and for each one it
+// does not own makes its claim again where the owner key is gone or names a process the
+// participant left before this claim, and lets go where a later claim holds it. Claim numbers
+// follow Redis's clock, so they keep their order across a failover (claimParticipant-3.lua).
 import type { RedisClient } from '../../runtime/redis.js';
 import { WINDOW_MS_MAX } from '../../schemas/aggregate.js';
 import type { HandedBudget } from '../limits/participant-limits.js';
@@ -30,8 +33,11 @@ export const CLAIM_TTL_MS = CLAIM_REFRESH_MS + WINDOW_MS_MAX + 60_000;
 /** A participant not seen for this long (and with no socket here) is in no window here any more, and its claim is forgotten. */
 const FORGET_AFTER_MS = WINDOW_MS_MAX + 10_000;
 const SWEEP_MS = 10_000;
-/** Owners read at once after a lost subscription. */
+/** Owners read at once after a lost subscription or a failover. */
 const RECHECK_BATCH = 500;
+/** A check after the cluster's nodes changed waits this long for the new master (then again, while Redis does not answer, RECHECK_TRIES times at most). */
+const RECHECK_AFTER_MS = 1000;
+const RECHECK_TRIES = 30;
 /** How long a participant that moved here waits for the hand-over before its actions go on without it (its process gone, or the message lost). */
 export const HANDOVER_WAIT_MS = 100;
 
@@ -98,6 +104,9 @@ export class ParticipantClaims {
   private readonly subscribed = new Map<string, Promise<void>>();
   private readonly sweeper: NodeJS.Timeout;
   private subscribedOnce = false;
+  /** a check of the claims waiting or under way (coalesced), and its tries left */
+  private recheckTimer: NodeJS.Timeout | null = null;
+  private recheckTries = 0;
 
   constructor(
     private readonly redis: RedisClient,
@@ -112,9 +121,12 @@ export class ParticipantClaims {
   ) {
     subscriber.on('smessage', (channel: string, text: string) => this.heard(channel, text));
     subscriber.on('ready', () => {
-      if (this.subscribedOnce) void this.recheck();
+      if (this.subscribedOnce) this.recheckSoon(0);
       this.subscribedOnce = true;
     });
+    // a Redis Cluster's nodes changed: a master lost (its last claims may be lost with it), a replica promoted
+    redis.on('-node', () => this.recheckSoon(RECHECK_AFTER_MS));
+    redis.on('+node', () => this.recheckSoon(RECHECK_AFTER_MS));
     this.sweeper = setInterval(() => this.sweep(), SWEEP_MS);
     this.sweeper.unref();
   }
@@ -197,12 +209,13 @@ export class ParticipantClaims {
    * with the participant's opens this minute (a socket's claim), else 0, and whether a later socket
    * holds the participant elsewhere (then no claim was made); never rejects.
    */
-  private async claim(layoutId: string, sub: string, c: Claim, at: number, kind: 'action' | 'socket' | 'refresh'): Promise<{ opens: number; older: boolean }> {
+  private async claim(layoutId: string, sub: string, c: Claim, at: number, kind: 'action' | 'socket' | 'refresh' | 'reclaim'): Promise<{ opens: number; older: boolean }> {
     if (kind !== 'socket' && c.pending && c.seq !== 0) return { opens: 0, older: false }; // one in flight already
     c.pending = true;
     let opens = 0;
     let older = false;
     let movedHere = false;
+    let superseded: string | null = null;
     try {
       const keys = [this.keys.participantOwner(layoutId, sub), this.keys.participantClaims(layoutId), this.keys.participantOpens(layoutId, sub)];
       const [held, seq, n, lost] = (await runScript(this.redis, 'claimParticipant', keys, [this.source, CLAIM_TTL_MS, this.keys.processChannel(layoutId, ''), sub, kind, Math.round(at), this.o.opensPerMinute])) as [string, number, number, number];
@@ -210,13 +223,15 @@ export class ParticipantClaims {
       older = Number(lost) === 1;
       if (older || Number(lost) === 2) {
         if (c.seq === 0) this.claims.get(layoutId)?.delete(sub); // never held here (an older socket, or one past the opens a minute)
+      } else if (Number(lost) === 3) {
+        superseded = held; // a reclaim: a later claim holds the participant there
       } else if (kind === 'refresh') {
         if (held !== this.source && held !== '') this.letGo(layoutId, sub, held, 0, false); // claimed elsewhere, its message missed
         else c.claimedAt = at;
       } else {
         c.seq = Math.max(c.seq, Number(seq));
         c.claimedAt = at;
-        movedHere = held !== '' && held !== this.source;
+        movedHere = kind !== 'reclaim' && held !== '' && held !== this.source; // a reclaim's old owner let go long ago: no hand-over comes
       }
     } catch {
       this.o.onUnavailable('participant_claim');
@@ -226,7 +241,8 @@ export class ParticipantClaims {
     }
     const moved = c.movedTo;
     c.movedTo = null;
-    if (moved && moved.seq > c.seq) this.letGo(layoutId, sub, moved.to, moved.seq, moved.socket);
+    if (superseded !== null) this.letGo(layoutId, sub, superseded, 0, false);
+    else if (moved && moved.seq > c.seq) this.letGo(layoutId, sub, moved.to, moved.seq, moved.socket);
     else if (movedHere) this.o.onMoved?.(await this.handover(c));
     c.ready = null;
     return { opens, older };
@@ -301,8 +317,27 @@ export class ParticipantClaims {
     c?.handedOver?.();
   }
 
-  /** After a lost subscription: every participant held here that another process claimed meanwhile is let go. */
-  private async recheck(): Promise<void> {
+  /** Checks the claims `afterMs` from now (a check already waiting stands), trying again while Redis does not answer. */
+  private recheckSoon(afterMs: number): void {
+    this.recheckTries = RECHECK_TRIES;
+    if (this.recheckTimer) return;
+    const run = () => {
+      this.recheckTimer = null;
+      void this.recheck().then((complete) => {
+        if (!complete && --this.recheckTries > 0 && !this.recheckTimer) this.recheckTimer = setTimeout(run, RECHECK_AFTER_MS).unref();
+      });
+    };
+    this.recheckTimer = setTimeout(run, afterMs).unref();
+  }
+
+  /**
+   * After a lost subscription or a failover: every participant held here whose owner key is not
+   * this process's is claimed again (a 'reclaim'), which the script makes only where the key is gone
+   * or names a process the participant left before this claim (a claim the failover lost), and
+   * which lets the participant go where a later claim holds it. Whether every owner was read.
+   */
+  private async recheck(): Promise<boolean> {
+    let complete = true;
     for (const [layoutId, layout] of this.claims) {
       const subs = [...layout.keys()];
       for (let i = 0; i < subs.length; i += RECHECK_BATCH) {
@@ -312,13 +347,16 @@ export class ParticipantClaims {
           batch.forEach((sub, j) => {
             const owner = owners[j]?.split(' ')[0]; // "<process> <ms>"
             const c = layout.get(sub);
-            if (owner && owner !== this.source && c && !c.pending) this.letGo(layoutId, sub, owner, 0, false);
+            if (owner === this.source || !c || c.pending) return; // a claim in flight decides for itself
+            void this.claim(layoutId, sub, c, Number.isFinite(c.claimedAt) ? c.claimedAt : c.lastAt, 'reclaim');
           });
         } catch {
+          complete = false;
           this.o.onUnavailable('participant_claims_recheck');
         }
       }
     }
+    return complete;
   }
 
   /**
@@ -342,6 +380,7 @@ export class ParticipantClaims {
 
   stop(): void {
     clearInterval(this.sweeper);
+    if (this.recheckTimer) clearTimeout(this.recheckTimer);
     this.subscriber.disconnect();
   }
 }
