@@ -51,6 +51,8 @@ type StreamReply = [string, RawEntry[]][] | null;
 type Verdict = { kind: 'offered'; ts: number } | { kind: 'stale' } | { kind: 'settled' } | { kind: 'dead'; reason: string };
 
 const LOG_EVERY_MS = 5000;
+/** A read comes back within its BLOCK and this while the link is well: the crowd's leases run no further past the last read. */
+const LEASE_READ_SLACK_MS = 500;
 
 export class LayoutConsumer {
   private readonly stream: string;
@@ -225,7 +227,10 @@ export class LayoutConsumer {
       this.queuedRead = this.sendRead('>', true);
       this.queuedRead.catch(() => {});
     }
-    await this.handle((await this.bounded(current, this.s.readTimeoutMs))?.[0]?.[1] ?? []);
+    const entries = (await this.bounded(current, this.s.readTimeoutMs))?.[0]?.[1] ?? [];
+    await this.handle(entries);
+    // what the stream told of the gateways: up to now when nothing more waits, else up to the last entry read
+    this.scheduler.heard(entries.length < this.s.count ? this.now() : Number(entries.at(-1)![0].split('-')[0]), this.s.blockMs + LEASE_READ_SLACK_MS);
   }
 
 

@@ -71,6 +71,8 @@ export class LayoutScheduler {
   private readonly acks: AckQueue;
   /** crowd aggregation: the merged values and the cues owed to each target */
   private readonly crowd: CrowdOutbox;
+  /** how far the crowd's leases may run (heard()); null: no read yet, they run with the clock */
+  private leasesRunUntil: number | null = null;
   /** the ticks' schedule; a reader with work left yields to a due tick through it (consumer.ts) */
   readonly clock: TickLoop;
   private lastErrorLog = 0;
@@ -163,6 +165,17 @@ export class LayoutScheduler {
       this.c.droppedStale++;
     }
     this.acks.add(streamId);
+  }
+
+  /**
+   * The stream told this bridge what the gateways wrote up to `at` (Redis's clock), and a read
+   * comes back within `graceMs` while all is well: the crowd's leases run until `at + graceMs` and
+   * no further. A bridge that cannot read (its link cut, the layout's master failing over) learns
+   * nothing of the gateways, so their silence then ends no lease; nor while it catches up on
+   * entries written meanwhile.
+   */
+  heard(at: number, graceMs: number): void {
+    this.leasesRunUntil = Math.max(this.leasesRunUntil ?? -Infinity, at + graceMs);
   }
 
   /** Takes a crowd summary (acked with the next tick: it is state, not a message to deliver). */
@@ -299,7 +312,7 @@ export class LayoutScheduler {
 
   /** One tick: every target's due messages, then one XACK for everything finished (not awaited). */
   async tick(): Promise<void> {
-    this.crowd.collect(this.now());
+    this.crowd.collect(Math.min(this.now(), this.leasesRunUntil ?? Infinity));
     for (const l of this.lanes) l.target.probe();
     await Promise.all(this.lanes.map((l, i) => Promise.all([this.sendLane(l, i), this.sendCrowd(l, i)])));
     this.acks.flush();
