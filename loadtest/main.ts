@@ -60,7 +60,7 @@ async function run(file: string, opts: RunFlags): Promise<number> {
     signal: stop.signal,
   });
   if (tty) process.stderr.write('\n');
-  return finish(buildResult(outcome.metrics, { target: target.origin, startedAt, durationS: outcome.durationS, parts: 1, scenario, interrupted: outcome.interrupted, crowd: outcome.crowd, crowdSamples: outcome.crowdSamples }), opts.out);
+  return finish(buildResult(outcome.metrics, { target: target.origin, startedAt, durationS: outcome.durationS, parts: 1, scenario, interrupted: outcome.interrupted, crowd: outcome.crowd, crowdSamples: outcome.crowdSamples, socketsBackAt: outcome.socketsBackAt }), opts.out);
 }
 
 const program = new Command('audience-loadtest')

@@ -50,6 +50,8 @@ export interface PhoneEnv {
   display: DisplayWatch | null;
   /** an action of this phone was stored (acked) at `at` (the crowd check) */
   stored?: (phone: Phone, action: PlayAction, at: number) => void;
+  /** a socket lost without this phone closing it is live again: its new page came at `wallAt` (ms since the epoch) */
+  back?: (wallAt: number) => void;
   /** a new token of the same participant (POST /token with renew), as the app's backend mints it */
   renew?: (token: string) => Promise<string>;
   /** makes the phones' idempotency keys unique to this run */
@@ -260,7 +262,10 @@ export class Phone {
       case SERVER_OP.page: {
         this.env.metrics.count('page_frames');
         if (this.awaitingPage) this.env.metrics.record('connect_ms', now - this.connectAt);
-        if (this.awaitingPage && this.lostSince !== null) this.env.metrics.record('outage_ms', now - this.lostSince);
+        if (this.awaitingPage && this.lostSince !== null) {
+          this.env.metrics.record('outage_ms', now - this.lostSince);
+          this.env.back?.(Date.now());
+        }
         this.lostSince = null;
         this.awaitingPage = false;
         this.attempts = 0;

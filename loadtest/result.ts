@@ -31,11 +31,13 @@ export interface LoadtestResult {
   crowd: CrowdCheckRow[];
   /** with --display: each aggregated control's n as shown every 250 ms, beside the range the stored actions gave over the second before */
   crowdSamples: CrowdSample[];
+  /** when each socket lost without a close of its own (a dead link, a lost host) was live again: its new page, ms since the epoch, in order; beside a fault's moment, how long the phones were dark */
+  socketsBackAt: number[];
   generator: { lagLimitMs: number; lagP99Ms: number | null; lateStarts: number; valid: boolean };
 }
 
 /** The verdict and judged thresholds of a run's (or a merge's) figures. */
-export function buildResult(m: Metrics, base: Pick<LoadtestResult, 'target' | 'startedAt' | 'durationS' | 'parts' | 'scenario' | 'interrupted' | 'crowd' | 'crowdSamples'>, partsValid = true): LoadtestResult {
+export function buildResult(m: Metrics, base: Pick<LoadtestResult, 'target' | 'startedAt' | 'durationS' | 'parts' | 'scenario' | 'interrupted' | 'crowd' | 'crowdSamples' | 'socketsBackAt'>, partsValid = true): LoadtestResult {
   const thresholds = judge(parseThresholds(base.scenario.thresholds), (metric, stat) => {
     if (metric === 'errors') return stat === 'count' ? m.counts.errors : m.counts.errors / Math.max(1, m.counts.actions);
     if (metric === 'display_lost') return stat === 'count' ? m.counts.display_lost : m.counts.display_lost / Math.max(1, m.counts.display_seen + m.counts.display_lost);
@@ -76,6 +78,7 @@ export function mergeResults(files: readonly string[]): LoadtestResult {
       interrupted: parts.some((p) => p.interrupted),
       crowd: parts.flatMap((p) => p.crowd ?? []),
       crowdSamples: parts.flatMap((p) => p.crowdSamples ?? []),
+      socketsBackAt: parts.flatMap((p) => p.socketsBackAt ?? []).sort((a, b) => a - b),
     },
     parts.every((p) => p.generator.valid),
   );

@@ -35,6 +35,8 @@ export interface RunOutcome {
   crowd: CrowdCheckRow[];
   /** the count check's samples during the run (empty without --display) */
   crowdSamples: CrowdSample[];
+  /** when each lost socket was live again (its new page; ms since the epoch), in order */
+  socketsBackAt: number[];
 }
 
 /** After the last phase, answers still on their way are waited for this long. */
@@ -75,6 +77,7 @@ export async function runScenario(o: RunOptions): Promise<RunOutcome> {
   let stopping = false;
   let cue: Cue | null = null;
   let httpPage: LivePage = { pageId: first.activePageId, version: 0, controls: first.controls };
+  const socketsBackAt: number[] = [];
 
   const env = {
     metrics,
@@ -86,6 +89,7 @@ export async function runScenario(o: RunOptions): Promise<RunOutcome> {
     display,
     runId: randomBytes(6).toString('hex'),
     renew: (token: string) => renew(o.target, o.apiKey, scenario.layoutId, token),
+    back: (wallAt: number) => socketsBackAt.push(wallAt),
     stored: (phone: Phone, action: { lid: number; value?: unknown }, at: number) => {
       const control = phone.page?.controls.find((c) => c.lid === action.lid) as CheckedControl | undefined;
       if (control && check) check.stored(phone.id, control, action.value, at);
@@ -289,7 +293,7 @@ export async function runScenario(o: RunOptions): Promise<RunOutcome> {
     if (phone.unanswered > 0) metrics.count('unsent', phone.unanswered);
     phone.end();
   }
-  return { metrics, interrupted, durationS: schedule.now() / 1000, crowd, crowdSamples };
+  return { metrics, interrupted, durationS: schedule.now() / 1000, crowd, crowdSamples, socketsBackAt };
 }
 
 /**

@@ -248,7 +248,12 @@ describe('phones on links that go silent', () => {
       const before = await redis.get().client.xlen(stream);
       const scenario = { layoutId: t.layoutId, seed: 33, maxLagMs: 60_000, renewEveryS: 2, phases: [{ name: 'doors', durationS: 1, arrivalsPerS: 20 }, { name: 'play', durationS: 6, actionsPerPhonePerS: 2 }] };
       // every link open 2 s after the first socket goes silent both ways (no FIN, no RST); new links work
-      const run = await tool(['run', scenarioFile('silent', scenario), '--target', `http://127.0.0.1:${proxy.port}`, '--out', out], { during: () => afterFirstSocket(2000, () => proxy.silence()) });
+      let silencedAt = 0;
+      const silence = () => {
+        silencedAt = Date.now();
+        proxy.silence();
+      };
+      const run = await tool(['run', scenarioFile('silent', scenario), '--target', `http://127.0.0.1:${proxy.port}`, '--out', out], { during: () => afterFirstSocket(2000, silence) });
       expect(run.code, run.stderr).toBe(0);
       const r = readResult(out);
       expect(r.counts.phones).toBeGreaterThan(5);
@@ -256,6 +261,12 @@ describe('phones on links that go silent', () => {
       // a socket lost otherwise (uWS drops one now and then at its upgrade) is an outage too
       expect(r.metrics.outage_ms!.count, JSON.stringify(r.counts)).toBeGreaterThanOrEqual(r.counts.dead_links);
       expect(r.metrics.outage_ms!.p99).toBeLessThanOrEqual(3000);
+      // each came back once: when, beside the moment the links went silent
+      expect(r.socketsBackAt).toHaveLength(r.metrics.outage_ms!.count);
+      expect(r.socketsBackAt).toEqual([...r.socketsBackAt].sort((a, b) => a - b));
+      const back = r.socketsBackAt.filter((at) => at > silencedAt);
+      expect(back.length).toBeGreaterThanOrEqual(r.counts.dead_links);
+      expect(back.at(r.counts.dead_links - 1)! - silencedAt).toBeLessThanOrEqual(3000);
       expect(r.counts.renewals).toBeGreaterThanOrEqual(r.counts.phones * 2);
       expect(r.counts.errors, JSON.stringify(r.errors)).toBe(0);
       // each acked action stored once, the resent ones among them
