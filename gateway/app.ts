@@ -143,7 +143,7 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
   const sockets: { live?: LiveChannel } = {};
   const recheckAll = (): Promise<void> =>
     Promise.all([apiKeys.reload(), keyring.reload(), layouts.recheck()]).then(
-      () => {},
+      () => sockets.live?.recheck((keyId) => apiKeys.isRevoked(keyId), (kid) => keyring.status(kid) === 'active'),
       (e: unknown) => log.warn({ err: e }, 'cache re-check failed'),
     );
   const listener = new InvalidationListener(

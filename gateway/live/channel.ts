@@ -188,6 +188,16 @@ export class LiveChannel {
     return true;
   }
 
+  /**
+   * The caches were re-read (CACHE_RECHECK_MS, a reconnect): each layout held here is looked at
+   * again, and the sockets of revoked API keys and of signing keys no longer active close, as their
+   * invalidation messages would have closed them had they been heard.
+   */
+  recheck(keyRevoked: (keyId: string) => boolean, signingKeyActive: (kid: string) => boolean): void {
+    for (const layoutId of this.registry.layouts()) this.layoutChanged(layoutId);
+    this.registry.endWhere((d) => keyRevoked(d.claims.keyId) || !signingKeyActive(d.claims.kid), CLOSE.tokenInvalid, 'token_revoked');
+  }
+
   /** An API key was revoked: the sockets of the tokens it minted close with CLOSE.tokenInvalid. */
   keyRevoked(keyId: string): void {
     this.registry.endWhere((d) => d.claims.keyId === keyId, CLOSE.tokenInvalid, 'token_revoked');

@@ -84,6 +84,11 @@ export class SocketRegistry {
     return this.byLayout.get(layoutId) ?? [];
   }
 
+  /** The layouts with a socket here. */
+  layouts(): string[] {
+    return [...this.byLayout.keys()];
+  }
+
   hasLayout(layoutId: string): boolean {
     return this.byLayout.has(layoutId);
   }

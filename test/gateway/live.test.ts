@@ -9,7 +9,7 @@ import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { eventually, mintToken, postAction, startTestGateway, type TestGateway } from '../helpers/gateway.js';
-import { attemptLive, connectLive, liveProtocols, liveUrl, type Frame } from '../helpers/live.js';
+import { attemptLive, closeOf, connectLive, liveProtocols, liveUrl, type Frame } from '../helpers/live.js';
 import { useRedis } from '../helpers/redis.js';
 import { CLOSE, retryAfterOf } from '../../schemas/live-protocol.js';
 
@@ -184,12 +184,12 @@ describe('GET /live', () => {
     const shown = await connect(await mintToken(t, t.layoutId, t.apiKey));
     await shown.next('page');
     await t.admin.layouts.revokeTokens(t.layoutId, { before: Date.now() });
-    expect(await shown.closed).toEqual({ code: 4001, reason: 'token_revoked' }); // the error code, whole (a close reason holds 123 bytes)
+    expect(await closeOf(shown)).toEqual({ code: 4001, reason: 'token_revoked' }); // the error code, whole (a close reason holds 123 bytes)
     const key = await t.admin.apiKeys.create(t.teamId, { name: 'to revoke' });
     const keyed = await connect(await mintToken(t, t.layoutId, key.apiKey));
     await keyed.next('page');
     await t.admin.apiKeys.revoke(key.keyId);
-    expect(await keyed.closed).toEqual({ code: 4001, reason: 'token_revoked' });
+    expect(await closeOf(keyed)).toEqual({ code: 4001, reason: 'token_revoked' });
   });
 
   it('closes with 4001 a participant revoked after page switches, and only that one: its socket still gets every switch until then', async () => {

@@ -14,7 +14,7 @@ export interface LiveClient {
   ws: WebSocket;
   frames: Frame[];
   closed: Promise<{ code: number; reason: string }>;
-  /** the first frame with this op after the first `after` frames, waited for up to 3 s (or `ms`) */
+  /** the first frame with this op after the first `after` frames, waited for up to LOADED_MACHINE_MS (or `ms`) */
   next: (op: string, after?: number, ms?: number) => Promise<Frame>;
   send: (frame: object) => void;
 }
@@ -56,6 +56,19 @@ async function openLive(base: string, token: string, options: WebSocket.ClientOp
     return frames.slice(after).find((f) => f.op === op)!;
   };
   return { ws, frames, closed, next, send: (frame) => ws.send(JSON.stringify(frame)) };
+}
+
+/** The socket's close, or a failure naming the frames it got, within a loaded machine's bound. */
+export async function closeOf(c: Pick<LiveClient, 'closed' | 'frames'>, ms = LOADED_MACHINE_MS): Promise<{ code: number; reason: string }> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no close within ${ms} ms; frames: ${c.frames.map((f) => f.op).join(',')}`)), ms);
+  });
+  try {
+    return await Promise.race([c.closed, late]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 /** How an upgrade is answered: 101 with the socket, or the refusal's status, headers and body. */
