@@ -7,11 +7,14 @@
 // cellular handover, a vanished host) is found by the heartbeat: a quiet socket pings, and one that
 // sent and heard nothing back for FRAME_LIMITS.heartbeatDeadMs is left for a new one; a new socket
 // restates the latest acked value of each aggregated control, so a participant whose gateway was
-// lost counts in the crowd again at once. A browser
+// lost counts in the crowd again at once. The socket also estimates the gateway's clock
+// (`time` exchanges, server-clock.ts): serverNow() is the deployment's time, within
+// clockUncertaintyMs(). A browser
 // that goes offline makes the client `offline` until it is back. No dependencies: in a browser it
 // uses the global WebSocket; in Node pass one (the `ws` package).
 import { CLIENT_OP, CLOSE, CLOSE_ACTION, FRAME_LIMITS, SERVER_OP, liveSubprotocols, retryAfterOf, type CloseCode } from '../schemas/live-protocol.js';
 import type { ActionFrame, Control, CrowdFrame, PageFrame } from '../schemas/live-types.js';
+import { ServerClock } from './server-clock.js';
 import { whenRefused, type Refusal, type SocketConstructor, type SocketLike } from './socket-like.js';
 
 export type { SocketConstructor, SocketLike } from './socket-like.js';
@@ -83,6 +86,9 @@ export interface LiveClientOptions {
 
 /** How often an open socket's heartbeat is looked at. */
 const HEARTBEAT_TICK_MS = 100;
+/** Clock exchanges a new socket makes one after another, and how often an open one makes one more (within FRAME_LIMITS.time). */
+const TIME_EXCHANGES_AT_OPEN = 4;
+const TIME_EXCHANGE_EVERY_MS = 10_000;
 
 type Listener = (type: string, listener: () => void) => void;
 const windowish = globalThis as { addEventListener?: Listener; removeEventListener?: Listener; navigator?: { onLine?: boolean } };
@@ -149,6 +155,11 @@ export class LiveClient {
   private heardAt = 0;
   private unansweredSince: number | null = null;
   private heartbeat: ReturnType<typeof setInterval> | null = null;
+  private readonly clock = new ServerClock();
+  /** the clock exchanges in flight: ref -> when sent (the clock's ms) */
+  private readonly timeSent = new Map<string, number>();
+  private timeExchangesLeft = 0;
+  private timeSentAt = -Infinity;
   private readonly o: Required<Omit<LiveClientOptions, 'refreshToken'>> & Pick<LiveClientOptions, 'refreshToken'>;
 
   constructor(options: LiveClientOptions) {
@@ -265,6 +276,37 @@ export class LiveClient {
     return true;
   }
 
+  /** The gateway's clock now (ms since the epoch, the deployment's timebase); this device's until a clock exchange was answered. */
+  serverNow(): number {
+    return this.clock.now();
+  }
+
+  /** serverNow() is right within this many ms (half the least round trip of the last minute's exchanges); Infinity before the first. */
+  clockUncertaintyMs(): number {
+    return this.clock.uncertaintyMs();
+  }
+
+  /** One clock exchange on the open socket. */
+  private exchangeTime(): void {
+    if (this.socket?.readyState !== 1) return;
+    const ref = `t${++this.refs}`;
+    this.timeSentAt = this.clock.local();
+    this.timeSent.set(ref, this.timeSentAt);
+    this.write(JSON.stringify({ op: CLIENT_OP.time, ref }));
+  }
+
+  /** A clock exchange answered (or refused: then its ref is only forgotten); the next of the open socket's first few follows. */
+  private timeAnswered(ref: string, answer: { receivedAt?: unknown; sentAt?: unknown } | null): void {
+    const t3 = this.clock.local();
+    const t0 = this.timeSent.get(ref);
+    if (t0 === undefined) return;
+    this.timeSent.delete(ref);
+    if (answer && typeof answer.receivedAt === 'number' && typeof answer.sentAt === 'number') this.clock.add(t0, answer.receivedAt, answer.sentAt, t3);
+    if (this.timeExchangesLeft === 0) return;
+    this.timeExchangesLeft--;
+    this.exchangeTime();
+  }
+
   /** Sends a frame on the open socket, if there is one: the heartbeat then waits for something to come back. */
   private write(frame: string): void {
     if (this.socket?.readyState !== 1) return;
@@ -277,6 +319,7 @@ export class LiveClient {
     const now = Date.now();
     if (this.unansweredSince !== null && now - this.unansweredSince >= this.o.heartbeatDeadMs) return this.abandon();
     if (this.unansweredSince === null && now - this.heardAt >= this.o.heartbeatIdleMs) this.write(JSON.stringify({ op: CLIENT_OP.ping }));
+    if (this.timeSent.size === 0 && this.clock.local() - this.timeSentAt >= TIME_EXCHANGE_EVERY_MS) this.exchangeTime();
   }
 
   private stopHeartbeat(): void {
@@ -328,6 +371,9 @@ export class LiveClient {
       this.stopHeartbeat();
       this.heartbeat = setInterval(() => this.beat(), HEARTBEAT_TICK_MS);
       this.setState('open');
+      this.timeSent.clear();
+      this.timeExchangesLeft = TIME_EXCHANGES_AT_OPEN - 1;
+      this.exchangeTime();
       this.restate();
       for (const p of this.pending.values()) this.write(p.frame); // resends keep their idempotency keys
     };
@@ -374,9 +420,12 @@ export class LiveClient {
         return void this.renew(null);
       case SERVER_OP.refreshed:
         return this.emit('refreshed', { expiresAt: Number(frame.expiresAt) });
+      case SERVER_OP.time:
+        return typeof frame.ref === 'string' ? this.timeAnswered(frame.ref, { receivedAt: frame.receivedAt, sentAt: frame.sentAt }) : undefined;
       case SERVER_OP.ack:
       case SERVER_OP.error: {
         if (typeof frame.ref !== 'string') return; // a refused refresh: the socket keeps its token until CLOSE.tokenExpired
+        if (this.timeSent.has(frame.ref)) return this.timeAnswered(frame.ref, null); // a clock exchange past the socket's budget
         const p = this.pending.get(frame.ref);
         if (!p) return;
         this.pending.delete(frame.ref);

@@ -94,7 +94,7 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
   // What this gateway stores and compares is in Redis's clock (a test's own `now` aside), so the
   // bridge reads an action's age right whatever either host's clock says.
   const clockErrors = new SummaryLog(log, 'warn', "could not read Redis's TIME for the clock offset; the last offset stays (count of the interval)", 60_000);
-  const clock = new RedisClock(redis, () => clockErrors.count('time'));
+  const clock = new RedisClock(redis, () => clockErrors.count('time'), () => performance.timeOrigin + performance.now()); // to the µs, for the live channel's clock exchanges
   if (!opts.now) {
     await clock.sync().catch(() => clockErrors.count('time'));
     clock.start();
@@ -284,7 +284,7 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
   const liveServices = { layouts: deps.layouts, destinations: deps.destinations, tokens: deps.tokens, cors: deps.cors, intake: new ActionIntake(deps), claims };
   const live = new LiveChannel(liveServices, liveCrowd, {
     maxFrameBytes: config.maxBodyBytes, maxSockets: config.liveMaxSockets, newSocketsPerSecond: config.liveNewSocketsPerSecond,
-    bufferBytes: config.liveBufferBytes, slowCloseMs: config.liveSlowCloseMs, now,
+    bufferBytes: config.liveBufferBytes, slowCloseMs: config.liveSlowCloseMs, now, serverNow: opts.now ?? clock.preciseNow,
     idleTimeoutSeconds: config.liveIdleTimeoutSeconds, expiryNoticeMs: config.liveExpiryNoticeSeconds * 1000, socketsPerParticipant: config.liveSocketsPerParticipant,
     opensPerParticipantPerMinute: config.liveOpensPerParticipantPerMinute, drainMs: config.liveDrainMs,
     refusedUpgradesPerAddressPerSecond: config.liveRefusedUpgradesPerAddressPerSecond, trustProxy: config.trustProxy,

@@ -59,6 +59,9 @@ export class RedisClock {
   /** Now in Redis's clock, whole ms as Date.now() (this host's until the first round succeeds). */
   readonly now = (): number => Math.round(this.localNow() + (this.best?.offsetMs ?? 0));
 
+  /** Now in Redis's clock, to a fraction of a ms (as fine as this host's clock is). */
+  readonly preciseNow = (): number => this.localNow() + (this.best?.offsetMs ?? 0);
+
   /** A time in Redis's clock, in this host's clock (for what this host's neighbours play: OSC timetags). */
   toLocal(redisMs: number): number {
     return redisMs - (this.best?.offsetMs ?? 0);

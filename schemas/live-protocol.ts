@@ -25,6 +25,8 @@ export const CLIENT_OP = {
   restate: 'restate',
   /** a heartbeat, answered by `pong` (FRAME_LIMITS.heartbeat*) */
   ping: 'ping',
+  /** a clock exchange: answered by `time` with when the server received and answered it, in the deployment's timebase (FRAME_LIMITS.time) */
+  time: 'time',
 } as const;
 
 /** The ops of the frames the server sends. */
@@ -39,6 +41,8 @@ export const SERVER_OP = {
   refreshed: 'refreshed',
   /** the answer to `ping` */
   pong: 'pong',
+  /** the answer to `time`: the server's receive and send times (ms since the epoch, Redis's clock) */
+  time: 'time',
 } as const;
 
 export type ClientOp = (typeof CLIENT_OP)[keyof typeof CLIENT_OP];
@@ -108,6 +112,13 @@ export const FRAME_LIMITS = {
   heartbeatIdleMs: 1000,
   heartbeatDeadMs: 1000,
   pingMinMs: 500,
+  /**
+   * Clock exchanges (`time`): a token bucket per socket, `socketBurst` at once and `socketPerMinute`
+   * a minute. Past it the answer is an error rate_limited with the frame's ref and retryAfterMs; the
+   * socket stays open (a refused exchange does not count toward the flood close). A client needs a
+   * few at open and one every several seconds after (client/server-clock.ts).
+   */
+  time: { socketBurst: 8, socketPerMinute: 30 },
 } as const;
 
 /** The close reason of a 1012: when to come back, so a draining gateway's crowd returns spread out. */

@@ -3,7 +3,7 @@
 /**
  * Any frame of the live channel, either way.
  */
-export type LiveFrame = (PageFrame | CrowdFrame | AckFrame | ErrorFrame | ExpiringFrame | RefreshedFrame | PongFrame | RefreshFrame | RestateFrame | PingFrame | ActionFrame)
+export type LiveFrame = (PageFrame | CrowdFrame | AckFrame | ErrorFrame | ExpiringFrame | RefreshedFrame | PongFrame | TimeAnswerFrame | RefreshFrame | RestateFrame | PingFrame | TimeFrame | ActionFrame)
 /**
  * Letters, digits, '_' and '-', 1 to 64 characters: safe in URLs and Redis key names.
  */
@@ -242,6 +242,24 @@ export interface PongFrame {
 op: "pong"
 }
 /**
+ * The answer to time: when the server received the frame and when it sent this answer, ms since the Unix epoch in the deployment's one timebase (Redis's clock), to the microsecond. With t0 and t3, its own send and receive times, the client has offset = ((receivedAt - t0) + (sentAt - t3)) / 2 and round trip = (t3 - t0) - (sentAt - receivedAt).
+ */
+export interface TimeAnswerFrame {
+op: "time"
+/**
+ * The time frame's ref.
+ */
+ref: string
+/**
+ * When the server received the time frame: ms since the Unix epoch, Redis's clock.
+ */
+receivedAt: number
+/**
+ * When the server sent this answer: ms since the Unix epoch, Redis's clock (not before receivedAt).
+ */
+sentAt: number
+}
+/**
  * The same participant's new token (POST /token with renew), taken without reconnecting: answered by refreshed, or by an error with ref null (token_mismatch for another participant's or layout's token, or the token's own code), and the socket keeps its old token then.
  */
 export interface RefreshFrame {
@@ -284,6 +302,16 @@ ageMs: number
  */
 export interface PingFrame {
 op: "ping"
+}
+/**
+ * Asks the server when it received this frame and when it answered it (the answer time), in the deployment's one timebase (Redis's clock, whichever gateway process answers): with its own send and receive times the client estimates the server's clock as NTP does, from the exchange of least round trip. At most 8 at once and 30 a minute per socket; past that the answer is an error rate_limited with this ref and retryAfterMs, and the socket stays open.
+ */
+export interface TimeFrame {
+op: "time"
+/**
+ * The client's own reference, echoed in the answer.
+ */
+ref: string
 }
 export interface ButtonActionFrame {
 op: "action"

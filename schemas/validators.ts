@@ -85,7 +85,12 @@ export interface LiveRestateFrame {
 export interface LivePingFrame {
   op: 'ping';
 }
-export const validateLiveClientFrame = compile<LiveActionFrame | LiveRefreshFrame | LiveRestateFrame | LivePingFrame>(ajv, 'live-frames.schema.json');
+/** A client's clock exchange (live-frames.schema.json#/$defs/time). */
+export interface LiveTimeFrame {
+  op: 'time';
+  ref: string;
+}
+export const validateLiveClientFrame = compile<LiveActionFrame | LiveRefreshFrame | LiveRestateFrame | LivePingFrame | LiveTimeFrame>(ajv, 'live-frames.schema.json');
 export const validateTokenRequest = compile<TokenRequest>(ajv, 'token-request.schema.json');
 export const validateLayoutDefinition = compile<LayoutDefinition>(ajv, 'layout-definition.schema.json');
 /** The same check reporting every error, not the first: for a person fixing a layout, not a hot path. */

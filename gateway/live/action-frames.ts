@@ -9,7 +9,8 @@ import { CLIENT_OP, CLOSE, FRAME_LIMITS, SERVER_OP } from '../../schemas/live-pr
 import { WHOLE_DOCUMENT, describeFirstError, validateLiveClientFrame, type LiveRestateFrame } from '../../schemas/validators.js';
 import { AppError } from '../errors.js';
 import { AnswerQueue, DROPPED } from './answers.js';
-import { ackFrame, errorFrame } from './frames.js';
+import { ackFrame, errorFrame, timeFrame } from './frames.js';
+import { TokenBuckets, type Rate } from '../limits/token-buckets.js';
 import type { SocketRegistry } from './registry.js';
 import type { IntakeWaiter } from '../actions/intake.js';
 import type { LiveOptions, LiveServices, LiveSocket, SocketData } from './socket.js';
@@ -20,6 +21,7 @@ export const FLOOD_CLOSE_AFTER = 50;
 
 const decoder = new TextDecoder('utf-8', { fatal: true });
 const PONG = JSON.stringify({ op: SERVER_OP.pong });
+const TIME_RATE: Rate = { burst: FRAME_LIMITS.time.socketBurst, ratePerSecond: FRAME_LIMITS.time.socketPerMinute / 60 };
 
 /**
  * One action frame's answer: an ack once stored, or an error frame with the HTTP API's code, queued
@@ -75,7 +77,7 @@ export class ActionFrames {
     private readonly s: Pick<LiveServices, 'layouts' | 'intake'>,
     private readonly registry: SocketRegistry,
     private readonly lifecycle: () => TokenLifecycle,
-    private readonly o: Pick<LiveOptions, 'now' | 'onError'>,
+    private readonly o: Pick<LiveOptions, 'now' | 'serverNow' | 'onError'>,
   ) {
     this.answers = new AnswerQueue((ws, data) => this.registry.end(ws, data, CLOSE.tooSlow, 'too slow to read'), o.onError);
   }
@@ -93,6 +95,7 @@ export class ActionFrames {
       if (!validateLiveClientFrame(frame, WHOLE_DOCUMENT)) throw new AppError('invalid_body', describeFirstError(validateLiveClientFrame.errors, 'frame'));
       if (frame.op === CLIENT_OP.refresh) return this.lifecycle().refresh(ws, data, frame.token);
       if (frame.op === CLIENT_OP.ping) return this.ping(ws, data);
+      if (frame.op === CLIENT_OP.time) return this.time(ws, data, frame.ref);
       if (frame.op === CLIENT_OP.restate) return this.restate(ws, data, frame);
       if (frame.layoutId !== undefined && frame.layoutId !== data.claims.layoutId) throw new AppError('token_layout_mismatch');
       const body = { layoutId: data.claims.layoutId, lid: frame.lid, type: frame.type, value: frame.value }; // one shape, no spread: the hot path
@@ -125,6 +128,20 @@ export class ActionFrames {
     }
     data.pongAt = now;
     this.answer(ws, data, PONG);
+  }
+
+  /**
+   * A clock exchange: `time` with when it was received and answered, in Redis's clock. Past the
+   * socket's budget (FRAME_LIMITS.time) an error rate_limited with its ref, which does not count
+   * toward the flood close: a clock that syncs too eagerly is told to wait, not cut off.
+   */
+  private time(ws: LiveSocket, data: SocketData, ref: string): void {
+    const receivedAt = this.o.serverNow();
+    const wait = (data.times ??= new TokenBuckets(1)).take('socket', TIME_RATE, this.o.now());
+    if (wait > 0) {
+      return this.answer(ws, data, errorFrame(ref, new AppError('rate_limited', `At most ${FRAME_LIMITS.time.socketBurst} clock exchanges at once and ${FRAME_LIMITS.time.socketPerMinute} a minute per socket.`, undefined, [['retry-after', String(Math.ceil(wait / 1000))]])));
+    }
+    this.answer(ws, data, timeFrame(ref, receivedAt, this.o.serverNow()));
   }
 
   /**

@@ -94,7 +94,7 @@ export class LiveChannel {
           admitAddress: (address) => this.admission.address(address),
           refusedFrom: (address) => this.admission.refused(address),
           admitParticipant: (claims) => this.admission.participant(claims),
-          newSocket: (claims, layoutId) => ({ claims, noticeSent: false, layoutId, version: -1, open: true, refusedInARow: 0, refreshing: false, refreshes: null, pongAt: -Infinity, overSince: null, stale: false, answers: [] }),
+          newSocket: (claims, layoutId) => ({ claims, noticeSent: false, layoutId, version: -1, open: true, refusedInARow: 0, refreshing: false, refreshes: null, pongAt: -Infinity, times: null, overSince: null, stale: false, answers: [] }),
           onError: this.o.onError,
           upgrading: (run) => {
             this.inUpgrade = true;

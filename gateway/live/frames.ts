@@ -69,3 +69,8 @@ export function expiringFrame(expiresAt: number): string {
 export function refreshedFrame(expiresAt: number): string {
   return `{"op":"${SERVER_OP.refreshed}","expiresAt":${expiresAt}}`;
 }
+
+/** The answer to `time`: when the frame was received and this answer sent (ms since the epoch, Redis's clock, to the µs). */
+export function timeFrame(ref: string, receivedAt: number, sentAt: number): string {
+  return `{"op":"${SERVER_OP.time}","ref":${JSON.stringify(ref)},"receivedAt":${receivedAt.toFixed(3)},"sentAt":${Math.max(receivedAt, sentAt).toFixed(3)}}`;
+}

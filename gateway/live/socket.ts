@@ -25,6 +25,8 @@ export interface SocketData {
   refreshes: TokenBuckets | null;
   /** when this socket's last `ping` was answered (ms; -Infinity: never) */
   pongAt: number;
+  /** this socket's clock exchanges lately (one bucket, FRAME_LIMITS.time), made on its first `time` */
+  times: TokenBuckets | null;
   /** since when the socket's buffer is over its limit (state frames are skipped meanwhile), or null */
   overSince: number | null;
   /** a state frame was skipped: the socket gets the current state when it drains */
@@ -79,6 +81,8 @@ export interface LiveOptions {
   /** a stopping gateway closes its sockets over this long (CLOSE.serviceRestart, with when to come back) */
   drainMs: number;
   now: () => number;
+  /** now in the deployment's timebase (Redis's clock), to a fraction of a ms: the answers to `time` */
+  serverNow: () => number;
   /** an error that is not an AppError (a bug): logged by the gateway */
   onError: (e: unknown) => void;
   /** a page that could not be read or sent (Redis away): counted in the gateway's summary log, the socket keeps its last page */

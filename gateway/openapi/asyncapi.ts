@@ -20,6 +20,7 @@ const FRAMES: readonly [string, string, string][] = [
   ['expiring', 'ExpiringFrame', 'expiring'],
   ['refreshed', 'RefreshedFrame', 'refreshed'],
   ['pong', 'PongFrame', 'pong'],
+  ['timeAnswer', 'TimeAnswerFrame', 'time'],
 ];
 
 /** What each close code says, from the protocol module (schemas/live-protocol.ts). */
@@ -43,6 +44,8 @@ const CHANNEL_DESCRIPTION = [
   `Token lifecycle: the token’s exp holds on an open socket. LIVE_EXPIRY_NOTICE_SECONDS before it the server sends expiring; the client renews the token (POST /token with renew: the same participant) and sends refresh, answered by refreshed; at exp the socket closes with ${CLOSE.tokenExpired}. Each participant holds at most LIVE_SOCKETS_PER_PARTICIPANT sockets over all gateway processes (a new one closes the oldest with ${CLOSE.replaced}, and a socket opened on another process closes these with ${CLOSE.replaced}) and opens at most LIVE_OPENS_PER_PARTICIPANT_PER_MINUTE (a process refuses the upgrade past it with 429 and Retry-After; past it over all processes the new socket closes with ${CLOSE.flooding}).`,
   '',
   `Heartbeat: a client that has heard nothing for ${FRAME_LIMITS.heartbeatIdleMs / 1000} s sends ping, answered by pong; a client that sent a ping or an action and heard nothing for ${FRAME_LIMITS.heartbeatDeadMs / 1000} s takes the link for dead (a path gone silent sends no close) and reconnects, resending its unanswered actions with their idempotency keys, and restating (restate) the latest acked value of each aggregated control with its age: a gateway lost with the participant's values counts it again at once.`,
+  '',
+  'Clock: a client estimates the server’s clock as NTP does, from time exchanges: each answer carries when the server received the frame and when it answered, in Redis’s clock (every gateway process of a deployment answers in that one timebase), and the exchange of least round trip of the last minute gives the offset, right within half its round trip.',
   '',
   'Limits: actions share the participant’s budget with POST /action (error `rate_limited` with retryAfterMs); a frame over MAX_BODY_BYTES closes the socket. Page and crowd frames are latest-value state: a socket over LIVE_BUFFER_BYTES is skipped and gets the current state when it drains.',
 ].join('\n');
@@ -93,13 +96,14 @@ export function buildAsyncApiDocument(): Json {
   frames.RefreshFrame = rewrite(client.refresh, CLIENT_FRAMES, false);
   frames.RestateFrame = rewrite(client.restate, CLIENT_FRAMES, false);
   frames.PingFrame = rewrite(client.ping, CLIENT_FRAMES, false);
+  frames.TimeFrame = rewrite(client.time, CLIENT_FRAMES, false);
   // only the shared components the frames use (the REST bodies are the OpenAPI document's)
   const schemas: Json = { ...frames, ...Object.fromEntries([...reachable(frames, shared, new Set())].filter((name) => name in shared).sort().map((name) => [name, shared[name]])) };
   const message = (name: string, schema: string): Json => {
     const s = schemas[schema] as Json;
     return { name, title: s.title, summary: s.description, contentType: 'application/json', payload: { $ref: `#/components/schemas/${schema}` } };
   };
-  const messages: Json = { action: message('action', 'ActionFrame'), refresh: message('refresh', 'RefreshFrame'), restate: message('restate', 'RestateFrame'), ping: message('ping', 'PingFrame') };
+  const messages: Json = { action: message('action', 'ActionFrame'), refresh: message('refresh', 'RefreshFrame'), restate: message('restate', 'RestateFrame'), ping: message('ping', 'PingFrame'), time: message('time', 'TimeFrame') };
   for (const [name, schema] of FRAMES) messages[name] = message(name, schema);
   const inChannel = (name: string): Json => ({ $ref: `#/channels/live/messages/${name}` });
   const channel = { $ref: '#/channels/live' };
@@ -168,6 +172,13 @@ export function buildAsyncApiDocument(): Json {
         summary: 'A heartbeat from a phone that heard nothing for a while, answered by pong (at most once a second per socket).',
         messages: [inChannel('ping')],
         reply: { channel, messages: [inChannel('pong'), inChannel('error')] },
+      },
+      receiveTime: {
+        action: 'receive',
+        channel,
+        summary: `A clock exchange, answered by time with the server's receive and send times in the deployment's one timebase (at most ${FRAME_LIMITS.time.socketBurst} at once and ${FRAME_LIMITS.time.socketPerMinute} a minute per socket; past that an error rate_limited with the frame's ref, and the socket stays open).`,
+        messages: [inChannel('time')],
+        reply: { channel, messages: [inChannel('timeAnswer'), inChannel('error')] },
       },
       sendExpiring: { action: 'send', channel, summary: 'The socket’s token expires soon: renew it and send refresh.', messages: [inChannel('expiring')] },
       sendError: { action: 'send', channel, summary: 'A frame that does not parse: an error with ref null.', messages: [inChannel('error')] },

@@ -78,6 +78,7 @@ function plan(random: () => number, n: number): Planned {
     { op: 'action', ref, lid: 1, type: 'Button', idempotencyKey: pick(['', 'has space', 'ü', 'x'.repeat(65), 7]) },
     { op: 'restate', ref, values: hostile },
     { op: 'restate', ref, values: [{ lid: 2, type: 'Slider', value: hostile, ageMs: pick<unknown>([0, 5000, -1, 1.5, 86_400_001, '5', null]) }] },
+    { op: 'time', ref, t0: hostile },
   ]);
   // a restatement with a valid age is acked: this layout aggregates nothing, so its value is passed over
   const restated = bad.op === 'restate' && Array.isArray(bad.values) ? (bad.values as { ageMs?: unknown }[])[0] : undefined;
