@@ -27,6 +27,7 @@ import { LayoutCache } from './layouts/layout-cache.js';
 import { ActionIntake } from './actions/intake.js';
 import { LiveChannel } from './live/channel.js';
 import { CrowdFeed } from './live/crowd-feed.js';
+import { LIGHT_BLOCK_MS, LightFeed } from './live/light-feed.js';
 import { MintLimits, ParticipantLimits, ratesOf } from './limits/participant-limits.js';
 import { SummaryLog } from './summary-log.js';
 import { TextModeration } from './moderation/moderation.js';
@@ -181,7 +182,7 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
   watchConnection(movesSubscriber, log, 'redis crowd moves subscriber', () => closing);
 
   // a Redis outage would otherwise be a line per socket: one line per interval, with the count
-  const liveMisses = new SummaryLog(log, 'warn', 'live channel: a page, a crowd subscription or a crowd summary could not be sent or published (Redis away?), or a crowd subscription that stopped delivering was made again; count of the interval', 10_000, now);
+  const liveMisses = new SummaryLog(log, 'warn', 'live channel: a page, a crowd subscription or a crowd summary could not be sent or published, or a light stream not read (Redis away?), or a crowd subscription that stopped delivering was made again; count of the interval', 10_000, now);
   // A flood of refusals is one log line per interval, not one per request.
   const refusals = new SummaryLog(log, 'warn', 'requests refused by a rate limit (count of the interval)', 10_000, now);
   const participants = new ParticipantLimits(config.participantsTracked, now, (kind) => refusals.count(kind));
@@ -282,6 +283,15 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
   };
   for (const r of [...actionRoutes(deps), ...adminApiRoutes(admin), ...moderationApiRoutes(admin, moderationAdmin), recordApiRoute(admin), ...adminPageRoutes(), ...playPageRoutes()]) server.mount(r);
   const liveServices = { layouts: deps.layouts, destinations: deps.destinations, tokens: deps.tokens, cors: deps.cors, intake: new ActionIntake(deps), claims };
+  const lightSkipped = new SummaryLog(log, 'warn', "light stream entries that are no look for their layout's canvas (docs/light.md), skipped; count of the interval", 60_000, now);
+  const liveLight = new LightFeed(stores.keys, {
+    connect: () => connectServiceRedis({ ...settings, name: 'audience-gateway-light', commandTimeoutMs: LIGHT_BLOCK_MS + settings.commandTimeoutMs }),
+    canvas: (layoutId) => mapNowOrLater(deps.layouts.get(layoutId), (l) => l?.light ?? null),
+    held: (layoutId) => sockets.live?.holds(layoutId) ?? false,
+    onLook: (layoutId, zone, text) => sockets.live?.lightLook(layoutId, zone, text),
+    onUnavailable: (what) => liveMisses.count(what),
+    onUnusable: (reason) => lightSkipped.count(reason),
+  });
   const live = new LiveChannel(liveServices, liveCrowd, {
     maxFrameBytes: config.maxBodyBytes, maxSockets: config.liveMaxSockets, newSocketsPerSecond: config.liveNewSocketsPerSecond,
     bufferBytes: config.liveBufferBytes, slowCloseMs: config.liveSlowCloseMs, now, serverNow: opts.now ?? clock.preciseNow,
@@ -293,7 +303,7 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
     onSkipped: (frames = 1) => metrics.liveSkipped.inc(frames),
     onClosed: (code) => metrics.liveCloses.labels(String(code)).inc(),
     onLostAtUpgrade: () => metrics.liveLostAtUpgrade.inc(),
-  });
+  }, liveLight);
   metrics.watchLive(() => live.sockets);
   metrics.liveSocketsLimit.set(config.liveMaxSockets);
   live.mount(server.app);
@@ -343,9 +353,16 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
       clockErrors.flush();
       listener.stop();
       liveCrowd.stop();
+      liveLight.stop();
+      lightSkipped.flush();
       redis.disconnect();
     },
   };
+}
+
+/** `f` of a value that may come now or later (the layout cache answers from memory when it can). */
+function mapNowOrLater<T, U>(v: T | Promise<T>, f: (x: T) => U): U | Promise<U> {
+  return v instanceof Promise ? v.then(f) : f(v);
 }
 
 /** Logs a lost connection (unless the gateway is closing) and calls `onRestored` when it is back. */

@@ -28,6 +28,7 @@ export const ERRORS = {
   layout_not_found: { status: 404, message: 'No such layout for this API key.' },
   control_not_found: { status: 400, message: 'No control with this lid on the layout\'s active page.' },
   zone_not_found: { status: 400, message: 'The layout declares no such zone.' },
+  light_canvas_missing: { status: 400, message: 'The layout declares no light canvas (its definition has no light).' },
   type_mismatch: { status: 400, message: 'The action type differs from the control\'s type.' },
   invalid_value: { status: 400, message: 'The value does not fit the control.' },
   idempotency_key_invalid: { status: 400, message: 'Idempotency-Key must be 1 to 64 of A-Z a-z 0-9 . _ : -' },

@@ -43,6 +43,8 @@ export const SERVER_OP = {
   pong: 'pong',
   /** the answer to `time`: the server's receive and send times (ms since the epoch, Redis's clock) */
   time: 'time',
+  /** a light look for the socket's zone (or every zone), from a server time `at` on: sent ahead of it by the layout's lightLeadMs */
+  light: 'light',
 } as const;
 
 export type ClientOp = (typeof CLIENT_OP)[keyof typeof CLIENT_OP];

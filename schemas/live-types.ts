@@ -3,12 +3,56 @@
 /**
  * Any frame of the live channel, either way.
  */
-export type LiveFrame = (PageFrame | CrowdFrame | AckFrame | ErrorFrame | ExpiringFrame | RefreshedFrame | PongFrame | TimeAnswerFrame | RefreshFrame | RestateFrame | PingFrame | TimeFrame | ActionFrame)
+export type LiveFrame = (PageFrame | CrowdFrame | AckFrame | ErrorFrame | ExpiringFrame | RefreshedFrame | PongFrame | TimeAnswerFrame | LightFrame | RefreshFrame | RestateFrame | PingFrame | TimeFrame | ActionFrame)
 /**
  * Letters, digits, '_' and '-', 1 to 64 characters: safe in URLs and Redis key names.
  */
 export type Id = string
 export type ControlType = ("Button" | "Slider" | "Toggle" | "Index" | "String" | "XYPad")
+/**
+ * One of the light canvas's zones, or * for every phone of the layout (each zone's look is replaced).
+ */
+export type LightZone = string
+/**
+ * The zone leaves light mode: its phones show their controls again. Nothing else may be given with it.
+ */
+export type LightOff = true
+/**
+ * The colour, #rrggbb in lower case.
+ */
+export type LightColor = string
+/**
+ * 0 (black) to 1 (full).
+ */
+export type LightBrightness = number
+/**
+ * How long the change from the previous look takes, from the frame's at.
+ */
+export type LightFadeMs = number
+/**
+ * Movement over the zone: a wave that sweeps across the seats, or a strobe.
+ */
+export type LightPattern = ({
+type: "wave"
+/**
+ * Where the wave travels, degrees: 0 toward x = 1 (left to right), 90 toward y = 1 (front to back).
+ */
+direction: number
+/**
+ * Zone widths a second.
+ */
+speed: number
+/**
+ * The lit band's width, as a share of the zone.
+ */
+width?: number
+} | {
+type: "strobe"
+/**
+ * Flashes a second, as asked; a phone shows at most 3 (WCAG 2.3.1), and none with reduced motion.
+ */
+hz: number
+})
 /**
  * A control action, answered by an ack once stored or an error with the HTTP API's code. An action's layout is the token's; a layoutId, if sent, must be it. The value is checked against the control's type as on POST /action. One schema per control type, chosen by `type`.
  */
@@ -258,6 +302,26 @@ receivedAt: number
  * When the server sent this answer: ms since the Unix epoch, Redis's clock (not before receivedAt).
  */
 sentAt: number
+}
+/**
+ * What the phones of a zone (or, for zone *, of the whole layout) show from at on: sent lightLeadMs (the layout's light canvas) ahead of at, so that every phone starts it together, at at on its estimate of the server's clock. A socket gets the current look of its zone when it opens, reconnects or catches up, and each new one as it comes; a newer look replaces an older one (compare at, then id). A phone places a wave by its token's seat claim.
+ */
+export interface LightFrame {
+op: "light"
+/**
+ * The look's entry in the layout's light stream: ordered, unique per layout.
+ */
+id: string
+zone: LightZone
+/**
+ * When the look starts: ms since the Unix epoch, the deployment's timebase (Redis's clock; live.serverNow() on the client).
+ */
+at: number
+off?: LightOff
+color?: LightColor
+brightness?: LightBrightness
+fadeMs?: LightFadeMs
+pattern?: LightPattern
 }
 /**
  * The same participant's new token (POST /token with renew), taken without reconnecting: answered by refreshed, or by an error with ref null (token_mismatch for another participant's or layout's token, or the token's own code), and the socket keeps its old token then.

@@ -32,6 +32,15 @@ export function presenceUp(member: string): boolean {
   return !member.endsWith('|down');
 }
 
+/**
+ * The layout's light stream: the looks its phones show (field `look`, light-look.schema.json),
+ * appended by audiencectl light, read by every gateway holding sockets on the layout. An entry's id is when Redis took it: the look starts at that time
+ * plus the canvas's lightLeadMs.
+ */
+export function lightStreamKey(prefix: string, layoutId: string): string {
+  return `${prefix}layout:{${layoutId}}:light`;
+}
+
 /** Where the bridge copies stream entries it cannot use, with the reason. */
 export function deadLetterKey(prefix: string, layoutId: string): string {
   return `${prefix}layout:{${layoutId}}:dead-letters`;

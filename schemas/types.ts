@@ -1,5 +1,6 @@
 // TypeScript shapes of the JSON Schemas in this folder. The schemas are the contract;
 // these types only describe what a value has once its validator accepted it.
+import type { LightCanvasDefinition } from './light.js';
 
 export const CONTROL_TYPES = ['Button', 'Slider', 'Toggle', 'Index', 'String', 'XYPad'] as const;
 export type ControlType = (typeof CONTROL_TYPES)[number];
@@ -81,6 +82,8 @@ export interface LayoutDefinition {
   activePageId: string;
   /** parts of the room a participant may be placed in (POST /token `zone`) */
   zones?: string[];
+  /** the light canvas: its phones as pixels the show lights (schemas/light.ts) */
+  light?: LightCanvasDefinition;
   limits?: LayoutLimits;
   pages: Page[];
 }
@@ -100,6 +103,8 @@ export interface ActionRequest {
 export interface TokenRequest {
   layoutId: string;
   zone?: string;
+  /** where in its zone the participant sits (0 to 1 each way), for light patterns */
+  seat?: { x: number; y: number };
   /** an earlier token of the participant to renew */
   renew?: string;
 }

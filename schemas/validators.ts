@@ -7,6 +7,7 @@ import { fileURLToPath } from 'node:url';
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import type { DataValidationCxt } from 'ajv/dist/types/index.js';
 import type { CrowdSummary } from './aggregate.js';
+import type { LightLook } from './light.js';
 import { CONTROL_TYPES, type ActionEntry, type ActionRequest, type ControlType, type LayoutDefinition, type TokenRequest } from './types.js';
 
 /** The folder holding the *.schema.json files (copied next to the compiled module by the build). */
@@ -98,6 +99,8 @@ export const validateLayoutDefinitionAll = compile<LayoutDefinition>(createAjv({
 export const validateActionEntry = compile<ActionEntry>(ajv, 'action-entry.schema.json');
 export const validateCrowdSummary = compile<CrowdSummary>(ajv, 'crowd-summary.schema.json');
 export const validateRecordEntry = compile<RecordEntry>(ajv, 'show-record-entry.schema.json');
+/** A look for a layout's phones (light-look.schema.json): what the light stream holds. */
+export const validateLightLook = compile<LightLook>(ajv, 'light-look.schema.json');
 
 export const validateAdminLogin = compile<{ email: string; password: string }>(ajv, 'admin-requests.schema.json#/$defs/login');
 export const validateAdminCreateKey = compile<{ name?: string; layouts?: string[]; mintRate?: number; mintBurst?: number }>(ajv, 'admin-requests.schema.json#/$defs/createKey');

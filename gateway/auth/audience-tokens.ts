@@ -61,6 +61,21 @@ export interface AudienceClaims {
   mintedAt: number;
   /** where the participant sits, one of the layout's zones ('' for none) */
   zone: string;
+  /** where in its zone (0 to 1 each way), for light patterns; null for nowhere in particular */
+  seat: Seat | null;
+}
+
+/** A participant's place in its zone (the token's `seat` claim). */
+export interface Seat {
+  x: number;
+  y: number;
+}
+
+/** A seat claim as signed: within 0 to 1 each way, or none. */
+function seatOf(claim: unknown): Seat | null {
+  if (typeof claim !== 'object' || claim === null) return null;
+  const { x, y } = claim as Record<string, unknown>;
+  return typeof x === 'number' && typeof y === 'number' && x >= 0 && x <= 1 && y >= 0 && y <= 1 ? { x, y } : null;
 }
 
 /** Whether a layout revoked this token: minted before its cut-off, or its participant revoked. */
@@ -178,18 +193,18 @@ export class AudienceTokens {
     this.cache = settings.cacheMax > 0 ? new LRUCache({ max: settings.cacheMax }) : null;
   }
 
-  /** A token for the layout on behalf of the key (in `zone`, if given); `sub` is a fresh random audience id. */
-  mint(key: AuthedKey, layoutId: string, zone?: string): Promise<{ token: string; expiresAt: number }> {
-    return this.sign(key, layoutId, `aud_${randomBytes(12).toString('base64url')}`, zone);
+  /** A token for the layout on behalf of the key (in `zone` and at `seat`, if given); `sub` is a fresh random audience id. */
+  mint(key: AuthedKey, layoutId: string, zone?: string, seat?: Seat): Promise<{ token: string; expiresAt: number }> {
+    return this.sign(key, layoutId, `aud_${randomBytes(12).toString('base64url')}`, zone, seat ?? null);
   }
 
   /**
-   * A new token for the participant of `old`, on behalf of the key: the same sub and zone, a new
+   * A new token for the participant of `old`, on behalf of the key: the same sub, zone and seat, a new
    * iat and exp. `old` must carry a valid signature for `layoutId` and may have expired up to the
    * renewal grace ago; whether it is revoked is the caller's to check (`renewable` gives its claims).
    */
   async renew(key: AuthedKey, claims: AudienceClaims): Promise<{ token: string; expiresAt: number }> {
-    return this.sign(key, claims.layoutId, claims.sub, claims.zone === '' ? undefined : claims.zone);
+    return this.sign(key, claims.layoutId, claims.sub, claims.zone === '' ? undefined : claims.zone, claims.seat);
   }
 
   /**
@@ -205,14 +220,14 @@ export class AudienceTokens {
     return claims;
   }
 
-  private async sign(key: AuthedKey, layoutId: string, sub: string, zone: string | undefined): Promise<{ token: string; expiresAt: number }> {
+  private async sign(key: AuthedKey, layoutId: string, sub: string, zone: string | undefined, seat: Seat | null): Promise<{ token: string; expiresAt: number }> {
     const { kid, secret } = this.keyring.signer();
     const mintedAt = this.now();
     const iat = Math.floor(mintedAt / 1000);
     const exp = iat + this.settings.ttlSeconds;
     // `mintedAt` (ms) beside `iat` (whole seconds): a layout's revocation cut-off must tell apart
     // tokens minted in the same second before and after it
-    const token = await new SignJWT({ layoutId, team: key.teamId, keyId: key.keyId, mintedAt, ...(zone !== undefined && { zone }) })
+    const token = await new SignJWT({ layoutId, team: key.teamId, keyId: key.keyId, mintedAt, ...(zone !== undefined && { zone }), ...(seat && { seat: { x: seat.x, y: seat.y } }) })
       .setProtectedHeader({ route: routeKey(sub), alg: 'HS256', typ: TOKEN_TYP, kid })
       .setIssuer(this.settings.issuer)
       .setAudience(this.settings.audience)
@@ -292,7 +307,7 @@ export class AudienceTokens {
         currentDate: new Date(this.now()),
         ...(graceSeconds > 0 && { clockTolerance: graceSeconds }),
       });
-      const { sub, layoutId, team, keyId, exp, iat, mintedAt, zone } = payload;
+      const { sub, layoutId, team, keyId, exp, iat, mintedAt, zone, seat } = payload;
       if (typeof sub !== 'string' || typeof layoutId !== 'string' || typeof team !== 'string' || typeof keyId !== 'string' || typeof exp !== 'number' || typeof iat !== 'number') {
         throw new AppError('token_invalid');
       }
@@ -300,7 +315,7 @@ export class AudienceTokens {
       // The few distinct values are shared by every cached token, which keeps each entry small. One
       // object literal: a spread of the claims into the entry took about 40 MiB more for 100,000 tokens.
       const i = this.interned;
-      return { sub: flatCopy(sub), layoutId: i.of(layoutId), team: i.of(team), keyId: i.of(keyId), kid: i.of(kid), exp, mintedAt: minted, zone: typeof zone === 'string' ? i.of(zone) : '', signature: flatCopy(signatureOf(token)) };
+      return { sub: flatCopy(sub), layoutId: i.of(layoutId), team: i.of(team), keyId: i.of(keyId), kid: i.of(kid), exp, mintedAt: minted, zone: typeof zone === 'string' ? i.of(zone) : '', seat: seatOf(seat), signature: flatCopy(signatureOf(token)) };
     } catch (e) {
       // classified here, by jose's own error classes; anything else is a bug for the 500 path and its log
       if (e instanceof joseErrors.JWTExpired) throw new AppError('token_expired');

@@ -16,6 +16,7 @@ import { loadKek } from '../store/signing-kek.js';
 import { createStores, type Stores } from '../store/stores.js';
 import { addCrowdCommands, addModerationCommands, addShowCommands } from './show-commands.js';
 import { CliOutput, isoOrDash, operator, table } from './output.js';
+import { addLightCommand } from './light-command.js';
 
 interface Ctx {
   stores: Stores;
@@ -138,6 +139,7 @@ leaf(layout, 'show', 'show a layout with all its pages')
         activePageId: l.activePageId,
         ...(l.limits && { limits: l.limits }),
         ...(l.zones.length > 0 && { zones: l.zones }),
+        ...(l.light && { light: l.light }),
         ...(l.tokensRevokedBefore > 0 && { tokensRevokedBefore: new Date(l.tokensRevokedBefore).toISOString() }),
         pages: l.pages,
       };
@@ -163,6 +165,7 @@ leaf(layout, 'activate', 'make a page the active one (every gateway switches at 
 addCrowdCommands(program, leaf, run);
 addModerationCommands(program, leaf, run);
 addShowCommands(program, leaf, run);
+addLightCommand(program, leaf, run);
 
 const token = program.command('token').description('audience tokens');
 leaf(token, 'revoke', "revoke a layout's audience tokens: all minted before now (or --before), or one participant's (--sub)")

@@ -5,6 +5,7 @@ import { aggregateProblem } from '../../schemas/aggregate.js';
 import { describeErrors, validateLayoutDefinitionAll } from '../../schemas/validators.js';
 import type { LayoutDefinition } from '../../schemas/types.js';
 import { AppError } from '../errors.js';
+import { canvasProblem, type LightCanvasDefinition } from '../../schemas/light.js';
 
 /**
  * Objects and arrays nested at most this deep, counted from the definition itself (which is 1;
@@ -75,8 +76,19 @@ function ruleProblems(input: Obj): string[] {
       if (indices.some((ix, n) => ix !== n)) out.push(`${path} (${where}): option indices must be exactly 0..${c.options.length - 1}`);
     }
   }
+  if (isObj(input.light) && canvasShaped(input.light)) {
+    const zones = Array.isArray(input.zones) ? input.zones.filter((z): z is string => typeof z === 'string') : [];
+    const problem = canvasProblem(input.light, zones);
+    if (problem) out.push(`layout.${problem}`);
+  }
   if (typeof input.activePageId === 'string' && pageIds.size > 0 && !pageIds.has(input.activePageId)) out.push(`layout.activePageId "${input.activePageId}" is not one of the pages (${[...pageIds].map((x) => JSON.stringify(x)).join(', ')})`);
   return out;
+}
+
+/** Whether a light canvas has the shape its rules read (the schema reports the rest). */
+function canvasShaped(light: Obj): light is Obj & LightCanvasDefinition {
+  const { zones } = light;
+  return zones === undefined || (Array.isArray(zones) && zones.every((z) => typeof z === 'string'));
 }
 
 /** Every problem of a definition, each naming its path (none: it is valid). */

@@ -6,6 +6,7 @@
 import { LRUCache } from 'lru-cache';
 import type { Control, LayoutLimits, Page } from '../../schemas/types.js';
 import { orUnavailable } from '../errors.js';
+import type { LightCanvas } from '../../schemas/light.js';
 import type { LayoutStore, StoredLayout } from '../store/layouts.js';
 import { untimed, type RedisTimer } from '../store/redis.js';
 
@@ -22,6 +23,8 @@ export interface LiveLayout {
   limits?: LayoutLimits;
   /** parts of the room (POST /token `zone`); empty for none */
   zones: readonly string[];
+  /** the light canvas, its defaults filled in; null for none */
+  light: LightCanvas | null;
   /** audience tokens minted before this time (ms) are revoked; 0 for none */
   tokensRevokedBefore: number;
   /** participants (subs) whose tokens are revoked */

@@ -1,5 +1,5 @@
-// Backpressure on live sockets. Page and crowd frames are latest-value state: a socket whose buffer
-// passes bufferBytes leaves its layout's topic (what is published meanwhile skips it, counted),
+// Backpressure on live sockets. Page, crowd and light frames are latest-value state: a socket whose
+// buffer passes bufferBytes leaves its layout's topics (what is published meanwhile skips it, counted),
 // is sent the current state when it drains, and is closed with CLOSE.tooSlow if it stays behind for
 // slowCloseMs. Answers (ack, error) are not state: they go out whatever, up to uWS's limit.
 import { CLOSE } from '../../schemas/live-protocol.js';
@@ -8,6 +8,10 @@ import type { LiveSocket, SocketData } from './socket.js';
 
 /** The uWS topic of a layout's sockets that are in step with its page. */
 export const topicOf = (layoutId: string) => `layout:${layoutId}`;
+/** The uWS topic of a zone's light looks on a layout (zone * for the looks of every zone). */
+export const lightTopicOf = (layoutId: string, zone: string) => `light:${layoutId}:${zone}`;
+/** The light topics a socket of the zone is on while in step: its zone's and the layout's. */
+export const lightTopicsOf = (layoutId: string, zone: string) => (zone === '' ? [lightTopicOf(layoutId, '*')] : [lightTopicOf(layoutId, zone), lightTopicOf(layoutId, '*')]);
 
 export class Backpressure {
   /** the sockets whose state frames are being skipped */
@@ -45,11 +49,12 @@ export class Backpressure {
     }
   }
 
-  /** A socket over its buffer: off its layout's topic (what is published meanwhile skips it) until it drains. */
+  /** A socket over its buffer: off its layout's topics (what is published meanwhile skips it) until it drains. */
   private fellBehind(ws: LiveSocket, data: SocketData): void {
     data.overSince = this.o.now();
     data.stale = true;
     ws.unsubscribe(topicOf(data.layoutId));
+    for (const topic of lightTopicsOf(data.layoutId, data.claims.zone)) ws.unsubscribe(topic);
     this.behind.set(ws, data);
   }
 

@@ -1,8 +1,8 @@
 // The live channel's uWS mount: GET /live upgrades to a WebSocket on which a phone sees what is live
 // and acts (the protocol: schemas/live-protocol.ts). This file only wires the parts, each a file of
 // its own: admission before the upgrade (admission.ts, upgrade.ts), the sockets by layout and
-// participant with the drain (registry.ts), backpressure (backpressure.ts), pages and crowd values
-// (publisher.ts), the token's life on an open socket (token-lifecycle.ts), and the frames a client
+// participant with the drain (registry.ts), backpressure (backpressure.ts), pages, crowd values and
+// light looks (publisher.ts; the looks are read by light-feed.ts), the token's life on an open socket (token-lifecycle.ts), and the frames a client
 // sends (action-frames.ts).
 import type { TemplatedApp } from 'uWebSockets.js';
 import type { CrowdValue } from '../../schemas/crowd-merge.js';
@@ -10,6 +10,7 @@ import { CLOSE } from '../../schemas/live-protocol.js';
 import { revokedByLayout } from '../auth/audience-tokens.js';
 import type { LiveLayout } from '../layouts/layout-cache.js';
 import type { CrowdFeed } from './crowd-feed.js';
+import type { LightFeed } from './light-feed.js';
 import { ActionFrames } from './action-frames.js';
 import { Admission } from './admission.js';
 import { Backpressure } from './backpressure.js';
@@ -43,19 +44,33 @@ export class LiveChannel {
     /** the crowd's values, merged over every gateway process (null: no crowd frames) */
     private readonly crowd: CrowdFeed | null,
     private readonly o: LiveOptions,
+    /** the looks of layouts' light canvases (null: no light frames) */
+    private readonly light: LightFeed | null = null,
   ) {
     this.registry = new SocketRegistry(o.socketsPerParticipant, {
-      layoutWatched: (layoutId) => this.crowd?.watch(layoutId), // the first socket on the layout here: its crowd is listened to
+      // the first socket on the layout here: its crowd is listened to, its looks read
+      layoutWatched: (layoutId) => {
+        this.crowd?.watch(layoutId);
+        this.watchLight(layoutId);
+      },
       layoutLeft: (layoutId) => {
         this.publisher.left(layoutId);
         this.checked.delete(layoutId);
         this.crowd?.unwatch(layoutId);
+        this.light?.unwatch(layoutId);
       },
       closedByUs: (code) => o.onClosed?.(code),
     });
     this.admission = new Admission(o, () => this.registry.size);
     this.backpressure = new Backpressure(this.registry, o);
-    this.publisher = new Publisher(s, (layoutId) => this.crowd?.current(layoutId) ?? [], this.registry, this.backpressure, o);
+    this.publisher = new Publisher(
+      s,
+      (layoutId) => this.crowd?.current(layoutId) ?? [],
+      (layoutId, zone) => this.light?.current(layoutId, zone) ?? [],
+      this.registry,
+      this.backpressure,
+      o,
+    );
     this.frames = new ActionFrames(s, this.registry, () => this.lifecycle, o);
     this.lifecycle = new TokenLifecycle(
       this.registry,
@@ -138,6 +153,21 @@ export class LiveChannel {
     this.registry.remove(ws, data);
   }
 
+  /** Whether sockets of the layout are open on this process. */
+  holds(layoutId: string): boolean {
+    return this.registry.hasLayout(layoutId);
+  }
+
+  /** Its looks are read while the layout has a light canvas (its first socket here, a re-import). */
+  private watchLight(layoutId: string): void {
+    this.light?.watch(layoutId).catch((e: unknown) => this.publisher.failed(e, 'live_light'));
+  }
+
+  /** A zone's new light look (zone *: every zone's), as its frame's text: to the zone's sockets. */
+  lightLook(layoutId: string, zone: string, text: string): void {
+    this.publisher.lightLook(layoutId, zone, text);
+  }
+
   /** Whether the participant holds a socket of the layout on this process. */
   hasParticipant(layoutId: string, sub: string): boolean {
     return this.registry.hasParticipant(layoutId, sub);
@@ -161,6 +191,7 @@ export class LiveChannel {
    */
   layoutChanged(layoutId: string): void {
     if (!this.registry.hasLayout(layoutId)) return;
+    this.watchLight(layoutId); // a canvas made or dropped by a re-import
     void Promise.resolve(this.s.layouts.get(layoutId)).then(
       async (layout) => {
         if (!layout || this.revocationsChanged(layout)) {

@@ -1,6 +1,7 @@
-// The publisher of pages and crowd values to live sockets. A socket gets the layout's active page
-// first (then the crowd's values on it) and joins the layout's uWS topic; from then on a page
-// switch or re-import, and each crowd change, is one publish on that topic (uWS writes it to every
+// The publisher of pages, crowd values and light looks to live sockets. A socket gets the layout's
+// active page first (then the crowd's values on it, and its zone's current light look) and joins
+// the layout's uWS topic and its zone's light topics; from then on a page switch or re-import, each
+// crowd change and each look, is one publish on a topic (uWS writes it to every
 // socket in C++). A socket behind on its buffer is off the topic and gets the current state when
 // it drains (backpressure.ts).
 import type { TemplatedApp } from 'uWebSockets.js';
@@ -9,7 +10,7 @@ import { CLOSE } from '../../schemas/live-protocol.js';
 import { revokedByLayout } from '../auth/audience-tokens.js';
 import { AppError } from '../errors.js';
 import type { LiveLayout } from '../layouts/layout-cache.js';
-import { topicOf, type Backpressure } from './backpressure.js';
+import { lightTopicOf, lightTopicsOf, topicOf, type Backpressure } from './backpressure.js';
 import { crowdFrame, crowdLids, pageFrame } from './frames.js';
 import type { SocketRegistry } from './registry.js';
 import type { LiveOptions, LiveServices, LiveSocket, SocketData } from './socket.js';
@@ -23,6 +24,8 @@ export class Publisher {
     private readonly s: Pick<LiveServices, 'layouts' | 'destinations'>,
     /** the crowd's current values on a layout (none: no crowd frames) */
     private readonly crowdNow: (layoutId: string) => readonly CrowdValue[],
+    /** the light frames a socket of a zone gets now: its zone's current look (none: no canvas, or nothing lit yet) */
+    private readonly lightNow: (layoutId: string, zone: string) => readonly string[],
     private readonly registry: SocketRegistry,
     private readonly backpressure: Backpressure,
     private readonly o: Pick<LiveOptions, 'onError' | 'onUnavailable'>,
@@ -63,8 +66,11 @@ export class Publisher {
         if (!this.backpressure.sendState(ws, data, pageFrame(layout, destinationCount))) return;
         data.version = layout.version;
         for (const v of this.crowdNow(data.layoutId)) if (lids.has(v.lid) && !this.backpressure.sendState(ws, data, crowdFrame(v))) return;
-        // in step: from now on the layout's page and crowd frames reach it by the layout's topic
-        if (data.overSince === null) ws.subscribe(topicOf(data.layoutId));
+        for (const text of this.lightNow(data.layoutId, data.claims.zone)) if (!this.backpressure.sendState(ws, data, text)) return;
+        // in step: from now on the layout's page, crowd and light frames reach it by the layout's topics
+        if (data.overSince !== null) return;
+        ws.subscribe(topicOf(data.layoutId));
+        for (const topic of lightTopicsOf(data.layoutId, data.claims.zone)) ws.subscribe(topic);
       });
       // a page published between the read above and the subscription: this one missed it
       const now = await this.s.layouts.get(data.layoutId);
@@ -86,6 +92,13 @@ export class Publisher {
     const layout = this.s.layouts.get(layoutId);
     if (layout instanceof Promise) layout.then(fan, (e: unknown) => this.failed(e, 'live_crowd'));
     else fan(layout);
+  }
+
+  /** A zone's new light look (zone *: every zone's) to its sockets in step, by one publish on its topic. */
+  lightLook(layoutId: string, zone: string, text: string): void {
+    if (!this.app || !this.registry.hasLayout(layoutId)) return;
+    this.backpressure.beforePublish(this.registry.ofLayout(layoutId), 1);
+    this.app.publish(lightTopicOf(layoutId, zone), text);
   }
 
   /** A layout's new page (and its crowd's values) to every socket in step, by one publish on its topic. */

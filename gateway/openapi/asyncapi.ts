@@ -21,6 +21,7 @@ const FRAMES: readonly [string, string, string][] = [
   ['refreshed', 'RefreshedFrame', 'refreshed'],
   ['pong', 'PongFrame', 'pong'],
   ['timeAnswer', 'TimeAnswerFrame', 'time'],
+  ['light', 'LightFrame', 'light'],
 ];
 
 /** What each close code says, from the protocol module (schemas/live-protocol.ts). */
@@ -47,7 +48,9 @@ const CHANNEL_DESCRIPTION = [
   '',
   'Clock: a client estimates the server’s clock as NTP does, from time exchanges: each answer carries when the server received the frame and when it answered, in Redis’s clock (every gateway process of a deployment answers in that one timebase), and the exchange of least round trip of the last minute gives the offset, right within half its round trip.',
   '',
-  'Limits: actions share the participant’s budget with POST /action (error `rate_limited` with retryAfterMs); a frame over MAX_BODY_BYTES closes the socket. Page and crowd frames are latest-value state: a socket over LIVE_BUFFER_BYTES is skipped and gets the current state when it drains.',
+  'Light: on a layout with a light canvas, each look the show plays for the socket’s zone (or every zone) arrives as a light frame lightLeadMs before its at; the phone shows it from at on its estimate of the server’s clock, placing a wave by its token’s seat claim, and never flashes more than 3 times a second.',
+  '',
+  'Limits: actions share the participant’s budget with POST /action (error `rate_limited` with retryAfterMs); a frame over MAX_BODY_BYTES closes the socket. Page, crowd and light frames are latest-value state: a socket over LIVE_BUFFER_BYTES is skipped and gets the current state when it drains.',
 ].join('\n');
 
 /** The names of the components `node` refers to, and those they refer to, into `into`. */
@@ -179,6 +182,12 @@ export function buildAsyncApiDocument(): Json {
         summary: `A clock exchange, answered by time with the server's receive and send times in the deployment's one timebase (at most ${FRAME_LIMITS.time.socketBurst} at once and ${FRAME_LIMITS.time.socketPerMinute} a minute per socket; past that an error rate_limited with the frame's ref, and the socket stays open).`,
         messages: [inChannel('time')],
         reply: { channel, messages: [inChannel('timeAnswer'), inChannel('error')] },
+      },
+      sendLight: {
+        action: 'send',
+        channel,
+        summary: 'A light look for the socket’s zone (zone * for every zone) from a server time at on, sent the layout’s lightLeadMs ahead of it; a socket gets its zone’s current look when it opens or catches up.',
+        messages: [inChannel('light')],
       },
       sendExpiring: { action: 'send', channel, summary: 'The socket’s token expires soon: renew it and send refresh.', messages: [inChannel('expiring')] },
       sendError: { action: 'send', channel, summary: 'A frame that does not parse: an error with ref null.', messages: [inChannel('error')] },

@@ -25,6 +25,12 @@ const DEF_COMPONENTS: Record<string, string> = {
   'layout-definition.schema.json#/$defs/id': 'Id',
   'action-value.schema.json#/$defs/controlType': 'ControlType',
   'control.schema.json#/$defs/cue': 'CrowdCue',
+  'light-look.schema.json#/$defs/zone': 'LightZone',
+  'light-look.schema.json#/$defs/off': 'LightOff',
+  'light-look.schema.json#/$defs/color': 'LightColor',
+  'light-look.schema.json#/$defs/brightness': 'LightBrightness',
+  'light-look.schema.json#/$defs/fadeMs': 'LightFadeMs',
+  'light-look.schema.json#/$defs/pattern': 'LightPattern',
   ...Object.fromEntries(CONTROL_TYPES.map((t) => [`action-value.schema.json#/$defs/${t}`, `${t}Value`])),
 };
 const RESPONSES_FILE = 'api-responses.schema.json';

@@ -1,5 +1,5 @@
 // POST /token (spec 4.2): mints an audience token for a layout in the API key's scope: a new
-// participant's, or with `renew` the participant of an earlier token again (same sub and zone).
+// participant's, or with `renew` the participant of an earlier token again (same sub, zone and seat).
 import { describeFirstError, validateTokenRequest } from '../../schemas/validators.js';
 import { keyCoversLayout } from '../auth/api-keys.js';
 import { revokedByLayout } from '../auth/audience-tokens.js';
@@ -32,7 +32,7 @@ export function tokenRoute(d: RouteDeps): Route {
         if (old.layoutId !== body.layoutId || old.team !== layout.teamId) throw new AppError('token_layout_mismatch', `The token to renew was minted for layout "${old.layoutId}", not "${body.layoutId}".`, 400);
         if (revokedByLayout(old, layout)) throw new AppError('token_revoked');
         minting = d.tokens.renew(key, old);
-      } else minting = d.tokens.mint(key, body.layoutId, body.zone);
+      } else minting = d.tokens.mint(key, body.layoutId, body.zone, body.seat);
       const { token, expiresAt } = await minting;
       // Last, so a revocation committed while this request was in flight fails it too (spec 3).
       await d.apiKeys.confirmNotRevoked(key.keyId);

@@ -3,7 +3,7 @@
 // tag: {layoutId}, {teamId}, {keyId}, {email}, {session hash}, or one fixed tag for the signing
 // keys and for the team registry. A command, transaction or Lua script touches the keys of one
 // owner only, so the same code runs on one Redis and on Redis Cluster (where a tag is a slot).
-import { actionStreamKey, layoutKey, presenceKey, cueStateKey, showRecordKey, showRecordStateKey } from '../../schemas/redis-keys.js';
+import { actionStreamKey, layoutKey, lightStreamKey, presenceKey, cueStateKey, showRecordKey, showRecordStateKey } from '../../schemas/redis-keys.js';
 
 export class RedisKeys {
   constructor(readonly prefix: string) {}
@@ -27,6 +27,10 @@ export class RedisKeys {
   /** Hash: team, name, activePageId, pages (JSON), updatedAt, version (schemas/redis-keys.ts). */
   layout(layoutId: string): string {
     return layoutKey(this.prefix, layoutId);
+  }
+  /** Stream of the looks of the layout's light canvas (schemas/redis-keys.ts). */
+  lightStream(layoutId: string): string {
+    return lightStreamKey(this.prefix, layoutId);
   }
   /** Hash sub -> revokedAt (ms): the layout's audience tokens revoked one participant at a time. */
   revokedSubs(layoutId: string): string {

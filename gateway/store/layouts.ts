@@ -11,6 +11,7 @@ import type { RedisKeys } from './keys.js';
 import { runScript } from './scripts.js';
 import type { RecordBounds } from './show-record.js';
 import { RECORD_DEFAULTS } from '../../schemas/show-record.js';
+import { lightCanvas, type LightCanvas, type LightCanvasDefinition } from '../../schemas/light.js';
 
 /**
  * A revoked (or muted) participant is remembered this long: the longest an audience token can live
@@ -29,6 +30,8 @@ export interface StoredLayout {
   limits?: LayoutLimits;
   /** parts of the room (POST /token `zone`); empty for none */
   zones: readonly string[];
+  /** the light canvas, its defaults filled in; null for none */
+  light: LightCanvas | null;
   /** audience tokens minted before this time (ms) are revoked; 0 for none */
   tokensRevokedBefore: number;
   /** participants (subs) whose tokens are revoked */
@@ -54,6 +57,7 @@ export class LayoutStore {
       this.redis.hgetall(this.keys.mutedSubs(layoutId)),
     ]);
     if (!h.team || !h.pages || !h.activePageId) return null;
+    const zones = h.zones ? (JSON.parse(h.zones) as string[]) : [];
     return {
       layoutId,
       teamId: h.team,
@@ -61,7 +65,8 @@ export class LayoutStore {
       activePageId: h.activePageId,
       pages: JSON.parse(h.pages) as Page[],
       ...(h.limits && { limits: JSON.parse(h.limits) as LayoutLimits }),
-      zones: h.zones ? (JSON.parse(h.zones) as string[]) : [],
+      zones,
+      light: h.light ? lightCanvas(JSON.parse(h.light) as LightCanvasDefinition, zones) : null,
       tokensRevokedBefore: Number(h.tokensRevokedBefore ?? 0),
       revokedSubs: new Set(revoked),
       mutedSubs: new Map(Object.entries(muted).map(([sub, until]) => [sub, Number(until)])),
@@ -100,6 +105,7 @@ export class LayoutStore {
       def.limits ? JSON.stringify(def.limits) : '',
       def.zones && def.zones.length > 0 ? JSON.stringify(def.zones) : '',
       JSON.stringify(cuedLidsByPage(def.pages)),
+      def.light ? JSON.stringify(def.light) : '',
     ]);
     if (r === -1) throw new AppError('layout_owned_by_other_team', `layoutId "${def.layoutId}" belongs to another team`);
     await this.redis.sadd(this.keys.teamLayouts(teamId), def.layoutId);

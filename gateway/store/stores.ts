@@ -5,6 +5,7 @@ import { CueStore } from './cues.js';
 import { ApiKeyStore } from './api-keys.js';
 import { RedisKeys } from './keys.js';
 import { LayoutStore } from './layouts.js';
+import { LightStore } from './light.js';
 import { ModerationStore } from './moderation.js';
 import { ShowRecordStore, type RecordBounds } from './show-record.js';
 import { RECORD_DEFAULTS } from '../../schemas/show-record.js';
@@ -17,6 +18,7 @@ export interface Stores {
   keys: RedisKeys;
   teams: TeamStore;
   layouts: LayoutStore;
+  light: LightStore;
   apiKeys: ApiKeyStore;
   signingKeys: SigningKeyStore;
   admins: AdminStore;
@@ -38,6 +40,7 @@ export function createStores(redis: RedisClient, prefix: string, kek: Kek | null
     keys,
     teams: new TeamStore(redis, keys),
     layouts,
+    light: new LightStore(redis, keys, layouts),
     apiKeys: new ApiKeyStore(redis, keys, layouts),
     signingKeys: new SigningKeyStore(redis, keys, kek),
     admins: new AdminStore(redis, keys),

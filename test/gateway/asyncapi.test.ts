@@ -36,7 +36,7 @@ describe('the AsyncAPI document of the live channel', () => {
     expect(problems).toEqual([]);
     expect(document?.version()).toBe('3.0.0');
     expect(document?.channels().get('live')?.address()).toBe('/live');
-    expect(document?.messages().all().map((m) => m.name()).sort()).toEqual(['ack', 'action', 'crowd', 'error', 'expiring', 'page', 'ping', 'pong', 'refresh', 'refreshed', 'restate', 'time', 'timeAnswer']);
+    expect(document?.messages().all().map((m) => m.name()).sort()).toEqual(['ack', 'action', 'crowd', 'error', 'expiring', 'light', 'page', 'ping', 'pong', 'refresh', 'refreshed', 'restate', 'time', 'timeAnswer']);
     // the token as the bearer subprotocol is the server's security scheme
     expect(document?.servers().get('gateway')?.security().flatMap((r) => r.all().map((x) => x.scheme().type()))).toEqual(['httpApiKey']);
     // a broken one is caught: the check can fail

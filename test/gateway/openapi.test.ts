@@ -92,7 +92,7 @@ describe('the OpenAPI document', () => {
         for (const c of codes) documented.set(c, new Set([...(documented.get(c) ?? []), Number(status)]));
       }
     }
-    const adminAndCli = ['login_failed', 'too_many_attempts', 'session_required', 'csrf_failed', 'admin_exists', 'admin_not_found', 'invalid_argument', 'invalid_layout', 'team_not_found', 'layout_owned_by_other_team', 'page_not_found', 'cue_not_found', 'item_not_found', 'key_not_found', 'signing_key_not_found', 'signing_key_in_use'];
+    const adminAndCli = ['login_failed', 'too_many_attempts', 'session_required', 'csrf_failed', 'admin_exists', 'admin_not_found', 'invalid_argument', 'invalid_layout', 'team_not_found', 'layout_owned_by_other_team', 'page_not_found', 'cue_not_found', 'item_not_found', 'key_not_found', 'signing_key_not_found', 'signing_key_in_use', 'light_canvas_missing'];
     const routing = ['not_found', 'method_not_allowed']; // any path; the document's description names them
     const liveOnly = ['protocol_missing', 'upgrade_invalid', 'token_mismatch']; // the live channel's upgrade and refresh frame: the AsyncAPI document names them
     const publicCodes = Object.keys(ERRORS).filter((c) => !adminAndCli.includes(c) && !routing.includes(c) && !liveOnly.includes(c));

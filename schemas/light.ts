@@ -1,0 +1,131 @@
+// A layout's light canvas and the looks its phones show: the one meaning of light-look.schema.json
+// and of a layout's `light` (layout-definition.schema.json) for every program that speaks them:
+// the gateway fans looks out, audiencectl plays them, the client shows them. Dependency-free and
+// browser-safe.
+
+/** A look for every phone of the layout (each zone's look is replaced). */
+export const EVERY_ZONE = '*';
+/** How far ahead of a look's start the gateways send it, unless the canvas says (ms). */
+export const DEFAULT_LIGHT_LEAD_MS = 150;
+/** The light stream keeps about this many looks (XADD MAXLEN ~): enough to find each zone's current one. */
+export const LIGHT_STREAM_MAXLEN = 1000;
+
+export interface WavePattern {
+  type: 'wave';
+  /** degrees: 0 toward x = 1, 90 toward y = 1 */
+  direction: number;
+  /** zone widths a second */
+  speed: number;
+  /** the lit band's share of the zone (default 0.25) */
+  width?: number;
+}
+
+export interface StrobePattern {
+  type: 'strobe';
+  /** flashes a second as asked (a phone shows at most MAX_FLASHES_PER_SECOND) */
+  hz: number;
+}
+
+/** What a zone's phones show (light-look.schema.json). */
+export interface LightLook {
+  zone: string;
+  /** the zone leaves light mode */
+  off?: true;
+  /** #rrggbb (default #ffffff) */
+  color?: string;
+  /** 0 to 1 (default 1) */
+  brightness?: number;
+  /** ms from the previous look (default 0) */
+  fadeMs?: number;
+  pattern?: WavePattern | StrobePattern;
+}
+
+/** A layout's light canvas as its definition declares it (`light`). */
+export interface LightCanvasDefinition {
+  lightLeadMs?: number;
+  zones?: string[];
+}
+
+/** A canvas with its defaults filled in. */
+export interface LightCanvas {
+  lightLeadMs: number;
+  /** the zones it lights; empty: only every phone at once (zone *) */
+  zones: readonly string[];
+}
+
+/** The canvas of a layout with `light` (and its `zones`), its defaults filled in. */
+export function lightCanvas(light: LightCanvasDefinition, layoutZones: readonly string[]): LightCanvas {
+  return {
+    lightLeadMs: light.lightLeadMs ?? DEFAULT_LIGHT_LEAD_MS,
+    zones: light.zones ?? layoutZones,
+  };
+}
+
+/** What is wrong with a canvas beside the schema (its zones must be the layout's), or null. */
+export function canvasProblem(light: LightCanvasDefinition, layoutZones: readonly string[]): string | null {
+  const stray = (light.zones ?? []).filter((z) => !layoutZones.includes(z));
+  if (stray.length > 0) return `light.zones ${stray.map((z) => JSON.stringify(z)).join(', ')} ${stray.length === 1 ? 'is not one' : 'are not'} of the layout's zones (${layoutZones.length === 0 ? 'it declares none' : layoutZones.join(', ')})`;
+  return null;
+}
+
+/** Whether a look may be played on a canvas: its zone is one of the canvas's, or *. */
+export function zoneOnCanvas(canvas: LightCanvas, zone: string): boolean {
+  return zone === EVERY_ZONE || canvas.zones.includes(zone);
+}
+
+/** A phone shows at most this many flashes a second, whatever a look asks (WCAG 2.3.1). */
+export const MAX_FLASHES_PER_SECOND = 3;
+/** Where a phone without a seat claim sits for a wave: the zone's middle. */
+export const MIDDLE_SEAT = { x: 0.5, y: 0.5 } as const;
+
+/** A look as a light frame carries it: what it shows and when it starts (ms, the server's clock). */
+export interface TimedLook extends LightLook {
+  at: number;
+}
+
+/** What a phone shows at one moment: a colour and how bright; `clamped` when a strobe asked past the flash limit. */
+export interface Shown {
+  rgb: [number, number, number];
+  brightness: number;
+  clamped: boolean;
+}
+
+const rgbOf = (color: string | undefined): [number, number, number] => {
+  const n = Number.parseInt((color ?? '#ffffff').slice(1), 16);
+  return [(n >> 16) & 255, (n >> 8) & 255, n & 255];
+};
+const frac = (x: number) => x - Math.floor(x);
+
+/**
+ * What a phone at `seat` shows at `now` (the server's clock) under `look`, coming from `before`
+ * (what it showed when the look started; null: nothing lit). Null once the look is off. Before
+ * `at` the look has not started: `before` still shows. A fade mixes from `before` over fadeMs; a
+ * wave lights a band that travels across the seats; a strobe flashes at most
+ * MAX_FLASHES_PER_SECOND; with `reducedMotion` neither moves nor flashes: the look's steady colour.
+ */
+export function shownAt(look: TimedLook, before: Shown | null, seat: { x: number; y: number } | null, now: number, reducedMotion = false): Shown | null {
+  if (now < look.at) return before;
+  if (look.off) return null;
+  const rgb = rgbOf(look.color);
+  let level = look.brightness ?? 1;
+  let clamped = false;
+  const p = look.pattern;
+  const elapsed = (now - look.at) / 1000;
+  if (p && !reducedMotion) {
+    if (p.type === 'wave') {
+      const s = seat ?? MIDDLE_SEAT;
+      const rad = (p.direction * Math.PI) / 180;
+      const phase = frac(s.x * Math.cos(rad) + s.y * Math.sin(rad) - p.speed * elapsed);
+      const half = (p.width ?? 0.25) / 2;
+      level *= Math.max(0, 1 - Math.min(phase, 1 - phase) / half);
+    } else {
+      const hz = Math.min(p.hz, MAX_FLASHES_PER_SECOND);
+      clamped = p.hz > MAX_FLASHES_PER_SECOND;
+      if (frac(elapsed * hz) >= 0.5) level = 0;
+    }
+  }
+  const fade = look.fadeMs ? Math.min(1, (now - look.at) / look.fadeMs) : 1;
+  if (fade >= 1 || !before) return { rgb, brightness: before ? level : level * fade, clamped };
+  const mix = (a: number, b: number) => Math.round(a + (b - a) * fade);
+  return { rgb: [mix(before.rgb[0], rgb[0]), mix(before.rgb[1], rgb[1]), mix(before.rgb[2], rgb[2])], brightness: before.brightness + (level - before.brightness) * fade, clamped };
+}
