@@ -29,6 +29,8 @@ export interface BridgeLayout {
   readonly playoutDelayMs: number;
   readonly maxAgeMs: number;
   readonly maxMessagesPerTick: number;
+  /** the UDP port of its light OSC input (bridge/light-in.ts); absent: none */
+  readonly lightOscPort?: number;
 }
 
 export interface BridgeConfig {
@@ -56,6 +58,8 @@ export interface BridgeConfig {
   readonly oscQueryAllowedOrigins: readonly string[];
   /** advertise it over mDNS; absent: when oscQueryHost is not loopback */
   readonly oscQueryMdns?: boolean;
+  /** the address the light OSC ports listen on */
+  readonly lightOscHost: string;
   readonly layouts: readonly BridgeLayout[];
 }
 

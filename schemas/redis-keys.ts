@@ -34,7 +34,8 @@ export function presenceUp(member: string): boolean {
 
 /**
  * The layout's light stream: the looks its phones show (field `look`, light-look.schema.json),
- * appended by audiencectl light, read by every gateway holding sockets on the layout. An entry's id is when Redis took it: the look starts at that time
+ * appended by audiencectl light and by the bridge's light OSC input, read by every gateway holding
+ * sockets on the layout. An entry's id is when Redis took it: the look starts at that time
  * plus the canvas's lightLeadMs.
  */
 export function lightStreamKey(prefix: string, layoutId: string): string {

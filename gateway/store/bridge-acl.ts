@@ -1,15 +1,15 @@
 // A least-privilege Redis user for one venue bridge: `bridge-<ID>` may touch only its layouts'
-// action streams, presence sets, dead-letter streams, cue hashes and show records, each with only
-// the commands the bridge sends to that key (ACL selectors), call the bridge's Redis functions
-// (FCALL; no EVAL, so no Lua of its own), and read its layouts' definitions (HGET, HMGET: what
-// OSCQuery describes). Nothing else: no signing keys, API keys, teams, admin sessions, writes to a
+// action streams, presence sets, dead-letter streams, cue hashes, show records and light streams
+// (append only), each with only the commands the bridge sends to that key (ACL selectors), call
+// the bridge's Redis functions (FCALL; no EVAL, so no Lua of its own), and read its layouts'
+// definitions (HGET, HMGET: what OSCQuery describes, the light canvas). Nothing else: no signing keys, API keys, teams, admin sessions, writes to a
 // definition or another layout's keys, no pub/sub, no other database, no admin commands.
 // On Redis Cluster the user is set on every node, masters and replicas, since ACLs are per node. A
 // new grant disconnects the connections of the old password.
 import { randomBytes } from 'node:crypto';
 import { Cluster, type Redis } from 'ioredis';
 import type { RedisClient } from '../../runtime/redis.js';
-import { actionStreamKey, cueStateKey, deadLetterKey, layoutKey, presenceKey, showRecordKey, showRecordStateKey } from '../../schemas/redis-keys.js';
+import { actionStreamKey, cueStateKey, deadLetterKey, layoutKey, lightStreamKey, presenceKey, showRecordKey, showRecordStateKey } from '../../schemas/redis-keys.js';
 import { AppError } from '../errors.js';
 import { loadFunctions } from '../../runtime/redis-functions.js';
 import { bridgeFunctionsSource } from '../../schemas/bridge-functions.js';
@@ -45,7 +45,9 @@ export function bridgeSelectors(prefix: string, layoutId: string): { keys: strin
     { keys: [cueStateKey(prefix, layoutId)], commands: ['hgetall', 'hget', 'hset'] },
     // the show record, appended by ac_fire_cue_1 and ac_sample_crowd_1
     { keys: record, commands: ['xadd', 'xdel', 'xrange', 'hget', 'hset', 'hmget', 'hincrby', 'pexpire'] },
-    // its layout's definition, read-only: what OSCQuery describes (version, name, pages, zones)
+    // the looks its light OSC input plays (XADD with MAXLEN ~): nothing else of the light stream
+    { keys: [lightStreamKey(prefix, layoutId)], commands: ['xadd'] },
+    // its layout's definition, read-only: what OSCQuery describes (version, name, pages, zones) and the light canvas
     { keys: [layoutKey(prefix, layoutId)], commands: ['hget', 'hmget'] },
     // its functions, called with the keys they touch
     { keys: [stream, cueStateKey(prefix, layoutId), ...record], commands: ['fcall'] },

@@ -3,7 +3,8 @@
 // action, the crowd's value and a cue on a liblo oscdump, and registers its display. With its
 // credentials, every key of another owner answers NOPERM to reads and writes: signing keys, API
 // keys, teams, admin sessions and another layout's keys; its own layout's definition it may read
-// (OSCQuery describes the controls from it) but not write. Revoked, it
+// (OSCQuery describes the controls from it) but not write, and its light stream it may only append
+// to. Revoked, it
 // cannot connect. And the gateway's own user, the ACL line docs/operations.md gives, runs a gateway,
 // audiencectl and the live channel with no NOPERM.
 import type { ChildProcess } from 'node:child_process';
@@ -134,6 +135,12 @@ describe('a bridge under its own Redis user', () => {
     await refused('another database', as.call('SELECT', '1'));
     await refused("moving its stream's expiry", as.pexpire(k.actions(LAYOUT), 1000));
     await refused('its dead letters read back', as.xrange(deadLetterKey(prefix, LAYOUT), '-', '+'));
+    // its light stream: append only (the looks its light OSC input plays), and only its own layout's
+    await refused('its light stream read back', as.xrange(k.lightStream(LAYOUT), '-', '+'));
+    await refused('its light stream trimmed', as.xtrim(k.lightStream(LAYOUT), 'MAXLEN', 0));
+    await refused('its light stream deleted', as.del(k.lightStream(LAYOUT)));
+    await refused("another layout's light stream", as.xadd(k.lightStream(OTHER), '*', 'look', '{"zone":"*"}'));
+    expect(await as.xadd(k.lightStream(LAYOUT), 'MAXLEN', '~', 1000, '*', 'look', '{"zone":"*"}')).toMatch(/^\d+-\d+$/);
     // its functions bound what they write, whoever calls them
     const huge = JSON.stringify({ value: [1], n: 1, pad: 'x'.repeat(1 << 20) });
     const bounded = await as.fcall(BRIDGE_FUNCTIONS.sampleCrowd, 2, k.showRecord(LAYOUT).stream, k.showRecord(LAYOUT).state, 900, 1000, 1 << 30, 4, huge).then(() => 'written', (e: Error) => e.message);
