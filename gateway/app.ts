@@ -286,7 +286,7 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
   const lightSkipped = new SummaryLog(log, 'warn', "light stream entries that are no look for their layout's canvas (docs/light.md), skipped; count of the interval", 60_000, now);
   const liveLight = new LightFeed(stores.keys, {
     connect: () => connectServiceRedis({ ...settings, name: 'audience-gateway-light', commandTimeoutMs: LIGHT_BLOCK_MS + settings.commandTimeoutMs }),
-    canvas: (layoutId) => mapNowOrLater(deps.layouts.get(layoutId), (l) => l?.light ?? null),
+    canvas: async (layoutId) => (await deps.layouts.get(layoutId))?.light ?? null,
     held: (layoutId) => sockets.live?.holds(layoutId) ?? false,
     onLook: (layoutId, zone, text) => sockets.live?.lightLook(layoutId, zone, text),
     onUnavailable: (what) => liveMisses.count(what),
@@ -358,11 +358,6 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
       redis.disconnect();
     },
   };
-}
-
-/** `f` of a value that may come now or later (the layout cache answers from memory when it can). */
-function mapNowOrLater<T, U>(v: T | Promise<T>, f: (x: T) => U): U | Promise<U> {
-  return v instanceof Promise ? v.then(f) : f(v);
 }
 
 /** Logs a lost connection (unless the gateway is closing) and calls `onRestored` when it is back. */

@@ -68,6 +68,11 @@ export function canvasProblem(light: LightCanvasDefinition, layoutZones: readonl
   return null;
 }
 
+/** When the look of a light stream entry starts (ms, Redis's clock): the time Redis took it (its id's first part) plus the canvas's lead. */
+export function lookStartsAt(entryId: string, canvas: LightCanvas): number {
+  return Number(entryId.slice(0, entryId.indexOf('-'))) + canvas.lightLeadMs;
+}
+
 /** Whether a look may be played on a canvas: its zone is one of the canvas's, or *. */
 export function zoneOnCanvas(canvas: LightCanvas, zone: string): boolean {
   return zone === EVERY_ZONE || canvas.zones.includes(zone);

@@ -4,6 +4,7 @@ import type { CrowdValue } from '../../schemas/crowd-merge.js';
 import { BEARER_PREFIX, LIVE_SUBPROTOCOL, SERVER_OP } from '../../schemas/live-protocol.js';
 import { AppError } from '../errors.js';
 import type { LiveLayout } from '../layouts/layout-cache.js';
+import type { LightLook } from '../../schemas/light.js';
 
 /** What the client offered in Sec-WebSocket-Protocol: this protocol, and the token in `bearer.<token>`. */
 export function offeredProtocols(header: string): { protocol: boolean; token: string } {
@@ -68,6 +69,12 @@ export function expiringFrame(expiresAt: number): string {
 /** The answer to `refresh`: the socket now holds the new token, which expires at `expiresAt`. */
 export function refreshedFrame(expiresAt: number): string {
   return `{"op":"${SERVER_OP.refreshed}","expiresAt":${expiresAt}}`;
+}
+
+/** A light look from `at` on (ms, Redis's clock): its stream entry's id, its zone, and what it shows. */
+export function lightFrame(id: string, at: number, look: LightLook): string {
+  const { zone, ...shown } = look;
+  return JSON.stringify({ op: SERVER_OP.light, id, zone, at, ...shown });
 }
 
 /** The answer to `time`: when the frame was received and this answer sent (ms since the epoch, Redis's clock, to the µs). */

@@ -8,10 +8,10 @@
 // folded: only each zone's newest goes out. An entry that is no look for this canvas is counted and
 // skipped; a Redis error is counted and the read tried again, from the last entry read.
 import type { RedisClient } from '../../runtime/redis.js';
-import { EVERY_ZONE, zoneOnCanvas, type LightCanvas, type LightLook } from '../../schemas/light.js';
-import { SERVER_OP } from '../../schemas/live-protocol.js';
+import { EVERY_ZONE, lookStartsAt, zoneOnCanvas, type LightCanvas, type LightLook } from '../../schemas/light.js';
 import { validateLightLook } from '../../schemas/validators.js';
 import type { RedisKeys } from '../store/keys.js';
+import { lightFrame } from './frames.js';
 
 /** How long one XREAD waits for a look (the connection's command timeout is longer). */
 export const LIGHT_BLOCK_MS = 2000;
@@ -26,7 +26,7 @@ export interface LightFeedOptions {
   /** a connection of its own for one layout's blocking reads */
   connect: () => Promise<RedisClient>;
   /** the layout's canvas now (null: none, or the layout is gone) */
-  canvas: (layoutId: string) => Promise<LightCanvas | null> | LightCanvas | null;
+  canvas: (layoutId: string) => Promise<LightCanvas | null>;
   /** whether sockets of the layout are still held here (a watch that waited for the canvas may come after the last one left) */
   held: (layoutId: string) => boolean;
   /** a zone's new look (zone * for every zone), as its frame's text */
@@ -128,7 +128,7 @@ export class LightFeed {
       else if (!canvas) this.o.onUnusable('light_no_canvas');
       else if (!zoneOnCanvas(canvas, look.zone)) this.o.onUnusable('light_zone_not_on_canvas');
       else {
-        const frame = { id, text: lightFrame(id, Number(id.slice(0, id.indexOf('-'))) + canvas.lightLeadMs, look) };
+        const frame = { id, text: lightFrame(id, lookStartsAt(id, canvas), look) };
         if (look.zone === EVERY_ZONE) {
           r.scene.clear();
           changed.clear();
@@ -157,10 +157,4 @@ function lookOf(fields: string[]): LightLook | null {
     return null;
   }
   return validateLightLook(look) ? look : null;
-}
-
-/** The light frame of a look: its entry's id, its zone, when it starts, and what it shows. */
-export function lightFrame(id: string, at: number, look: LightLook): string {
-  const { zone, ...shown } = look;
-  return JSON.stringify({ op: SERVER_OP.light, id, zone, at, ...shown });
 }

@@ -7,15 +7,13 @@
 import { execFile } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { createSocket } from 'node:dgram';
-import { Redis } from 'ioredis';
 import { toBuffer } from 'osc-min';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { lookFromOsc } from '../../bridge/light-osc.js';
-import { createStores } from '../../gateway/store/stores.js';
 import type { LayoutDefinition } from '../../schemas/types.js';
 import { configFile, spawnBridge, stopProcess } from '../helpers/bridge.js';
 import { audiencectl, audiencectlJson } from '../helpers/cli.js';
-import { spawnGateway, type GatewayProcess } from '../helpers/gateway-process.js';
+import { seedLayout, spawnGateway, type GatewayProcess } from '../helpers/gateway-process.js';
 import { DEMO_LAYOUT, eventually, postJson } from '../helpers/gateway.js';
 import { connectLive, type LiveClient } from '../helpers/live.js';
 import { sample, scrape } from '../helpers/metrics.js';
@@ -36,12 +34,9 @@ let opsPort = 0;
 let bridgeOutput: () => string = () => '';
 
 beforeAll(async () => {
-  const admin = new Redis(redis.get().server.url);
-  const stores = createStores(admin, prefix);
-  const team = await stores.teams.create('Light team');
-  await stores.layouts.import(team.teamId, CANVAS);
-  apiKey = (await stores.apiKeys.create(team.teamId, { name: 'backend' })).apiKey;
-  admin.disconnect();
+  const seeded = await seedLayout(redis.get().server.url, prefix, CANVAS);
+  apiKey = seeded.apiKey;
+  seeded.admin.disconnect();
   gateway = await spawnGateway(env());
   children.push(gateway.child);
   const grant = await audiencectlJson(env(), 'bridge', 'grant', '--bridge-id', bridgeId, '--layout', LAYOUT);
