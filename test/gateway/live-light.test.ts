@@ -173,6 +173,26 @@ describe('light looks on the live channel', () => {
     expect((await lookOn(s, meanwhile.id)).color).toBe('#444444');
   });
 
+  it("looks a gateway reads in one batch are folded: each zone's newest goes out, a * look before the zones' looks after it", async () => {
+    const key = `${env.REDIS_PREFIX}layout:{${CANVAS.layoutId}}:light`;
+    const [left, right] = await Promise.all([phone(one, 'left'), phone(one, 'right')]);
+    await new Promise((r) => setTimeout(r, 300));
+    // one transaction: a blocked XREAD is answered after it, with all of its entries
+    const r = (await plain
+      .multi()
+      .xadd(key, '*', 'look', JSON.stringify({ zone: 'left', color: '#a00000' }))
+      .xadd(key, '*', 'look', JSON.stringify({ zone: 'left', color: '#b00000' }))
+      .xadd(key, '*', 'look', JSON.stringify({ zone: '*', color: '#c00000' }))
+      .xadd(key, '*', 'look', JSON.stringify({ zone: 'left', color: '#d00000' }))
+      .exec())!.map(([, id]) => String(id));
+    await lookOn(left, r[3]!);
+    await lookOn(right, r[2]!);
+    await new Promise((r) => setTimeout(r, 300));
+    const batch = (s: LiveClient) => lights(s).filter((f) => r.includes(String(f.id))).map((f) => f.id);
+    expect(batch(left)).toEqual([r[2], r[3]]);
+    expect(batch(right)).toEqual([r[2]]);
+  });
+
   it('a canvas made by a re-import lights the sockets already open', async () => {
     const layout: LayoutDefinition = { ...DEMO_LAYOUT, layoutId: 'lit-later' };
     const stores = createStores(plain, env.REDIS_PREFIX);
