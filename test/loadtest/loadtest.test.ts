@@ -288,7 +288,7 @@ describe('--osc-listen: the venue end', () => {
     const out = join(dir, 'venue.json');
     const scenario = { layoutId: t.layoutId, seed: 4, maxLagMs: 60_000, phases: [{ name: 'doors', durationS: 1, arrivalsPerS: 10 }, { name: 'play', durationS: 4, actionsPerPhonePerS: 3 }], thresholds: { display_ms: 'p(99) < 1000', display_lost: 'count == 0' } };
     const run = await tool(['run', scenarioFile('venue', scenario), '--target', gw.url, '--osc-listen', `127.0.0.1:${port}`, '--out', out]);
-    expect(run.code).toBe(0);
+    expect(run.code, `the run's verdict (99: a threshold failed):\n${run.stdout}${run.stderr}`).toBe(0);
     const r = readResult(out);
     const strings = r.metrics['ack_ms{transport=socket,type=String}']?.count ?? 0;
     console.log(`figure: ${strings} String actions stored, ${r.counts.display_seen} seen at the display, display_ms p50 ${r.metrics.display_ms?.p50} p99 ${r.metrics.display_ms?.p99} ms`);
