@@ -11,6 +11,7 @@ import { BridgeCounters } from './counters.js';
 import type { Logger } from '../runtime/log.js';
 import { BridgeMetrics } from './metrics.js';
 import { LightIn, registerLightMetrics } from './light-in.js';
+import { registerSacnMetrics, SacnIn } from './light-dmx.js';
 import { RedisClock, clockOffsetProblem, type ClockReading, registerClockMetrics, watchClockOffset } from '../runtime/redis-clock.js';
 import { DropWatch } from './drop-watch.js';
 import { startOpsServer } from '../runtime/ops-server.js';
@@ -168,12 +169,18 @@ export async function startBridge(config: BridgeConfig, opts: BridgeOptions): Pr
   counters.onLateness = (ms) => metrics.lateness.observe(ms / 1000);
   const lights: LightIn[] = [];
   for (const l of config.layouts) {
-    if (l.lightOscPort === undefined) continue;
+    if (l.lightOscPort === undefined && !config.sacn) continue;
     const input = new LightIn(ops, config.redisPrefix, l.layoutId, log);
-    log.info({ layoutId: l.layoutId, host: config.lightOscHost, port: await input.listen(config.lightOscHost, l.lightOscPort) }, 'light OSC input listening');
+    if (l.lightOscPort !== undefined) log.info({ layoutId: l.layoutId, host: config.lightOscHost, port: await input.listen(config.lightOscHost, l.lightOscPort) }, 'light OSC input listening');
     lights.push(input);
   }
   registerLightMetrics(metrics.registry, lights);
+  const sacn = config.sacn ? new SacnIn(lights, config.sacn, log) : null;
+  if (sacn) {
+    await sacn.start();
+    registerSacnMetrics(metrics.registry, sacn);
+    log.info({ port: config.sacn!.port, interface: config.sacn!.interface ?? 'any', universes: sacn.universes }, 'sACN input listening');
+  }
   const drops = new DropWatch(counters, config.layouts.map((l) => l.layoutId), log);
   // Ready while every read loop's last read worked, no send loop is failing and no layout drops all it reads; else says which and why.
   const opsServer = await startOpsServer(config.opsHost, config.opsPort, metrics.registry, () => {
@@ -236,6 +243,7 @@ export async function startBridge(config: BridgeConfig, opts: BridgeOptions): Pr
       for (const r of records) r.stop();
       await Promise.all(consumers.map((c) => c.stop()));
       await Promise.all(schedulers.map((s) => s.stop()));
+      await sacn?.close();
       await Promise.all(lights.map((l) => l.close()));
       await presence.stop().catch((e: unknown) => log.warn({ err: (e as Error).message }, 'could not deregister destinations'));
       await opsServer.close();

@@ -60,6 +60,8 @@ export interface BridgeConfig {
   readonly oscQueryMdns?: boolean;
   /** the address the light OSC ports listen on */
   readonly lightOscHost: string;
+  /** the lighting desk's sACN input (bridge/light-dmx.ts); absent: none */
+  readonly sacn?: { readonly port: number; readonly interface?: string };
   readonly layouts: readonly BridgeLayout[];
 }
 

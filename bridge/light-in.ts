@@ -1,5 +1,5 @@
-// A layout's light input: OSC looks (light-osc.ts) on the layout's lightOscPort, folded to at most
-// LOOKS_PER_SECOND appends a second per zone, and appended to the layout's light stream, from which
+// A layout's light input: OSC looks (light-osc.ts) on the layout's lightOscPort and the desk's sACN
+// fixtures (light-dmx.ts), folded to at most LOOKS_PER_SECOND appends a second per zone, and appended to the layout's light stream, from which
 // every gateway sends them to the phones (docs/light.md). Looks that come faster than that are
 // folded into the newest of each zone, in the order they came: a look for every zone (*) supersedes
 // the zones' looks waiting before it. A look for a zone the layout's canvas does not light, or for a
@@ -127,7 +127,7 @@ export class LightIn {
       this.counters.appendErrors++;
       if (this.now() - this.warnedAt > 10_000) {
         this.warnedAt = this.now();
-        this.log.warn({ err: (e as Error).message, layoutId: this.layoutId }, 'light OSC input: could not append looks (Redis away?); trying again with the newest');
+        this.log.warn({ err: (e as Error).message, layoutId: this.layoutId }, 'light input: could not append looks (Redis away?); trying again with the newest');
       }
       // put back what nothing newer replaced meanwhile (each XADD is whole: a retry may repeat the last one, harmless)
       const newer = new Map(this.waiting);
@@ -141,7 +141,13 @@ export class LightIn {
     if (this.waiting.size > 0) this.schedule(retry ? RETRY_MS : undefined);
   }
 
-  private async canvasNow(): Promise<LightCanvas | null> {
+  /** The canvas as last read (null: none, or not read yet). */
+  canvasCached(): LightCanvas | null {
+    return this.canvas?.value ?? null;
+  }
+
+  /** The layout's canvas, read again once CANVAS_TTL_MS old. */
+  async canvasNow(): Promise<LightCanvas | null> {
     if (this.canvas && this.now() - this.canvas.readAt < CANVAS_TTL_MS) return this.canvas.value;
     const [light, zones] = await this.redis.hmget(layoutKey(this.prefix, this.layoutId), 'light', 'zones');
     const value = light ? lightCanvas(JSON.parse(light) as LightCanvasDefinition, zones ? (JSON.parse(zones) as string[]) : []) : null;
@@ -153,7 +159,7 @@ export class LightIn {
     this.counters.refused.set(reason, (this.counters.refused.get(reason) ?? 0) + 1);
     if (this.now() - this.warnedAt > 10_000) {
       this.warnedAt = this.now();
-      this.log.warn({ layoutId: this.layoutId, reason }, `light OSC input refused a message: ${why} (counted; said at most every 10 s)`);
+      this.log.warn({ layoutId: this.layoutId, reason }, `light input refused a look: ${why} (counted; said at most every 10 s)`);
     }
   }
 
@@ -175,7 +181,7 @@ function messagesOf(p: OscPacketOutput): { address: string; args: unknown[] }[] 
 /** The light inputs' counters as Prometheus metrics, by layout (and a refusal's reason, a bounded set). */
 export function registerLightMetrics(registry: Registry, inputs: readonly LightIn[]): void {
   const per: [keyof Omit<LightInCounters, 'refused'>, string, string][] = [
-    ['received', 'audience_bridge_light_looks_received_total', 'OSC messages taken as light looks, by layout.'],
+    ['received', 'audience_bridge_light_looks_received_total', 'Light looks the input took (OSC messages, and fixtures the desk changed over sACN), by layout.'],
     ['appended', 'audience_bridge_light_looks_appended_total', "Light looks appended to the layout's light stream, by layout."],
     ['folded', 'audience_bridge_light_looks_folded_total', "Light looks superseded by a newer one of their zone before they were appended (over 44 a second), by layout."],
     ['appendErrors', 'audience_bridge_light_append_errors_total', 'Appends of light looks Redis refused (tried again with the newest), by layout.'],

@@ -40,10 +40,18 @@ export interface LightLook {
   pattern?: WavePattern | StrobePattern;
 }
 
+/** Where a desk plays the canvas over sACN: a universe and the first fixture's first channel. */
+export interface DmxPatch {
+  universe: number;
+  /** 1 to 512 (default 1) */
+  address?: number;
+}
+
 /** A layout's light canvas as its definition declares it (`light`). */
 export interface LightCanvasDefinition {
   lightLeadMs?: number;
   zones?: string[];
+  dmx?: DmxPatch;
 }
 
 /** A canvas with its defaults filled in. */
@@ -51,20 +59,38 @@ export interface LightCanvas {
   lightLeadMs: number;
   /** the zones it lights; empty: only every phone at once (zone *) */
   zones: readonly string[];
+  /** the desk's patch; null: no desk input */
+  dmx: Required<DmxPatch> | null;
 }
+
+/** Channels of one crowd fixture: dimmer, red, green, blue, strobe, pattern (docs/light.md). */
+export const DMX_FIXTURE_CHANNELS = 6;
+/** Channels of a DMX universe. */
+export const DMX_UNIVERSE_CHANNELS = 512;
 
 /** The canvas of a layout with `light` (and its `zones`), its defaults filled in. */
 export function lightCanvas(light: LightCanvasDefinition, layoutZones: readonly string[]): LightCanvas {
   return {
     lightLeadMs: light.lightLeadMs ?? DEFAULT_LIGHT_LEAD_MS,
     zones: light.zones ?? layoutZones,
+    dmx: light.dmx ? { universe: light.dmx.universe, address: light.dmx.address ?? 1 } : null,
   };
 }
 
-/** What is wrong with a canvas beside the schema (its zones must be the layout's), or null. */
+/** The fixtures a desk patches for a canvas: one per zone in its order (zone * when it has none), each at its first channel (1-based). */
+export function dmxFixtures(canvas: LightCanvas): { zone: string; address: number }[] {
+  if (!canvas.dmx) return [];
+  const zones = canvas.zones.length > 0 ? canvas.zones : [EVERY_ZONE];
+  return zones.map((zone, i) => ({ zone, address: canvas.dmx!.address + i * DMX_FIXTURE_CHANNELS }));
+}
+
+/** What is wrong with a canvas beside the schema (its zones must be the layout's; its fixtures must fit the universe), or null. */
 export function canvasProblem(light: LightCanvasDefinition, layoutZones: readonly string[]): string | null {
   const stray = (light.zones ?? []).filter((z) => !layoutZones.includes(z));
   if (stray.length > 0) return `light.zones ${stray.map((z) => JSON.stringify(z)).join(', ')} ${stray.length === 1 ? 'is not one' : 'are not'} of the layout's zones (${layoutZones.length === 0 ? 'it declares none' : layoutZones.join(', ')})`;
+  const fixtures = dmxFixtures(lightCanvas(light, layoutZones));
+  const last = fixtures.length > 0 ? fixtures[fixtures.length - 1]!.address + DMX_FIXTURE_CHANNELS - 1 : 0;
+  if (last > DMX_UNIVERSE_CHANNELS) return `light.dmx: ${fixtures.length} fixture${fixtures.length === 1 ? '' : 's'} of ${DMX_FIXTURE_CHANNELS} channels from address ${fixtures[0]!.address} end at channel ${last}, past the universe's ${DMX_UNIVERSE_CHANNELS}`;
   return null;
 }
 

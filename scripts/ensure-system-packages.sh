@@ -32,6 +32,7 @@ if [ "$job" = test ]; then
   need+=([runc]=runc)           # podman's runtime here (crun refuses this host's hybrid cgroups)
   need+=([catatonit]=catatonit) # the pause process of a pod's infra container
   need+=([perf]=linux-perf)     # bench:live-perf's sampler, checked against a real process
+  need+=([olad]=ola)            # a real lighting desk (olad, ola_streaming_client) sending sACN to the bridge
 fi
 if [ "$job" = bench ]; then
   need+=([redis-cli]=redis-tools) # the scaling bench starts a Redis Cluster

@@ -8,6 +8,7 @@ import { loadConfig, recordBounds, redisTarget } from '../config.js';
 import { generatePassword } from '../admin/passwords.js';
 import { AppError } from '../errors.js';
 import { describeAggregate } from '../../schemas/aggregate.js';
+import { dmxFixtures, DMX_FIXTURE_CHANNELS } from '../../schemas/light.js';
 import { checkLayoutDefinition } from '../layouts/check-definition.js';
 import { connectToolRedis } from '../store/redis.js';
 import { bridgeRedisUrl, grantBridge, revokeBridge } from '../store/bridge-acl.js';
@@ -139,11 +140,12 @@ leaf(layout, 'show', 'show a layout with all its pages')
         activePageId: l.activePageId,
         ...(l.limits && { limits: l.limits }),
         ...(l.zones.length > 0 && { zones: l.zones }),
-        ...(l.light && { light: l.light }),
+        ...(l.light && { light: { ...l.light, ...(l.light.dmx && { fixtures: dmxFixtures(l.light) }) } }),
         ...(l.tokensRevokedBefore > 0 && { tokensRevokedBefore: new Date(l.tokensRevokedBefore).toISOString() }),
         pages: l.pages,
       };
       const lines = [`${l.layoutId} (${l.name}), team ${l.teamId}, active page ${l.activePageId}${l.zones.length > 0 ? `, zones ${l.zones.join(', ')}` : ''}`];
+      if (l.light) lines.push(`light: lead ${l.light.lightLeadMs} ms, ${l.light.zones.length > 0 ? `zones ${l.light.zones.join(', ')}` : 'every phone as zone *'}${l.light.dmx ? `; sACN universe ${l.light.dmx.universe}: ${dmxFixtures(l.light).map((f) => `${f.zone} at ${f.address}`).join(', ')} (${DMX_FIXTURE_CHANNELS} channels each: dimmer, red, green, blue, strobe, pattern)` : ''}`);
       for (const p of l.pages) {
         lines.push(`page ${p.pageId}${p.pageId === l.activePageId ? ' (active)' : ''}: ${p.name}`);
         for (const c of p.controls) lines.push(`  lid ${c.lid}  ${c.address}  ${c.type}  ${c.props.label}${c.aggregate ? `  (crowd: ${describeAggregate(c.aggregate)})` : ''}`);

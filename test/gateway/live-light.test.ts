@@ -247,12 +247,20 @@ describe('a light canvas in a layout definition', () => {
       [{ zones: ['a', 'a'] }, ['a'], /duplicate/],
       [{ lightLeadMs: 2001 }, undefined, /lightLeadMs/],
       [{ lightLeadMs: 5 }, undefined, /lightLeadMs/],
+      [{ dmx: { universe: 1, address: 507 } }, ['a', 'b'], /light\.dmx: 2 fixtures of 6 channels from address 507 end at channel 518, past the universe's 512/],
+      [{ dmx: { universe: 1, address: 508 } }, undefined, /light\.dmx: 1 fixture of 6 channels from address 508 end at channel 513/],
+      [{ dmx: { universe: 0 } }, undefined, /universe/],
+      [{ dmx: { universe: 64000 } }, undefined, /universe/],
+      [{ dmx: { address: 1 } } as never, undefined, /universe/],
     ];
     for (const [light, zones, problem] of bad) {
       const def = { ...DEMO_LAYOUT, layoutId: 'bad-canvas', light, ...(zones && { zones }) };
       await expect(stores.layouts.import(teamId, def), JSON.stringify(light)).rejects.toMatchObject({ code: 'invalid_layout', message: expect.stringMatching(problem) });
     }
     await expect(stores.layouts.import(teamId, { ...DEMO_LAYOUT, layoutId: 'good-canvas', zones: ['a', 'b'], light: { lightLeadMs: 40 } })).resolves.toMatchObject({ layoutId: 'good-canvas' });
-    expect((await stores.layouts.get('good-canvas'))!.light).toEqual({ lightLeadMs: 40, zones: ['a', 'b'] });
+    expect((await stores.layouts.get('good-canvas'))!.light).toEqual({ lightLeadMs: 40, zones: ['a', 'b'], dmx: null });
+    // the last channel of the universe is the last fixture's last: it fits
+    await stores.layouts.import(teamId, { ...DEMO_LAYOUT, layoutId: 'patched-canvas', zones: ['a', 'b'], light: { dmx: { universe: 7, address: 501 } } });
+    expect((await stores.layouts.get('patched-canvas'))!.light).toEqual({ lightLeadMs: 150, zones: ['a', 'b'], dmx: { universe: 7, address: 501 } });
   });
 });
