@@ -9,11 +9,12 @@
 // restates the latest acked value of each aggregated control, so a participant whose gateway was
 // lost counts in the crowd again at once. The socket also estimates the gateway's clock
 // (`time` exchanges, server-clock.ts): serverNow() is the deployment's time, within
-// clockUncertaintyMs(). A browser
+// clockUncertaintyMs(), which each exchange reports to the gateway. Light looks (`light`) say what the
+// phone shows from a server time on; shownAt and FlashGuard (schemas/light.ts) render them. A browser
 // that goes offline makes the client `offline` until it is back. No dependencies: in a browser it
 // uses the global WebSocket; in Node pass one (the `ws` package).
 import { CLIENT_OP, CLOSE, CLOSE_ACTION, FRAME_LIMITS, SERVER_OP, liveSubprotocols, retryAfterOf, type CloseCode } from '../schemas/live-protocol.js';
-import type { ActionFrame, Control, CrowdFrame, PageFrame } from '../schemas/live-types.js';
+import type { ActionFrame, Control, CrowdFrame, LightFrame, PageFrame } from '../schemas/live-types.js';
 import { ServerClock } from './server-clock.js';
 import { whenRefused, type Refusal, type SocketConstructor, type SocketLike } from './socket-like.js';
 
@@ -21,13 +22,33 @@ export type { SocketConstructor, SocketLike } from './socket-like.js';
 
 export { CLOSE, CLOSE_ACTION, FRAME_LIMITS, LIVE_SUBPROTOCOL } from '../schemas/live-protocol.js';
 export type { CloseCode } from '../schemas/live-protocol.js';
-export type { ActionFrame, Control, ControlType, CrowdCue, CrowdFrame, PageFrame, XYPadValue } from '../schemas/live-types.js';
+export type { ActionFrame, Control, ControlType, CrowdCue, CrowdFrame, LightFrame, PageFrame, XYPadValue } from '../schemas/live-types.js';
+export { displayedRgb, FlashGuard, luminanceOf, MAX_FLASHES_PER_SECOND, shownAt, type Shown, type TimedLook } from '../schemas/light.js';
 
 
 /** The live page: the layout's active page and its controls, as GET /layout has them. */
 export type Page = Omit<PageFrame, 'op'>;
 /** A crowd value of an aggregated control on the live page. */
 export type CrowdValue = Omit<CrowdFrame, 'op'>;
+/** A light look for this phone's zone (or every zone), from `at` on the server's clock (light-look.schema.json). */
+export type Light = Omit<LightFrame, 'op'>;
+/** Where the phone sits in its zone (its token's seat claim), 0 to 1 each way. */
+export interface Seat {
+  x: number;
+  y: number;
+}
+
+/** The seat claim of an audience token (a JWT: its payload is read, not checked; the gateway checks it), or null. */
+export function seatOf(token: string): Seat | null {
+  try {
+    const part = token.split('.')[1] ?? '';
+    const json = atob(part.replace(/-/g, '+').replace(/_/g, '/').padEnd(Math.ceil(part.length / 4) * 4, '='));
+    const seat = (JSON.parse(json) as { seat?: unknown }).seat as Partial<Seat> | undefined;
+    return typeof seat?.x === 'number' && typeof seat.y === 'number' ? { x: seat.x, y: seat.y } : null;
+  } catch {
+    return null;
+  }
+}
 type WithoutFrameFields<T> = T extends unknown ? Omit<T, 'op' | 'ref' | 'idempotencyKey' | 'layoutId'> : never;
 /** An action, its value typed by the control's type: a Slider's a number, a Toggle's a boolean, an XYPad's [x, y]. */
 export type Action = WithoutFrameFields<ActionFrame>;
@@ -118,6 +139,8 @@ interface Pending {
 export interface LiveEvents {
   page: Page;
   crowd: CrowdValue;
+  /** a light look for this phone (its zone's, or every zone's): show it from its `at` on serverNow() */
+  light: Light;
   state: State;
   closed: { code: number; reason: string };
   /** the token could not be renewed: the client is `unauthorized` (or `stopped`) */
@@ -133,6 +156,8 @@ export class LiveClient {
   page: Page | null = null;
   /** the crowd's values on the live page, by lid */
   readonly crowd = new Map<number, CrowdValue>();
+  /** the newest light look the gateway sent this phone (its zone's current one once a socket opens), or null */
+  light: Light | null = null;
   state: State = 'connecting';
   /** While `waiting`: when the next attempt to connect is due (ms since the epoch), else null. */
   nextAttemptAt: number | null = null;
@@ -175,14 +200,14 @@ export class LiveClient {
   }
 
   /**
-   * Listens to an event; returns the function that stops listening. A listener of `page` or
-   * `crowd` added after they came gets the current page and crowd values at once (in a microtask).
+   * Listens to an event; returns the function that stops listening. A listener of `page`, `crowd`
+   * or `light` added after they came gets the current page, crowd values and look at once (in a microtask).
    */
   on<K extends keyof LiveEvents>(event: K, listener: (value: LiveEvents[K]) => void): () => void {
     let set = this.listeners.get(event);
     if (!set) this.listeners.set(event, (set = new Set()));
     set.add(listener);
-    const replay: LiveEvents[K][] = event === 'page' ? (this.page ? [this.page as LiveEvents[K]] : []) : event === 'crowd' ? ([...this.crowd.values()] as LiveEvents[K][]) : [];
+    const replay: LiveEvents[K][] = event === 'page' ? (this.page ? [this.page as LiveEvents[K]] : []) : event === 'crowd' ? ([...this.crowd.values()] as LiveEvents[K][]) : event === 'light' ? (this.light ? [this.light as LiveEvents[K]] : []) : [];
     if (replay.length > 0) queueMicrotask(() => replay.forEach((v) => set.has(listener) && listener(v)));
     return () => set.delete(listener);
   }
@@ -286,13 +311,20 @@ export class LiveClient {
     return this.clock.uncertaintyMs();
   }
 
+  /** Where this phone sits in its zone: its token's seat claim (a wave reaches it by it), or null. */
+  get seat(): Seat | null {
+    return seatOf(this.token);
+  }
+
   /** One clock exchange on the open socket. */
   private exchangeTime(): void {
     if (this.socket?.readyState !== 1) return;
     const ref = `t${++this.refs}`;
     this.timeSentAt = this.clock.local();
     this.timeSent.set(ref, this.timeSentAt);
-    this.write(JSON.stringify({ op: CLIENT_OP.time, ref }));
+    // each exchange says how well the last ones placed this phone's clock: the gateway's sync figures
+    const u = this.clock.uncertaintyMs();
+    this.write(JSON.stringify({ op: CLIENT_OP.time, ref, ...(Number.isFinite(u) && { uncertaintyMs: Math.round(u * 10) / 10 }) }));
   }
 
   /** A clock exchange answered (or refused: then its ref is only forgotten); the next of the open socket's first few follows. */
@@ -415,6 +447,11 @@ export class LiveClient {
         const { op: _, ...value } = frame as unknown as CrowdFrame;
         this.crowd.set(value.lid, value);
         return this.emit('crowd', value);
+      }
+      case SERVER_OP.light: {
+        const { op: _, ...look } = frame as unknown as LightFrame;
+        this.light = look;
+        return this.emit('light', look);
       }
       case SERVER_OP.expiring:
         return void this.renew(null);

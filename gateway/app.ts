@@ -11,7 +11,7 @@ import { adminApiRoutes } from './admin/api.js';
 import { AdminGuard } from './admin/guard.js';
 import { LoginLimiter } from './admin/login-limiter.js';
 import { adminPageRoutes } from './admin/page.js';
-import { clientProtocolModule, playPageRoutes } from './play/page.js';
+import { clientSchemaModules, playPageRoutes } from './play/page.js';
 import { asyncApiRoute, openApiRoute } from './routes/openapi.js';
 import { schemaRoutes } from './routes/schemas.js';
 import { hashPassword } from './admin/passwords.js';
@@ -28,6 +28,8 @@ import { ActionIntake } from './actions/intake.js';
 import { LiveChannel } from './live/channel.js';
 import { CrowdFeed } from './live/crowd-feed.js';
 import { LIGHT_BLOCK_MS, LightFeed } from './live/light-feed.js';
+import { FIGURES_EVERY_MS } from './store/clock-figures.js';
+import { lightApiRoutes } from './admin/light-api.js';
 import { MintLimits, ParticipantLimits, ratesOf } from './limits/participant-limits.js';
 import { SummaryLog } from './summary-log.js';
 import { TextModeration } from './moderation/moderation.js';
@@ -275,13 +277,13 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
     dummyPasswordHash: await hashPassword(`unknown-${Math.random()}`),
     now,
   };
-  server.mount(layoutRoute(deps)).mount(tokenRoute(deps)).mount(openApiRoute()).mount(asyncApiRoute()).mount(schemaRoutes(clientProtocolModule()));
+  server.mount(layoutRoute(deps)).mount(tokenRoute(deps)).mount(openApiRoute()).mount(asyncApiRoute()).mount(schemaRoutes(clientSchemaModules()));
   const moderationAdmin = {
     bounds: moderationBounds,
     trim: { maxLen: config.streamMaxLen, retentionMs: config.streamRetentionSeconds * 1000 },
     onDecided: (decision: string) => metrics.moderationDecisions.inc({ decision }),
   };
-  for (const r of [...actionRoutes(deps), ...adminApiRoutes(admin), ...moderationApiRoutes(admin, moderationAdmin), recordApiRoute(admin), ...adminPageRoutes(), ...playPageRoutes()]) server.mount(r);
+  for (const r of [...actionRoutes(deps), ...adminApiRoutes(admin), ...lightApiRoutes(admin), ...moderationApiRoutes(admin, moderationAdmin), recordApiRoute(admin), ...adminPageRoutes(), ...playPageRoutes()]) server.mount(r);
   const liveServices = { layouts: deps.layouts, destinations: deps.destinations, tokens: deps.tokens, cors: deps.cors, intake: new ActionIntake(deps), claims };
   const lightSkipped = new SummaryLog(log, 'warn', "light stream entries that are no look for their layout's canvas (docs/light.md), skipped; count of the interval", 60_000, now);
   const liveLight = new LightFeed(stores.keys, {
@@ -303,7 +305,9 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
     onSkipped: (frames = 1) => metrics.liveSkipped.inc(frames),
     onClosed: (code) => metrics.liveCloses.labels(String(code)).inc(),
     onLostAtUpgrade: () => metrics.liveLostAtUpgrade.inc(),
+    onClockReport: (layoutId, zone, ms) => metrics.clockUncertainty.series(layoutId, zone).observe(ms / 1000),
   }, liveLight);
+  const clockFigures = setInterval(() => void stores.clockFigures.publish(source, live.clockSnapshots(), Date.now()).catch(() => liveMisses.count('clock figures')), FIGURES_EVERY_MS);
   metrics.watchLive(() => live.sockets);
   metrics.liveSocketsLimit.set(config.liveMaxSockets);
   live.mount(server.app);
@@ -354,6 +358,7 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
       listener.stop();
       liveCrowd.stop();
       liveLight.stop();
+      clearInterval(clockFigures);
       lightSkipped.flush();
       redis.disconnect();
     },

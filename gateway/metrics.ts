@@ -6,6 +6,7 @@ import { CLOSE } from '../schemas/live-protocol.js';
 import { Counter, Gauge, Registry } from 'prom-client';
 import { collectProcessMetrics } from '../runtime/ops-server.js';
 import { CONTROL_TYPES } from '../schemas/types.js';
+import { CLOCK_BUCKETS_MS } from './store/clock-figures.js';
 import { LiveCounter, LiveHistogram, type CounterSeries, type HistogramSeries } from './live-metrics.js';
 
 const LATENCY_BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1];
@@ -17,6 +18,8 @@ export class GatewayMetrics {
   private readonly actions = new LiveCounter(this.registry, 'audience_gateway_actions_total', 'POST /action outcomes: accepted, or the error code that rejected it, by control type.', ['type', 'result']);
   private readonly tokenCache = new LiveCounter(this.registry, 'audience_gateway_token_cache_total', 'Verified-token cache lookups, by hit or miss.', ['result']);
   private readonly authFailures = new LiveCounter(this.registry, 'audience_gateway_auth_failures_total', 'Rejected credentials, by kind (api_key or token) and error code.', ['kind', 'reason']);
+  /** each phone's clock uncertainty as it reports it (live/clock-reports.ts), by layout and zone */
+  readonly clockUncertainty = new LiveHistogram(this.registry, 'audience_gateway_live_clock_uncertainty_seconds', "Phones' clock uncertainty as each reports it on a time exchange (half the least round trip its estimate uses), by layout and zone (* for a phone without one): how closely the phones start a light look together.", ['layout', 'zone'], CLOCK_BUCKETS_MS.map((ms) => ms / 1000));
   private readonly redisLatency = new LiveHistogram(this.registry, 'audience_gateway_redis_command_duration_seconds', 'Redis commands on the request path, by command.', ['command'], LATENCY_BUCKETS);
   private readonly redisErrors = new LiveCounter(this.registry, 'audience_gateway_redis_errors_total', 'Failed Redis commands on the request path, by command.', ['command']);
   readonly invalidations = new Counter({ name: 'audience_gateway_invalidations_applied_total', help: 'Control-plane changes applied from the invalidation channel: key_revoked, page_switch (layout change), key_created, signing_keys.', labelNames: ['kind'], registers: [this.registry] });

@@ -160,3 +160,107 @@ export function shownAt(look: TimedLook, before: Shown | null, seat: { x: number
   const mix = (a: number, b: number) => Math.round(a + (b - a) * fade);
   return { rgb: [mix(before.rgb[0], rgb[0]), mix(before.rgb[1], rgb[1]), mix(before.rgb[2], rgb[2])], brightness: before.brightness + (level - before.brightness) * fade, clamped };
 }
+
+/** WCAG's general flash threshold: a change of relative luminance this large (of the maximum, 1) counts toward a flash. */
+export const FLASH_STEP = 0.1;
+/** The guard keeps MAX_FLASHES_PER_SECOND within this long, a second and a margin: a screen shows a change up to a frame late, and a second measured by what it showed must hold no more. */
+export const FLASH_WINDOW_MS = 1100;
+/** With reduced motion, the screen's luminance changes at most this much a second: a slow fade, never a flash. */
+export const REDUCED_MOTION_SLEW_PER_SECOND = 1;
+
+const linear = (c: number) => (c <= 0.04045 ? c / 12.92 : ((c + 0.055) / 1.055) ** 2.4);
+
+/** The colour a screen shows for `s`: its rgb scaled by its brightness, 0 to 255 each; black for nothing lit. */
+export function displayedRgb(s: Shown | null): [number, number, number] {
+  if (!s) return [0, 0, 0];
+  const b = Math.min(1, Math.max(0, s.brightness));
+  return [Math.round(s.rgb[0] * b), Math.round(s.rgb[1] * b), Math.round(s.rgb[2] * b)];
+}
+
+/** The relative luminance (WCAG, sRGB) of what a screen shows for `s`: 0 (black) to 1 (white). */
+export function luminanceOf(s: Shown | null): number {
+  const [r, g, b] = displayedRgb(s);
+  return 0.2126 * linear(r / 255) + 0.7152 * linear(g / 255) + 0.0722 * linear(b / 255);
+}
+
+/** `s` dimmed to show luminance `target` at most (or, `atLeast`, the least brightness that shows at least it): luminance grows with brightness. */
+function atLuminance(s: Shown, target: number, atLeast = false): Shown {
+  let lo = 0;
+  let hi = s.brightness;
+  for (let i = 0; i < 20; i++) {
+    const mid = (lo + hi) / 2;
+    const l = luminanceOf({ ...s, brightness: mid });
+    const fits = atLeast ? l >= target : l <= target;
+    if (fits === atLeast) hi = mid;
+    else lo = mid;
+  }
+  return { ...s, brightness: atLeast ? hi : lo };
+}
+
+/**
+ * What a screen may show, frame after frame, so that it never flashes more than
+ * MAX_FLASHES_PER_SECOND times in any second (WCAG 2.3.1), whatever the looks ask and however fast
+ * they come: a strobe, and a desk's chase of 44 looks a second alike. A flash is a rise of
+ * relative luminance by FLASH_STEP or more after a fall by as much (a fade up is one rise, however
+ * long); a rise past the budget is held just below the step, and counted once in `clamped`. With
+ * reduced motion the luminance changes at most REDUCED_MOTION_SLEW_PER_SECOND a second: nothing
+ * flashes; a change held back that way is counted too.
+ */
+export class FlashGuard {
+  /** changes held back (each counted once, however many frames it lasts) */
+  clamped = 0;
+  private readonly rises: number[] = [];
+  private falling = true;
+  /** the lowest luminance shown since the last fall began (falling), or the highest since the last rise */
+  private extreme = 0;
+  private shownLuminance = 0;
+  private lastAt: number | null = null;
+  private holding = false;
+  private previous: Shown | null = null;
+
+  constructor(readonly reducedMotion = false) {}
+
+  /** What to show at `now` (ms of a steady clock: the device's, not an estimate that may step) for `wanted` (null: nothing lit). */
+  show(wanted: Shown | null, now: number): Shown | null {
+    const dt = this.lastAt === null ? 0 : Math.max(0, now - this.lastAt);
+    this.lastAt = now;
+    const want = luminanceOf(wanted);
+    let shown = wanted;
+    let held = false;
+    if (this.reducedMotion) {
+      const step = (REDUCED_MOTION_SLEW_PER_SECOND * dt) / 1000;
+      if (wanted && want > this.shownLuminance + step) {
+        shown = atLuminance(wanted, this.shownLuminance + step);
+        held = true;
+      } else if (this.previous && want < this.shownLuminance - step) {
+        // dimming too fast: what was shown, dimmed as far as the slew allows
+        shown = atLuminance(this.previous, this.shownLuminance - step, true);
+        held = true;
+      }
+    } else {
+      while (this.rises.length > 0 && now - this.rises[0]! >= FLASH_WINDOW_MS) this.rises.shift();
+      if (this.falling && want >= this.extreme + FLASH_STEP) {
+        if (this.rises.length < MAX_FLASHES_PER_SECOND) {
+          this.rises.push(now);
+          this.falling = false;
+          this.extreme = want;
+        } else if (wanted) {
+          shown = atLuminance(wanted, this.extreme + FLASH_STEP * 0.99);
+          held = true;
+        }
+      }
+    }
+    if (held && !this.holding) this.clamped++;
+    this.holding = held;
+    const l = luminanceOf(shown);
+    this.shownLuminance = l;
+    this.previous = shown;
+    if (this.falling) this.extreme = Math.min(this.extreme, l);
+    else if (l > this.extreme) this.extreme = l;
+    else if (l <= this.extreme - FLASH_STEP) {
+      this.falling = true;
+      this.extreme = l;
+    }
+    return shown;
+  }
+}

@@ -376,6 +376,10 @@ op: "time"
  * The client's own reference, echoed in the answer.
  */
 ref: string
+/**
+ * How well the client's last exchanges placed its clock: half the least round trip it uses (ms). Reported with each exchange once it has one, for the gateway's sync figures (a histogram per layout and zone, and the team page's sync panel).
+ */
+uncertaintyMs?: number
 }
 export interface ButtonActionFrame {
 op: "action"

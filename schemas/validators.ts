@@ -90,6 +90,8 @@ export interface LivePingFrame {
 export interface LiveTimeFrame {
   op: 'time';
   ref: string;
+  /** the client's clock uncertainty, ms (its sync report) */
+  uncertaintyMs?: number;
 }
 export const validateLiveClientFrame = compile<LiveActionFrame | LiveRefreshFrame | LiveRestateFrame | LivePingFrame | LiveTimeFrame>(ajv, 'live-frames.schema.json');
 export const validateTokenRequest = compile<TokenRequest>(ajv, 'token-request.schema.json');

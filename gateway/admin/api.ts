@@ -161,6 +161,7 @@ export function adminApiRoutes(d: AdminDeps): Route[] {
                 controls: p.controls.map((c) => ({ lid: c.lid, label: c.props.label, type: c.type, address: c.address, ...(c.options && { options: c.options }), ...(c.aggregate && { aggregate: c.aggregate, crowd: describeAggregate(c.aggregate) }), ...(c.moderation && { moderation: c.moderation }) })),
               })),
               ...(l.zones.length > 0 && { zones: l.zones }),
+              ...(l.light && { light: l.light }),
               ...(await d.destinations.both(l.layoutId).then((x) => ({ destinationCount: x.count, displaysReachable: x.reachable }))),
               ...(l.tokensRevokedBefore > 0 && { tokensRevokedBefore: new Date(l.tokensRevokedBefore).toISOString() }),
             })),

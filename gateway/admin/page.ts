@@ -13,6 +13,7 @@ export function adminPageRoutes(): Route[] {
     'admin.js': ['text/javascript; charset=utf-8', join(STATIC_DIR, 'admin.js')],
     'crowd-view.js': ['text/javascript; charset=utf-8', join(STATIC_DIR, 'crowd-view.js')],
     'moderation.js': ['text/javascript; charset=utf-8', join(STATIC_DIR, 'moderation.js')],
+    'light-panel.js': ['text/javascript; charset=utf-8', join(STATIC_DIR, 'light-panel.js')],
     'latest-read.js': ['text/javascript; charset=utf-8', join(STATIC_DIR, 'latest-read.js')],
     'admin.css': ['text/css; charset=utf-8', join(STATIC_DIR, 'admin.css')],
     'favicon.svg': ['image/svg+xml', join(STATIC_DIR, 'favicon.svg')],

@@ -15,6 +15,7 @@ import type { SocketRegistry } from './registry.js';
 import type { IntakeWaiter } from '../actions/intake.js';
 import type { LiveOptions, LiveServices, LiveSocket, SocketData } from './socket.js';
 import type { TokenLifecycle } from './token-lifecycle.js';
+import { clockZoneOf } from './clock-reports.js';
 
 /** A socket whose actions were refused as rate_limited (or its refreshes refused) this many times in a row is closed (CLOSE.flooding). */
 export const FLOOD_CLOSE_AFTER = 50;
@@ -77,7 +78,7 @@ export class ActionFrames {
     private readonly s: Pick<LiveServices, 'layouts' | 'intake'>,
     private readonly registry: SocketRegistry,
     private readonly lifecycle: () => TokenLifecycle,
-    private readonly o: Pick<LiveOptions, 'now' | 'serverNow' | 'onError'>,
+    private readonly o: Pick<LiveOptions, 'now' | 'serverNow' | 'onError' | 'onClockReport'>,
   ) {
     this.answers = new AnswerQueue((ws, data) => this.registry.end(ws, data, CLOSE.tooSlow, 'too slow to read'), o.onError);
   }
@@ -95,7 +96,7 @@ export class ActionFrames {
       if (!validateLiveClientFrame(frame, WHOLE_DOCUMENT)) throw new AppError('invalid_body', describeFirstError(validateLiveClientFrame.errors, 'frame'));
       if (frame.op === CLIENT_OP.refresh) return this.lifecycle().refresh(ws, data, frame.token);
       if (frame.op === CLIENT_OP.ping) return this.ping(ws, data);
-      if (frame.op === CLIENT_OP.time) return this.time(ws, data, frame.ref);
+      if (frame.op === CLIENT_OP.time) return this.time(ws, data, frame.ref, frame.uncertaintyMs);
       if (frame.op === CLIENT_OP.restate) return this.restate(ws, data, frame);
       if (frame.layoutId !== undefined && frame.layoutId !== data.claims.layoutId) throw new AppError('token_layout_mismatch');
       const body = { layoutId: data.claims.layoutId, lid: frame.lid, type: frame.type, value: frame.value }; // one shape, no spread: the hot path
@@ -135,11 +136,15 @@ export class ActionFrames {
    * socket's budget (FRAME_LIMITS.time) an error rate_limited with its ref, which does not count
    * toward the flood close: a clock that syncs too eagerly is told to wait, not cut off.
    */
-  private time(ws: LiveSocket, data: SocketData, ref: string): void {
+  private time(ws: LiveSocket, data: SocketData, ref: string, uncertaintyMs: number | undefined): void {
     const receivedAt = this.o.serverNow();
     const wait = (data.times ??= new TokenBuckets(1)).take('socket', TIME_RATE, this.o.now());
     if (wait > 0) {
       return this.answer(ws, data, errorFrame(ref, new AppError('rate_limited', `At most ${FRAME_LIMITS.time.socketBurst} clock exchanges at once and ${FRAME_LIMITS.time.socketPerMinute} a minute per socket.`, undefined, [['retry-after', String(Math.ceil(wait / 1000))]])));
+    }
+    if (uncertaintyMs !== undefined) {
+      data.clockMs = uncertaintyMs;
+      this.o.onClockReport?.(data.layoutId, clockZoneOf(data), uncertaintyMs);
     }
     this.answer(ws, data, timeFrame(ref, receivedAt, this.o.serverNow()));
   }

@@ -19,6 +19,7 @@ import { SocketRegistry } from './registry.js';
 import type { LiveOptions, LiveServices, LiveSocket, SocketData } from './socket.js';
 import { TokenLifecycle } from './token-lifecycle.js';
 import { upgradeLive } from './upgrade.js';
+import { clockSnapshot } from './clock-reports.js';
 import { clientAddress } from '../http/client-address.js';
 
 export type { LiveOptions, LiveServices } from './socket.js';
@@ -109,7 +110,7 @@ export class LiveChannel {
           admitAddress: (address) => this.admission.address(address),
           refusedFrom: (address) => this.admission.refused(address),
           admitParticipant: (claims) => this.admission.participant(claims),
-          newSocket: (claims, layoutId) => ({ claims, noticeSent: false, layoutId, version: -1, open: true, refusedInARow: 0, refreshing: false, refreshes: null, pongAt: -Infinity, times: null, overSince: null, stale: false, answers: [] }),
+          newSocket: (claims, layoutId) => ({ claims, noticeSent: false, layoutId, version: -1, open: true, refusedInARow: 0, refreshing: false, refreshes: null, pongAt: -Infinity, times: null, clockMs: null, overSince: null, stale: false, answers: [] }),
           onError: this.o.onError,
           upgrading: (run) => {
             this.inUpgrade = true;
@@ -151,6 +152,11 @@ export class LiveChannel {
     if (code === 1006 && this.inUpgrade) this.o.onLostAtUpgrade?.();
     this.backpressure.forget(ws);
     this.registry.remove(ws, data);
+  }
+
+  /** This process's sockets per layout and zone, counted by their clock uncertainty (clock-reports.ts). */
+  clockSnapshots(): Map<string, Record<string, number[]>> {
+    return new Map(this.registry.layouts().map((l) => [l, clockSnapshot([...this.registry.ofLayout(l)].map(([, data]) => data))]));
   }
 
   /** Whether sockets of the layout are open on this process. */

@@ -27,6 +27,8 @@ export interface SocketData {
   pongAt: number;
   /** this socket's clock exchanges lately (one bucket, FRAME_LIMITS.time), made on its first `time` */
   times: TokenBuckets | null;
+  /** the client's latest clock uncertainty (ms; clock-reports.ts), or null before its first report */
+  clockMs: number | null;
   /** since when the socket's buffer is over its limit (state frames are skipped meanwhile), or null */
   overSince: number | null;
   /** a state frame was skipped: the socket gets the current state when it drains */
@@ -85,6 +87,8 @@ export interface LiveOptions {
   serverNow: () => number;
   /** an error that is not an AppError (a bug): logged by the gateway */
   onError: (e: unknown) => void;
+  /** a client reported its clock's uncertainty (ms) on a `time` exchange: the sync histogram */
+  onClockReport?: (layoutId: string, zone: string, ms: number) => void;
   /** a page that could not be read or sent (Redis away): counted in the gateway's summary log, the socket keeps its last page */
   onUnavailable: (what: string) => void;
   /** state frames skipped for a socket over its buffer */

@@ -1,7 +1,7 @@
 // GET /schemas/<file>: the contract's JSON Schemas as the gateway checks with them, for editors and
 // tools: every schemas/*.schema.json, and /schemas/layout.json, the layout definition's, for a
 // `$schema` line in a layout file (its relative $refs resolve beside it). Also the live channel's
-// protocol module at /schemas/live-protocol.js, where the client package's relative import leads.
+// protocol and light modules at /schemas/live-protocol.js and /schemas/light.js, where the client package's relative imports lead.
 // Nothing secret: any origin may read them.
 import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
@@ -25,9 +25,9 @@ function schemaReply(file: string): Reply {
   };
 }
 
-export function schemaRoutes(protocolModule: Reply | null): Route {
+export function schemaRoutes(clientModules: ReadonlyMap<string, Reply>): Route {
   const files = new Map<string, Reply>(readdirSync(SCHEMA_DIR).filter((f) => f.endsWith('.schema.json')).map((f) => [f, schemaReply(f)]));
   files.set('layout.json', schemaReply('layout-definition.schema.json'));
-  if (protocolModule) files.set('live-protocol.js', protocolModule);
+  for (const [f, reply] of clientModules) files.set(f, reply);
   return { method: 'get', pattern: '/schemas/:file', params: 1, handle: (head) => files.get(head.params[0] ?? '') ?? errorReply(new AppError('not_found')) };
 }

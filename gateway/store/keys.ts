@@ -32,6 +32,10 @@ export class RedisKeys {
   lightStream(layoutId: string): string {
     return lightStreamKey(this.prefix, layoutId);
   }
+  /** Hash process -> JSON {at, zones}: each gateway process's counts of the layout's phones by clock uncertainty (clock-figures.ts). */
+  clockFigures(layoutId: string): string {
+    return `${this.prefix}layout:{${layoutId}}:clock`;
+  }
   /** Hash sub -> revokedAt (ms): the layout's audience tokens revoked one participant at a time. */
   revokedSubs(layoutId: string): string {
     return `${this.prefix}layout:{${layoutId}}:revoked-subs`;

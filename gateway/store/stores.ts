@@ -6,6 +6,7 @@ import { ApiKeyStore } from './api-keys.js';
 import { RedisKeys } from './keys.js';
 import { LayoutStore } from './layouts.js';
 import { LightStore } from './light.js';
+import { ClockFiguresStore } from './clock-figures.js';
 import { ModerationStore } from './moderation.js';
 import { ShowRecordStore, type RecordBounds } from './show-record.js';
 import { RECORD_DEFAULTS } from '../../schemas/show-record.js';
@@ -19,6 +20,7 @@ export interface Stores {
   teams: TeamStore;
   layouts: LayoutStore;
   light: LightStore;
+  clockFigures: ClockFiguresStore;
   apiKeys: ApiKeyStore;
   signingKeys: SigningKeyStore;
   admins: AdminStore;
@@ -41,6 +43,7 @@ export function createStores(redis: RedisClient, prefix: string, kek: Kek | null
     teams: new TeamStore(redis, keys),
     layouts,
     light: new LightStore(redis, keys, layouts),
+    clockFigures: new ClockFiguresStore(redis, keys),
     apiKeys: new ApiKeyStore(redis, keys, layouts),
     signingKeys: new SigningKeyStore(redis, keys, kek),
     admins: new AdminStore(redis, keys),

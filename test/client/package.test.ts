@@ -41,7 +41,7 @@ describe('the client package', () => {
     const packed = JSON.parse(await run('npm', ['pack', '--json', '--pack-destination', app], join(REPO, 'client'))) as { filename: string; files: { path: string }[] }[];
     const tarball = join(app, packed[0]!.filename);
     expect(packed[0]!.files.map((f) => f.path).sort()).toEqual(
-      ['dist/client/live-client.d.ts', 'dist/client/live-client.js', 'dist/client/server-clock.d.ts', 'dist/client/server-clock.js', 'dist/client/socket-like.d.ts', 'dist/client/socket-like.js', 'dist/schemas/live-protocol.d.ts', 'dist/schemas/live-protocol.js', 'dist/schemas/live-types.d.ts', 'dist/schemas/live-types.js', 'package.json'].sort(),
+      ['dist/client/live-client.d.ts', 'dist/client/live-client.js', 'dist/client/server-clock.d.ts', 'dist/client/server-clock.js', 'dist/client/socket-like.d.ts', 'dist/client/socket-like.js', 'dist/schemas/light.d.ts', 'dist/schemas/light.js', 'dist/schemas/live-protocol.d.ts', 'dist/schemas/live-protocol.js', 'dist/schemas/live-types.d.ts', 'dist/schemas/live-types.js', 'package.json'].sort(),
     );
     const manifest = JSON.parse(readFileSync(join(REPO, 'client/package.json'), 'utf8')) as Record<string, unknown>;
     expect(manifest.dependencies).toBeUndefined();

@@ -2,6 +2,7 @@
 // value from the server is set as text, never as HTML.
 import { CROWD_POLL_MS, createCrowdView } from './crowd-view.js';
 import { MODERATION_POLL_MS, createModeration } from './moderation.js';
+import { SYNC_POLL_MS, createLightPanel } from './light-panel.js';
 const $ = (id) => document.getElementById(id);
 const state = { csrf: null, layouts: [], pendingRevoke: null, poll: null, signedOut: false };
 
@@ -51,6 +52,7 @@ async function onExpired(e) {
     clearInterval(state.poll);
     clearInterval(state.crowdPoll);
     clearInterval(state.moderationPoll);
+    clearInterval(state.syncPoll);
     document.cookie = 'ac_signed_in=; Path=/; Max-Age=0; SameSite=Strict';
     show(false);
     say('Your session has ended. Please sign in again.');
@@ -70,6 +72,7 @@ async function guarded(action) {
 
 const crowd = createCrowdView({ api, el, say, guarded });
 const moderation = createModeration({ api, el, say, guarded });
+const lightPanel = createLightPanel({ api, el, say, guarded });
 
 // --- keys ------------------------------------------------------------------------------------
 
@@ -235,6 +238,7 @@ function renderLayouts() {
       ),
       crowd.section(l),
       moderation.section(l),
+      lightPanel.section(l),
       el('div', { class: 'pages', role: 'group', 'aria-label': `Pages of ${l.name}` }, ...l.pages.map((p) => renderPage(l, p))),
     ),
   );
@@ -310,6 +314,11 @@ async function enter(session) {
       guarded(() => moderation.load(state.layouts)).finally(() => (state.moderationLoading = false));
     }
   }, MODERATION_POLL_MS);
+  await guarded(() => lightPanel.load(state.layouts));
+  clearInterval(state.syncPoll);
+  state.syncPoll = setInterval(() => {
+    if (!document.hidden) guarded(() => lightPanel.load(state.layouts));
+  }, SYNC_POLL_MS);
 }
 
 $('signin-form').addEventListener('submit', async (ev) => {
@@ -330,6 +339,7 @@ $('signout').addEventListener('click', () =>
     clearInterval(state.poll);
     clearInterval(state.crowdPoll);
     clearInterval(state.moderationPoll);
+    clearInterval(state.syncPoll);
     state.signedOut = true; // before the request: a poll answered while it is under way is not an expiry either
     await api('POST', '/admin/api/logout').catch((e) => {
       state.signedOut = false;

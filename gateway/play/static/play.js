@@ -3,7 +3,8 @@
 // so it is left neither in the history nor in a shared screenshot; the tab keeps it in
 // sessionStorage for a reload. It opens the live channel with the client library, renders the live
 // page's controls, sends what the phone does, follows page switches and shows the crowd's values.
-import { CLOSE, LiveClient } from '/play/live-client.js';
+// While the show lights the phones it fills the screen with the look (light mode; docs/light.md).
+import { CLOSE, FlashGuard, LiveClient, displayedRgb, shownAt } from '/play/live-client.js';
 
 const $ = (id) => document.getElementById(id);
 const TOKEN_KEY = 'audience-control.token';
@@ -233,11 +234,87 @@ function nextAttempt(live) {
   return seconds > 0 ? `Next try in ${seconds} s` : 'Trying now';
 }
 
+/**
+ * Light mode: each look shows from its `at` on the phone's estimate of the server's clock, placed by
+ * the phone's seat, through a flash guard (never more than 3 flashes a second; with reduced motion,
+ * steady colours that only fade); the screen is kept awake while lit; an `off` look, or the end of
+ * the show, hands the screen back to the controls. `window.audienceLight` keeps what was rendered
+ * when (server time), for measuring a show's sync.
+ */
+function lightMode(live) {
+  const overlay = $('light');
+  const reduced = matchMedia('(prefers-reduced-motion: reduce)');
+  let guard = new FlashGuard(reduced.matches);
+  reduced.addEventListener('change', () => (guard = new FlashGuard(reduced.matches)));
+  const log = { rendered: [], clamped: 0, lit: false, wakeLock: navigator.wakeLock ? 'released' : 'unsupported' };
+  window.audienceLight = log;
+  /** looks waiting for their `at`, in order; the one showing; what showed when it started */
+  const queue = [];
+  let current = null;
+  let before = null;
+  let lock = null;
+  let frame = 0;
+  const wake = () => {
+    if (!navigator.wakeLock || lock || document.visibilityState !== 'visible') return;
+    navigator.wakeLock.request('screen').then((l) => {
+      lock = l;
+      log.wakeLock = 'held';
+      l.addEventListener('release', () => ((lock = null), (log.wakeLock = 'released')));
+    }, () => (log.wakeLock = 'refused'));
+  };
+  document.addEventListener('visibilitychange', () => log.lit && wake());
+  const light = (on) => {
+    if (log.lit === on) return;
+    log.lit = on;
+    overlay.hidden = !on;
+    document.body.classList.toggle('lit', on);
+    if (on) wake();
+    else void lock?.release().catch(() => {});
+  };
+  let timer = 0;
+  /** Starts the looks that are due, shows what the screen shows now, and plans the next step. */
+  const step = () => {
+    const now = live.serverNow();
+    while (queue.length > 0 && queue[0].at <= now) {
+      const next = queue.shift();
+      before = current ? shownAt(current, before, live.seat, next.at, guard.reducedMotion) : null;
+      current = next;
+      log.rendered.push({ id: next.id, at: now });
+      if (log.rendered.length > 1000) log.rendered.shift();
+    }
+    const shown = guard.show(current ? shownAt(current, before, live.seat, now, guard.reducedMotion) : null, performance.now());
+    log.clamped = guard.clamped;
+    light(current !== null && !current.off);
+    const [r, g, b] = displayedRgb(shown);
+    overlay.style.backgroundColor = `rgb(${r}, ${g}, ${b})`;
+    plan();
+  };
+  /** A look starts on a timer set for its at (a frame's start is not rounded to the next animation frame); while lit, every animation frame draws. */
+  const plan = () => {
+    clearTimeout(timer);
+    if (queue.length > 0) timer = setTimeout(step, Math.max(0, queue[0].at - live.serverNow()));
+    if (log.lit && !frame) frame = requestAnimationFrame(() => ((frame = 0), step()));
+  };
+  live.on('light', (look) => {
+    if (current?.id === look.id || queue.some((q) => q.id === look.id)) return; // sent again after a reconnect
+    queue.push(look);
+    queue.sort((a, b) => a.at - b.at);
+    plan();
+  });
+  live.on('state', (state) => {
+    if (state !== 'stopped' && state !== 'unauthorized') return;
+    queue.length = 0;
+    current = null;
+    step();
+  });
+}
+
 if (!token) {
   say('No token');
   problem('Open this page with its link: …/play/#token=<audience token>.');
 } else {
   const live = new LiveClient({ url: `${location.protocol === 'https:' ? 'wss' : 'ws'}://${location.host}/live`, token });
+  lightMode(live);
   const crowdShown = new Map();
   /** Sends; says what was sent (announced), or why it was refused; resolves with whether it was taken. */
   const send = (control) => (extra, what) =>
