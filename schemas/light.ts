@@ -218,6 +218,11 @@ export class FlashGuard {
   private holding = false;
   private previous: Shown | null = null;
 
+  /** Whether the last frame was held back: the screen is still on its way to what is wanted (draw again). */
+  get easing(): boolean {
+    return this.holding;
+  }
+
   constructor(readonly reducedMotion = false) {}
 
   /** What to show at `now` (ms of a steady clock: the device's, not an estimate that may step) for `wanted` (null: nothing lit). */

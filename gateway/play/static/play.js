@@ -246,7 +246,7 @@ function lightMode(live) {
   const reduced = matchMedia('(prefers-reduced-motion: reduce)');
   let guard = new FlashGuard(reduced.matches);
   reduced.addEventListener('change', () => (guard = new FlashGuard(reduced.matches)));
-  const log = { rendered: [], clamped: 0, lit: false, wakeLock: navigator.wakeLock ? 'released' : 'unsupported' };
+  const log = { rendered: [], clamped: 0, lit: false, wakeLock: navigator.wakeLock ? 'released' : 'unsupported', clockUncertaintyMs: () => live.clockUncertaintyMs() };
   window.audienceLight = log;
   /** looks waiting for their `at`, in order; the one showing; what showed when it started */
   const queue = [];
@@ -279,7 +279,7 @@ function lightMode(live) {
       const next = queue.shift();
       before = current ? shownAt(current, before, live.seat, next.at, guard.reducedMotion) : null;
       current = next;
-      log.rendered.push({ id: next.id, at: now });
+      log.rendered.push({ id: next.id, at: now, color: next.color });
       if (log.rendered.length > 1000) log.rendered.shift();
     }
     const shown = guard.show(current ? shownAt(current, before, live.seat, now, guard.reducedMotion) : null, performance.now());
@@ -289,11 +289,16 @@ function lightMode(live) {
     overlay.style.backgroundColor = `rgb(${r}, ${g}, ${b})`;
     plan();
   };
-  /** A look starts on a timer set for its at (a frame's start is not rounded to the next animation frame); while lit, every animation frame draws. */
+  /** Whether the screen changes by itself now: a pattern, a fade under way, or the guard easing toward the look. */
+  const moving = (now) => current !== null && !current.off && (current.pattern !== undefined || now < current.at + (current.fadeMs ?? 0) || guard.easing);
+  /**
+   * A look starts on a timer set for its at (a frame's start is not rounded to the next animation
+   * frame); while the screen moves, every animation frame draws, and a steady look is drawn once.
+   */
   const plan = () => {
     clearTimeout(timer);
     if (queue.length > 0) timer = setTimeout(step, Math.max(0, queue[0].at - live.serverNow()));
-    if (log.lit && !frame) frame = requestAnimationFrame(() => ((frame = 0), step()));
+    if (moving(live.serverNow()) && !frame) frame = requestAnimationFrame(() => ((frame = 0), step()));
   };
   live.on('light', (look) => {
     if (current?.id === look.id || queue.some((q) => q.id === look.id)) return; // sent again after a reconnect
