@@ -88,7 +88,8 @@ export class SacnIn {
     const receiver = new Receiver({ universes: [], port: this.settings.port, reuseAddr: true, ...(this.settings.interface && { iface: this.settings.interface }) });
     receiver.on('packet', (p) => this.packet(p));
     receiver.on('PacketCorruption', () => this.ignore('not_dmx', 'a datagram that is no sACN DMX data (another start code, or malformed)'));
-    receiver.on('PacketOutOfOrder', () => this.ignore('out_of_order', 'a packet far out of sequence'));
+    // the library reports any other failure to read a datagram (one too short, say) as out of order too
+    receiver.on('PacketOutOfOrder', (e) => (/out of order/.test(e.message) ? this.ignore('out_of_order', 'a packet far out of sequence') : this.ignore('not_dmx', `a datagram that is no sACN (${e.message})`)));
     // memberships need the bound socket (the library binds it in its constructor)
     await new Promise<void>((resolve, reject) => {
       const socket = receiver['socket'] as Socket;
