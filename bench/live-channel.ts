@@ -4,8 +4,9 @@
 //  2. Many sockets (default 50,000) on GATEWAY_WORKERS gateway processes (each holds at most
 //     LIVE_MAX_SOCKETS; a process may open 20,000 files) and as many on bare uWS, held at once
 //     (live-many-sockets.ts): memory per socket and idle CPU per process, how long a page switch
-//     takes to reach every socket after `layout activate` returns (the two targets in turn), and
-//     what crowd frames at 4 Hz to every socket cost.
+//     takes to reach every socket after `layout activate` returns (the two targets in turn), what
+//     crowd frames at 4 Hz to every socket cost, and light frames at 10 a second (CPU per frame
+//     delivered, and each frame's spread of arrivals across the sockets).
 //   npm run bench:live [-- --seconds 10 --sockets 50000 --workers 4 --per-generator 10000 --window 8 --rate 0 --controls plain|aggregated --only action|sockets|gateway-sockets]
 import { execFile } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -48,6 +49,8 @@ const TARGETS = {
   crowdFrameCpu: 1.25,
   /** crowd frames a socket receives a second at 4 Hz (at least) */
   crowdFrameRate: 0.9,
+  /** CPU per light frame delivered (10 a second to every socket) */
+  lightFrameCpu: 1.25,
   /** memory per socket (KB, absolute) and idle CPU per process (share of a core, absolute) */
   socketKb: 10,
   idleShare: 0.05,
@@ -124,6 +127,10 @@ async function actionCost(): Promise<string> {
 
 /** µs of CPU (all processes, over idle) per crowd frame delivered. */
 const crowdUs = (f: SocketFigures) => (f.crowdCores * 1e6) / (f.crowdHz * f.served);
+/** µs of CPU (all processes, over idle) per light frame delivered. */
+const lightUs = (f: SocketFigures) => (f.lightCores * 1e6) / (f.lightHz * f.served);
+/** A sorted list's share-q value. */
+const at = (sorted: number[], q: number) => (sorted.length === 0 ? NaN : sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)]!);
 
 /** The side-by-side table of part 2: the gateway against bare uWS with the same sockets and generators. */
 function socketTable(bare: SocketFigures, gw: SocketFigures): string {
@@ -145,12 +152,17 @@ function socketTable(bare: SocketFigures, gw: SocketFigures): string {
     `| crowd at 4 Hz: frames a second per socket | ${bare.crowdHz.toFixed(2)} | ${gw.crowdHz.toFixed(2)} | ${ratio(gw.crowdHz, bare.crowdHz)} |`,
     `| crowd at 4 Hz: cores over idle, all processes | ${bare.crowdCores.toFixed(2)} | ${gw.crowdCores.toFixed(2)} | ${ratio(gw.crowdCores, bare.crowdCores)} |`,
     `| crowd at 4 Hz: µs of CPU per frame delivered | ${crowdUs(bare).toFixed(1)} | ${crowdUs(gw).toFixed(1)} | ${ratio(crowdUs(gw), crowdUs(bare))} |`,
+    `| light at 10 a second: frames a second per socket | ${bare.lightHz.toFixed(2)} | ${gw.lightHz.toFixed(2)} | ${ratio(gw.lightHz, bare.lightHz)} |`,
+    `| light at 10 a second: cores over idle, all processes | ${bare.lightCores.toFixed(2)} | ${gw.lightCores.toFixed(2)} | ${ratio(gw.lightCores, bare.lightCores)} |`,
+    `| light at 10 a second: µs of CPU per frame delivered | ${lightUs(bare).toFixed(1)} | ${lightUs(gw).toFixed(1)} | ${ratio(lightUs(gw), lightUs(bare))} |`,
+    `| light: a frame's spread across every socket, p50 / p99 ms (frames every socket got) | ${at(bare.lightSpreads, 0.5)} / ${at(bare.lightSpreads, 0.99)} (${bare.lightSpreads.length}) | ${at(gw.lightSpreads, 0.5)} / ${at(gw.lightSpreads, 0.99)} (${gw.lightSpreads.length}) | p99 ${ratio(at(gw.lightSpreads, 0.99), at(bare.lightSpreads, 0.99))} |`,
     '',
-    'gateway crowd cores include the 80 slider moves a second (POST /action) that drive it',
+    'gateway crowd cores include the 80 slider moves a second (POST /action) that drive it; light cores do not include Redis, which takes the 10 appends a second',
     '',
     target('page switch to every socket, p99, gateway / bare (median of the switch pairs)', medianBy(switchRatios, (r) => r), '<=', TARGETS.pageSwitchP99, `switch by switch ${switchRatios.map((r) => r.toFixed(2)).join(', ')}; all switches pooled ${ratio(gw.all.p99, bare.all.p99)}`),
     target('CPU per crowd frame delivered, gateway / bare', crowdUs(gw) / crowdUs(bare), '<=', TARGETS.crowdFrameCpu),
     target('crowd frames a second per socket at 4 Hz, gateway / bare', gw.crowdHz / bare.crowdHz, '>=', TARGETS.crowdFrameRate),
+    target('CPU per light frame delivered, gateway / bare', lightUs(gw) / lightUs(bare), '<=', TARGETS.lightFrameCpu),
     target('gateway memory per socket, KB', gw.kbPerSocket, '<=', TARGETS.socketKb),
     target('gateway idle CPU, the busiest process, share of a core', Math.max(...gw.idle), '<', TARGETS.idleShare),
   ].join('\n');
@@ -171,7 +183,8 @@ async function main(): Promise<void> {
   const redis = await pinnedRedis(1);
   const held: HeldSockets[] = [];
   try {
-    const gateway = await gatewayTarget(redis.url, workers);
+    // a participant per socket, as phones are: a participant's sockets on other processes are closed (CLOSE.replaced)
+    const gateway = await gatewayTarget(redis.url, workers, socketCount);
     try {
       // each target from generators of its own: the gateway on 127.0.0.2, .3, ..., bare uWS on the next
       // ones. The gateway's first, as soon as its tokens are minted, as when it ran alone: its memory

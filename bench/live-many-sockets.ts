@@ -24,8 +24,8 @@ interface Generator {
   next: () => Promise<Record<string, unknown>>;
 }
 
-function startGenerator(url: string, tokensFile: string, count: number, address: string): Generator {
-  const child = spawn(process.execPath, ['--max-old-space-size=4096', GENERATOR, wsUrl(url), tokensFile, String(count), address], { stdio: ['pipe', 'pipe', 'inherit'] });
+function startGenerator(url: string, tokensFile: string, count: number, address: string, firstToken: number): Generator {
+  const child = spawn(process.execPath, ['--max-old-space-size=4096', GENERATOR, wsUrl(url), tokensFile, String(count), address, String(firstToken)], { stdio: ['pipe', 'pipe', 'inherit'] });
   const lines: string[] = [];
   const waiting: ((line: string) => void)[] = [];
   createInterface({ input: child.stdout }).on('line', (line) => (waiting.length > 0 ? waiting.shift()!(line) : lines.push(line)));
@@ -47,6 +47,10 @@ export interface SocketFigures {
   /** crowd frames a second per socket, and the cores they cost over idle (all processes) */
   crowdHz: number;
   crowdCores: number;
+  /** light frames at 10 a second: frames a second per socket, the cores they cost over idle, and per frame the spread of its arrivals across the sockets (ms, sorted) */
+  lightHz: number;
+  lightCores: number;
+  lightSpreads: number[];
 }
 
 /** One target's sockets, open from its own generators until `close`. */
@@ -66,7 +70,7 @@ export class HeldSockets {
       const rss0 = target.pids.map(rssMiB);
       progress(`${target.name}: opening ${count} sockets`);
       const t0 = Date.now();
-      for (let g = 0, left = count; left > 0; g++, left -= perGenerator) generators.push(startGenerator(target.url, tokensFile, Math.min(perGenerator, left), `127.0.0.${firstAddress + g}`));
+      for (let g = 0, left = count; left > 0; g++, left -= perGenerator) generators.push(startGenerator(target.url, tokensFile, Math.min(perGenerator, left), `127.0.0.${firstAddress + g}`, g * perGenerator));
       const opened = await Promise.all(generators.map((g) => g.next()));
       const openSeconds = (Date.now() - t0) / 1000;
       const served = opened.reduce((n, o) => n + Number(o.opened), 0);
@@ -79,11 +83,18 @@ export class HeldSockets {
     }
   }
 
-  /** The arrival times of the page frames that showed `pageId`, and the crowd frames, since the last report. */
-  async report(pageId: string): Promise<{ arrivals: number[]; crowd: number }> {
+  /** The arrival times of the page frames that showed `pageId`, the crowd frames, and per light frame its first and last arrival and sockets, since the last report. */
+  async report(pageId: string): Promise<{ arrivals: number[]; crowd: number; lights: Map<string, [number, number, number]> }> {
     for (const g of this.generators) g.child.stdin!.write(`report ${pageId}\n`);
     const reports = await Promise.all(this.generators.map((g) => g.next()));
-    return { arrivals: reports.flatMap((r) => r.arrivals as number[]), crowd: reports.reduce((n, r) => n + Number(r.crowd), 0) };
+    const lights = new Map<string, [number, number, number]>();
+    for (const r of reports) {
+      for (const [id, [first, last, n]] of r.lights as [string, [number, number, number]][]) {
+        const seen = lights.get(id);
+        lights.set(id, seen ? [Math.min(seen[0], first), Math.max(seen[1], last), seen[2] + n] : [first, last, n]);
+      }
+    }
+    return { arrivals: reports.flatMap((r) => r.arrivals as number[]), crowd: reports.reduce((n, r) => n + Number(r.crowd), 0), lights };
   }
 
   /** One page switch, timed from the moment it returns: each socket's latency, sorted. */
@@ -103,7 +114,8 @@ export class HeldSockets {
 /**
  * The figures of every held target: idle CPU (all measured at once), a warm-up page switch on
  * each, then `switches` page switches each, alternating between the targets (ABBA), then crowd
- * values at 4 Hz, one target after another while the others hold their sockets idle.
+ * values at 4 Hz and light frames at 10 a second, one target after another while the others hold
+ * their sockets idle.
  */
 export async function measureSockets(held: readonly HeldSockets[], o: { seconds: number; switches: number; switchWaitMs?: number }): Promise<SocketFigures[]> {
   progress(`idle ${o.seconds} s: ${held.map((h) => h.target.name).join(', ')}`);
@@ -138,6 +150,15 @@ export async function measureSockets(held: readonly HeldSockets[], o: { seconds:
     const crowdCores = h.target.pids.reduce((n, p, i) => n + (cpuSeconds(p) - crowd0[i]!) / o.seconds, 0) - idle[t]!.reduce((a, b) => a + b, 0);
     await stopCrowd();
     const { crowd } = await h.report('none');
+    progress(`${h.target.name}: light frames at 10 a second, ${o.seconds} s`);
+    const stopLight = h.target.light();
+    const light0 = h.target.pids.map(cpuSeconds);
+    await sleep(o.seconds * 1000);
+    const lightCores = h.target.pids.reduce((n, p, i) => n + (cpuSeconds(p) - light0[i]!) / o.seconds, 0) - idle[t]!.reduce((a, b) => a + b, 0);
+    await stopLight();
+    await sleep(1000); // the last frames arrive
+    const { lights } = await h.report('none');
+    const delivered = [...lights.values()].reduce((n, [, , k]) => n + k, 0);
     figures.push({
       ...h.opened,
       idle: idle[t]!,
@@ -145,6 +166,10 @@ export async function measureSockets(held: readonly HeldSockets[], o: { seconds:
       all: percentiles(latencies[t]!.sort((a, b) => a - b)),
       crowdHz: crowd / h.opened.served / o.seconds,
       crowdCores,
+      lightHz: delivered / h.opened.served / o.seconds,
+      lightCores,
+      // frames every socket got (a frame sent as the window closed may have reached only some)
+      lightSpreads: [...lights.values()].filter(([, , k]) => k >= h.opened.served).map(([first, last]) => last - first).sort((a, b) => a - b),
     });
   }
   return figures;

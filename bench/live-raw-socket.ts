@@ -31,7 +31,7 @@ const OPCODE_PONG = 0xa;
 /** the offset of the op's first letter in a server frame's payload: {"op":"a… */
 const OP_LETTER_AT = 7;
 /** the first letters of the server's ops, as `frame` is told them */
-export const OP_LETTER = { ack: 0x61, error: 0x65, page: 0x70, crowd: 0x63 } as const;
+export const OP_LETTER = { ack: 0x61, error: 0x65, page: 0x70, crowd: 0x63, light: 0x6c } as const;
 
 /** A client frame, FIN set, masked with the key 0 (the payload stays as it is). */
 export function clientFrame(payload: Buffer, opcode = 0x1): Buffer {

@@ -31,21 +31,40 @@ export interface LiveTarget {
   switchTo(pageId: string): Promise<void>;
   /** starts crowd values changing; the returned function stops them */
   crowd(): () => Promise<void>;
+  /** starts light looks for every phone, 10 a second; the returned function stops them */
+  light(): () => Promise<void>;
   stop(): Promise<void>;
 }
 
-type DemoLayout = { layoutId: string; pages: { pageId: string; controls: { lid: number; aggregate?: object }[] }[] };
+type DemoLayout = { layoutId: string; light?: object; pages: { pageId: string; controls: { lid: number; aggregate?: object }[] }[] };
 
-/** The demo layout as `live-bench`, its Brightness slider aggregated (mean). */
+/** The demo layout as `live-bench`, its Brightness slider aggregated (mean), with a light canvas (every phone as zone *). */
 function benchLayout(): DemoLayout {
   const layout = JSON.parse(readFileSync(DEMO_LAYOUT_FILE, 'utf8')) as DemoLayout;
   layout.layoutId = LAYOUT;
   layout.pages[0]!.controls.find((c) => c.lid === 2)!.aggregate = { mode: 'mean', windowMs: 5000 };
+  layout.light = {};
   return layout;
 }
 
+/** Light looks 10 times a second, each a new colour: `play` is told each one. */
+function lightLooks(play: (look: { zone: string; color: string }, n: number) => Promise<unknown> | void): () => Promise<void> {
+  let n = 0;
+  const playing = new Set<Promise<unknown>>();
+  const timer = setInterval(() => {
+    const look = { zone: '*', color: `#${((n * 0x10101) & 0xffffff).toString(16).padStart(6, '0')}` };
+    const p = Promise.resolve(play(look, n++)).catch((e: unknown) => process.stderr.write(`bench: a light look was not played: ${String(e)}\n`));
+    playing.add(p);
+    void p.finally(() => playing.delete(p));
+  }, 100);
+  return async () => {
+    clearInterval(timer);
+    await Promise.allSettled([...playing]);
+  };
+}
+
 /** The gateway on `workers` processes; crowd values come from 8 participants moving the slider, 80 moves a second. */
-export async function gatewayTarget(redisUrl: string, workers: number): Promise<LiveTarget> {
+export async function gatewayTarget(redisUrl: string, workers: number, tokenCount = 1000): Promise<LiveTarget> {
   const key = await seedDemo(redisUrl, 'ac:', [benchLayout()]);
   const port = 20000 + Math.floor(Math.random() * 20000);
   const env = { ...BENCH_LIMITS, REDIS_URL: redisUrl, PORT: String(port), OPS_PORT: '0', LOG_LEVEL: 'info', GATEWAY_WORKERS: String(workers), LIVE_MAX_SOCKETS: '18000', LIVE_NEW_SOCKETS_PER_SECOND: '5000' };
@@ -55,7 +74,7 @@ export async function gatewayTarget(redisUrl: string, workers: number): Promise<
   const admin = createRedisClient({ url: redisUrl }, { name: 'bench-admin', commandTimeoutMs: 5000, reconnectStepMs: 100, maxReconnectDelayMs: 100 });
   await admin.connect();
   const stores = createStores(admin, 'ac:');
-  const tokens = await mintTokens(url, key.apiKey, LAYOUT, 1000);
+  const tokens = await mintTokens(url, key.apiKey, LAYOUT, tokenCount);
   return {
     name: `gateway (${workers} workers)`,
     url,
@@ -85,6 +104,8 @@ export async function gatewayTarget(redisUrl: string, workers: number): Promise<
         if (failed > 0) process.stderr.write(`bench: ${failed} of ${n} slider moves failed (no answer from the gateway)\n`);
       };
     },
+    // appended as audiencectl light does; every gateway process reads the stream and publishes each look to its sockets
+    light: () => lightLooks((look) => stores.light.play(LAYOUT, look)),
     async stop() {
       admin.disconnect();
       await stopChild(started.child);
@@ -119,6 +140,8 @@ export async function bareTarget(processes: number): Promise<LiveTarget> {
       const timer = setInterval(() => tell(`crowd ${JSON.stringify({ op: 'crowd', lid: 2, mode: 'mean', value: (n++ % 100) / 100, n: 8, sd: 0.1 })}`), 12.5);
       return () => Promise.resolve(clearInterval(timer));
     },
+    // the frame as the gateway sends it, published to every socket at once (uWS, in C++)
+    light: () => lightLooks((look, n) => tell(`publish ${JSON.stringify({ op: 'light', id: `${Date.now()}-${n}`, ...look, at: Date.now() + 150 })}`)),
     async stop() {
       await Promise.all(children.map(stopChild));
     },
