@@ -179,6 +179,8 @@ export class LiveClient {
   /** the open socket's heartbeat: when it last heard a frame, since when a frame it sent is unanswered (null: none), the timer */
   private heardAt = 0;
   private unansweredSince: number | null = null;
+  /** the heartbeat found the deadline passed once: frames that came meanwhile are read before the next beat judges */
+  private overdue = false;
   private heartbeat: ReturnType<typeof setInterval> | null = null;
   private readonly clock = new ServerClock();
   /** the clock exchanges in flight: ref -> when sent (the clock's ms) */
@@ -349,7 +351,13 @@ export class LiveClient {
   /** The open socket's heartbeat: a quiet socket pings; one that heard nothing back in time is dead. */
   private beat(): void {
     const now = Date.now();
-    if (this.unansweredSince !== null && now - this.unansweredSince >= this.o.heartbeatDeadMs) return this.abandon();
+    if (this.unansweredSince !== null && now - this.unansweredSince >= this.o.heartbeatDeadMs) {
+      // A page stalled past the deadline (a long task, a GC, a throttled tab) runs its timers before
+      // the frames that came meanwhile: the socket is judged on the next beat, once they are read.
+      if (this.overdue) return this.abandon();
+      this.overdue = true;
+      return;
+    }
     if (this.unansweredSince === null && now - this.heardAt >= this.o.heartbeatIdleMs) this.write(JSON.stringify({ op: CLIENT_OP.ping }));
     if (this.timeSent.size === 0 && this.clock.local() - this.timeSentAt >= TIME_EXCHANGE_EVERY_MS) this.exchangeTime();
   }
@@ -400,6 +408,7 @@ export class LiveClient {
       this.failedOpens = 0;
       this.heardAt = Date.now();
       this.unansweredSince = null;
+      this.overdue = false;
       this.stopHeartbeat();
       this.heartbeat = setInterval(() => this.beat(), HEARTBEAT_TICK_MS);
       this.setState('open');
@@ -425,6 +434,7 @@ export class LiveClient {
   private received(text: string): void {
     this.heardAt = Date.now();
     this.unansweredSince = null;
+    this.overdue = false;
     let frame: { op?: string; ref?: string | null; expiresAt?: number; error?: { code: string; message: string; retryAfterMs?: number } } & Record<string, unknown>;
     try {
       frame = JSON.parse(text) as typeof frame;

@@ -84,6 +84,27 @@ describe('LiveClient', () => {
     expect(states.filter((s) => s === 'connecting').length).toBeGreaterThanOrEqual(2); // it kept trying
     d.stop();
   });
+
+  it('keeps a socket whose answer came while the page itself stalled past the heartbeat deadline: the answer is read before the socket is judged', async () => {
+    const c = client(await mintToken(t, t.layoutId, t.apiKey), { heartbeatIdleMs: 200, heartbeatDeadMs: 300 });
+    await eventually(() => c.state === 'open' && c.page !== null);
+    const closes: number[] = [];
+    c.on('closed', (e) => closes.push(e.code));
+    const states: string[] = [];
+    c.on('state', (s) => states.push(s));
+    for (let round = 0; round < 3; round++) {
+      const acked = c.send({ lid: 1, type: 'Button' });
+      // the page's thread busy (a long task, a GC, a throttled tab) past the deadline; the gateway
+      // (in this process) answers as soon as the loop turns, as would a gateway elsewhere
+      const until = Date.now() + 600;
+      while (Date.now() < until);
+      await acked;
+      await new Promise((r) => setTimeout(r, 150));
+    }
+    expect(states, 'no reconnect').toEqual([]);
+    expect(closes).toEqual([]);
+    c.stop();
+  });
 });
 
 describe('LiveClient state for late listeners', () => {

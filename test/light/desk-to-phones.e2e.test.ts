@@ -12,19 +12,17 @@
 //   renderer processes woken at one moment wait for each other (docs/light.md, Sync you can see).
 // - Latency: from the desk's frame going into OLA to each page's start, p50 and p99 (reported).
 // The figures are printed and written to test-artifacts/light/desk-to-phones.json.
-import type { ChildProcess } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { LayoutDefinition } from '../../schemas/types.js';
-import { configFile, spawnBridge, stopProcess } from '../helpers/bridge.js';
-import { audiencectl, audiencectlJson } from '../helpers/cli.js';
 import { FaultProxy } from '../helpers/fault-proxy.js';
-import { seedLayout, spawnGateway, type GatewayProcess } from '../helpers/gateway-process.js';
+import type { GatewayProcess } from '../helpers/gateway-process.js';
 import { DEMO_LAYOUT, eventually, postJson } from '../helpers/gateway.js';
 import { Hosts } from '../helpers/hosts.js';
 import { startDesk, type Desk } from '../helpers/ola.js';
-import { randomPrefix, useRedis } from '../helpers/redis.js';
+import { startLightShow, type LightShow } from '../helpers/light-show.js';
+import { useRedis } from '../helpers/redis.js';
 import { seededRandom } from '../helpers/seeded-random.js';
 
 const PAGES = 20;
@@ -36,11 +34,8 @@ const UNIVERSE = 1000 + Math.floor(Math.random() * 60_000);
 const CANVAS: LayoutDefinition = { ...DEMO_LAYOUT, layoutId: LAYOUT, zones: ['floor'], light: { dmx: { universe: UNIVERSE, address: 1 } } };
 const SEED = Number(process.env.TEST_SEED ?? Date.now() % 1_000_000);
 const redis = useRedis();
-const prefix = randomPrefix();
-const bridgeId = `chase-${Math.random().toString(36).slice(2, 8)}`;
-const env = () => ({ REDIS_URL: redis.get().server.url, REDIS_PREFIX: prefix });
 const hosts = new Hosts();
-const children: ChildProcess[] = [];
+let show: LightShow;
 let gateway: GatewayProcess;
 let desk: Desk;
 let apiKey = '';
@@ -51,22 +46,15 @@ beforeAll(async () => {
   console.log(`desk-to-phones: seed ${SEED} (TEST_SEED=${SEED} repeats the proxy's jitter)`);
   mkdirSync(ARTIFACTS, { recursive: true });
   hosts.start();
-  const seeded = await seedLayout(redis.get().server.url, prefix, CANVAS);
-  apiKey = seeded.apiKey;
-  seeded.admin.disconnect();
-  gateway = await spawnGateway(env());
-  children.push(gateway.child);
-  const grant = await audiencectlJson(env(), 'bridge', 'grant', '--bridge-id', bridgeId, '--layout', LAYOUT);
-  const bridge = await spawnBridge(['--config', configFile({ redisUrl: grant.redisUrl, prefix, bridgeId, more: { sacn: { interface: hosts.self } }, layouts: [{ layoutId: LAYOUT, targets: [{ host: '127.0.0.1', port: 9 }] }] })]);
-  children.push(bridge.child);
+  show = await startLightShow(redis.get().server.url, CANVAS, { bridgeConfig: { sacn: { interface: hosts.self } } });
+  ({ gateway, apiKey } = show);
   desk = await startDesk(hosts, hosts.add('desk', 2), UNIVERSE);
   browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'] });
 }, 90_000);
 afterAll(async () => {
   await browser?.close();
   hosts.remove();
-  for (const c of children) await stopProcess(c, 'SIGKILL');
-  await audiencectl(env(), 'bridge', 'revoke', '--bridge-id', bridgeId);
+  await show?.stop();
   writeFileSync(`${ARTIFACTS}/desk-to-phones.json`, `${JSON.stringify(figures, null, 2)}\n`);
 });
 
@@ -80,7 +68,13 @@ async function openPages(base: string): Promise<{ pages: Page[]; close: () => Pr
       const page = await context.newPage();
       const token = (await postJson(`${gateway.url}/token`, { layoutId: LAYOUT, zone: 'floor', seat: { x: i / PAGES, y: 0.5 } }, { 'x-api-key': apiKey })).body.token as string;
       await page.goto(`${base}/play/#token=${token}`);
-      await page.locator('#state').filter({ hasText: 'Live' }).waitFor({ timeout: 20_000 });
+      await page
+        .locator('#state')
+        .filter({ hasText: 'Live' })
+        .waitFor({ timeout: 30_000 })
+        .catch(async (e: Error) => {
+          throw new Error(`page ${i} not live: its state line says ${JSON.stringify(await page.locator('#state').textContent())} (${e.message.split('\n')[0]})`);
+        });
       return page;
     }),
   );
