@@ -46,6 +46,16 @@ export function api(route: Omit<Route, 'replyHeaders' | 'headers'>): Route {
   return { ...route, headers: ADMIN_HEADERS, replyHeaders: () => NO_STORE };
 }
 
+/**
+ * The session's team's layout named first in the path (404 layout_not_found for another team's),
+ * and the session; `write` checks the CSRF token too.
+ */
+export async function teamLayout(d: AdminDeps, head: RequestHead, write: boolean) {
+  const { session } = await d.guard.require(head, write);
+  const layout = await orUnavailable(d.stores.layouts.requireOwned(session.teamId, head.params[0] ?? ''));
+  return { layout, session };
+}
+
 export function adminApiRoutes(d: AdminDeps): Route[] {
   const sessionBody = async (teamId: string, email: string, csrfToken: string) => {
     const team = await orUnavailable(d.stores.teams.get(teamId));
@@ -57,11 +67,7 @@ export function adminApiRoutes(d: AdminDeps): Route[] {
     return key;
   };
   const owned = (head: RequestHead) => head.params[0] ?? '';
-  /** The session's team's layout named in the path (404 for another team's); `write` checks the CSRF token too. */
-  const ownedLayout = async (head: RequestHead, write: boolean) => {
-    const { session } = await d.guard.require(head, write);
-    return orUnavailable(d.stores.layouts.requireOwned(session.teamId, owned(head)));
-  };
+  const ownedLayout = async (head: RequestHead, write: boolean) => (await teamLayout(d, head, write)).layout;
 
   return [
     api({

@@ -4,13 +4,10 @@
 import { AppError, orUnavailable } from '../errors.js';
 import { parseJson } from '../http/body.js';
 import type { RequestHead, Route } from '../http/route.js';
-import { api, json, type AdminDeps } from './api.js';
+import { api, json, teamLayout, type AdminDeps } from './api.js';
 
 export function lightApiRoutes(d: AdminDeps): Route[] {
-  const ownedLayout = async (head: RequestHead, write: boolean) => {
-    const { session } = await d.guard.require(head, write);
-    return orUnavailable(d.stores.layouts.requireOwned(session.teamId, head.params[0] ?? ''));
-  };
+  const ownedLayout = async (head: RequestHead, write: boolean) => (await teamLayout(d, head, write)).layout;
   return [
     api({
       method: 'post',

@@ -6,7 +6,7 @@ import { parseJson } from '../http/body.js';
 import type { RequestHead, Route } from '../http/route.js';
 import type { Decision, DecisionRecord, HeldItem, QueueBounds, StreamTrimSettings } from '../store/moderation.js';
 import type { StoredLayout } from '../store/layouts.js';
-import { api, json, type AdminDeps } from './api.js';
+import { api, json, teamLayout, type AdminDeps } from './api.js';
 
 export interface ModerationDeps {
   bounds: QueueBounds;
@@ -41,8 +41,7 @@ function subOf(raw: Buffer | null): string {
 
 export function moderationApiRoutes(d: AdminDeps, m: ModerationDeps): Route[] {
   const ownedLayout = async (head: RequestHead, write: boolean) => {
-    const { session } = await d.guard.require(head, write);
-    const layout = await orUnavailable(d.stores.layouts.requireOwned(session.teamId, head.params[0] ?? ''));
+    const { layout, session } = await teamLayout(d, head, write);
     return { layout, by: `admin:${session.email}` };
   };
   return [

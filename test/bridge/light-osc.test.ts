@@ -5,28 +5,23 @@
 // its newest (counted), and what is no look (not OSC, a bad address, bad arguments, a zone the
 // canvas does not light) is refused, counted, and the bridge plays on.
 import { execFile } from 'node:child_process';
-import type { ChildProcess } from 'node:child_process';
 import { createSocket } from 'node:dgram';
 import { toBuffer } from 'osc-min';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { lookFromOsc } from '../../bridge/light-osc.js';
 import type { LayoutDefinition } from '../../schemas/types.js';
-import { configFile, spawnBridge, stopProcess } from '../helpers/bridge.js';
-import { audiencectl, audiencectlJson } from '../helpers/cli.js';
-import { seedLayout, spawnGateway, type GatewayProcess } from '../helpers/gateway-process.js';
+import type { GatewayProcess } from '../helpers/gateway-process.js';
 import { DEMO_LAYOUT, eventually, postJson } from '../helpers/gateway.js';
 import { connectLive, type LiveClient } from '../helpers/live.js';
 import { sample, scrape } from '../helpers/metrics.js';
-import { randomPrefix, useRedis } from '../helpers/redis.js';
+import { startLightShow, type LightShow } from '../helpers/light-show.js';
+import { useRedis } from '../helpers/redis.js';
 
 const LAYOUT = 'osc-lit';
 const CANVAS: LayoutDefinition = { ...DEMO_LAYOUT, layoutId: LAYOUT, zones: ['left', 'right', 'balcony'], light: { zones: ['left', 'right'] } };
 const redis = useRedis();
-const prefix = randomPrefix();
-const bridgeId = `lights-${Math.random().toString(36).slice(2, 8)}`;
-const env = () => ({ REDIS_URL: redis.get().server.url, REDIS_PREFIX: prefix });
-const children: ChildProcess[] = [];
 const phones: LiveClient[] = [];
+let show: LightShow;
 let gateway: GatewayProcess;
 let apiKey = '';
 let oscPort = 0;
@@ -34,23 +29,12 @@ let opsPort = 0;
 let bridgeOutput: () => string = () => '';
 
 beforeAll(async () => {
-  const seeded = await seedLayout(redis.get().server.url, prefix, CANVAS);
-  apiKey = seeded.apiKey;
-  seeded.admin.disconnect();
-  gateway = await spawnGateway(env());
-  children.push(gateway.child);
-  const grant = await audiencectlJson(env(), 'bridge', 'grant', '--bridge-id', bridgeId, '--layout', LAYOUT);
-  const file = configFile({ redisUrl: grant.redisUrl, prefix, bridgeId, layouts: [{ layoutId: LAYOUT, lightOscPort: 0, targets: [{ host: '127.0.0.1', port: 9 }] }] });
-  const bridge = await spawnBridge(['--config', file]);
-  children.push(bridge.child);
-  bridgeOutput = bridge.output;
-  oscPort = Number(/"port":(\d+)[^\n]*light OSC input listening/.exec(bridge.output())![1]);
-  opsPort = Number(/"opsPort":(\d+)/.exec(bridge.output())![1]);
+  show = await startLightShow(redis.get().server.url, CANVAS, { bridgeLayout: { lightOscPort: 0 } });
+  ({ gateway, apiKey, bridgeOutput, lightOscPort: oscPort, bridgeOpsPort: opsPort } = show);
 }, 60_000);
 afterAll(async () => {
   for (const p of phones) p.ws.terminate();
-  for (const c of children) await stopProcess(c, 'SIGKILL');
-  await audiencectl(env(), 'bridge', 'revoke', '--bridge-id', bridgeId);
+  await show?.stop();
 });
 
 async function phone(zone: string): Promise<LiveClient> {

@@ -4,21 +4,21 @@
 // universe the layout's light canvas patches, turns each zone's fixture (dimmer, red, green, blue,
 // strobe, pattern) into a look, and appends only what changed; a real gateway sends each look to
 // its zone's phones and no others. A second desk at a lower sACN priority is not played.
-import type { ChildProcess } from 'node:child_process';
 import { createSocket } from 'node:dgram';
 import { Packet } from 'sacn';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { lookFromDmx } from '../../bridge/light-dmx.js';
 import type { LayoutDefinition } from '../../schemas/types.js';
-import { configFile, runBridge, spawnBridge, stopProcess } from '../helpers/bridge.js';
+import { configFile, runBridge } from '../helpers/bridge.js';
 import { audiencectl, audiencectlJson } from '../helpers/cli.js';
-import { seedLayout, spawnGateway, type GatewayProcess } from '../helpers/gateway-process.js';
+import type { GatewayProcess } from '../helpers/gateway-process.js';
 import { DEMO_LAYOUT, eventually, postJson } from '../helpers/gateway.js';
 import { Hosts } from '../helpers/hosts.js';
 import { connectLive, type LiveClient } from '../helpers/live.js';
 import { sample, scrape } from '../helpers/metrics.js';
 import { startDesk, type Desk } from '../helpers/ola.js';
-import { randomPrefix, useRedis } from '../helpers/redis.js';
+import { startLightShow, type LightShow } from '../helpers/light-show.js';
+import { useRedis } from '../helpers/redis.js';
 import { seededRandom } from '../helpers/seeded-random.js';
 
 const LAYOUT = 'desk-lit';
@@ -27,11 +27,9 @@ const UNIVERSE = 1000 + Math.floor(Math.random() * 60_000);
 const ADDRESS = 101;
 const CANVAS: LayoutDefinition = { ...DEMO_LAYOUT, layoutId: LAYOUT, zones: ['left', 'right', 'balcony'], light: { zones: ['left', 'right'], dmx: { universe: UNIVERSE, address: ADDRESS } } };
 const redis = useRedis();
-const prefix = randomPrefix();
-const bridgeId = `desk-${Math.random().toString(36).slice(2, 8)}`;
-const env = () => ({ REDIS_URL: redis.get().server.url, REDIS_PREFIX: prefix });
 const hosts = new Hosts();
-const children: ChildProcess[] = [];
+let show: LightShow;
+const env = () => show.env;
 const phones: LiveClient[] = [];
 let gateway: GatewayProcess;
 let desk: Desk;
@@ -50,26 +48,16 @@ function frame(left: readonly number[], right: readonly number[]): number[] {
 
 beforeAll(async () => {
   hosts.start();
-  const seeded = await seedLayout(redis.get().server.url, prefix, CANVAS);
-  apiKey = seeded.apiKey;
-  seeded.admin.disconnect();
-  gateway = await spawnGateway(env());
-  children.push(gateway.child);
-  const grant = await audiencectlJson(env(), 'bridge', 'grant', '--bridge-id', bridgeId, '--layout', LAYOUT);
-  const file = configFile({ redisUrl: grant.redisUrl, prefix, bridgeId, more: { sacn: { interface: hosts.self } }, layouts: [{ layoutId: LAYOUT, targets: [{ host: '127.0.0.1', port: 9 }] }] });
-  const bridge = await spawnBridge(['--config', file]);
-  children.push(bridge.child);
-  bridgeOutput = bridge.output;
-  opsPort = Number(/"opsPort":(\d+)/.exec(bridge.output())![1]);
-  expect(bridge.output()).toMatch(new RegExp(`"universes":\\[${UNIVERSE}\\][^\\n]*sACN input listening`));
+  show = await startLightShow(redis.get().server.url, CANVAS, { bridgeConfig: { sacn: { interface: hosts.self } } });
+  ({ gateway, apiKey, bridgeOutput, bridgeOpsPort: opsPort } = show);
+  expect(bridgeOutput()).toMatch(new RegExp(`"universes":\\[${UNIVERSE}\\][^\\n]*sACN input listening`));
   desk = await startDesk(hosts, hosts.add('desk', 2), UNIVERSE);
   backup = await startDesk(hosts, hosts.add('backup', 3), UNIVERSE, 50);
 }, 90_000);
 afterAll(async () => {
   for (const p of phones) p.ws.terminate();
   hosts.remove();
-  for (const c of children) await stopProcess(c, 'SIGKILL');
-  await audiencectl(env(), 'bridge', 'revoke', '--bridge-id', bridgeId);
+  await show?.stop();
 });
 
 async function phone(zone: string): Promise<LiveClient> {

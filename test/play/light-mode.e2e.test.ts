@@ -5,25 +5,20 @@
 // the screens back. Safety, read from the colours the page actually shows on every animation frame:
 // a strobe asked at 10 Hz flashes at most 3 times in any second (the clamp counted), and with
 // prefers-reduced-motion not at all.
-import type { ChildProcess } from 'node:child_process';
 import { execFile } from 'node:child_process';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { LayoutDefinition } from '../../schemas/types.js';
-import { configFile, spawnBridge, stopProcess } from '../helpers/bridge.js';
-import { audiencectl, audiencectlJson } from '../helpers/cli.js';
-import { seedLayout, spawnGateway, type GatewayProcess } from '../helpers/gateway-process.js';
+import type { GatewayProcess } from '../helpers/gateway-process.js';
 import { DEMO_LAYOUT, postJson } from '../helpers/gateway.js';
-import { randomPrefix, useRedis } from '../helpers/redis.js';
+import { startLightShow, type LightShow } from '../helpers/light-show.js';
+import { useRedis } from '../helpers/redis.js';
 
 const LAYOUT = 'lit-page';
 const CANVAS: LayoutDefinition = { ...DEMO_LAYOUT, layoutId: LAYOUT, zones: ['left', 'right'], light: {} };
 const PHONE = { width: 390, height: 844 };
 const redis = useRedis();
-const prefix = randomPrefix();
-const bridgeId = `page-${Math.random().toString(36).slice(2, 8)}`;
-const env = () => ({ REDIS_URL: redis.get().server.url, REDIS_PREFIX: prefix });
-const children: ChildProcess[] = [];
+let show: LightShow;
 let gateway: GatewayProcess;
 let apiKey = '';
 let oscPort = 0;
@@ -32,22 +27,14 @@ const contexts: BrowserContext[] = [];
 const noise: string[] = [];
 
 beforeAll(async () => {
-  const seeded = await seedLayout(redis.get().server.url, prefix, CANVAS);
-  apiKey = seeded.apiKey;
-  seeded.admin.disconnect();
-  gateway = await spawnGateway(env());
-  children.push(gateway.child);
-  const grant = await audiencectlJson(env(), 'bridge', 'grant', '--bridge-id', bridgeId, '--layout', LAYOUT);
-  const bridge = await spawnBridge(['--config', configFile({ redisUrl: grant.redisUrl, prefix, bridgeId, layouts: [{ layoutId: LAYOUT, lightOscPort: 0, targets: [{ host: '127.0.0.1', port: 9 }] }] })]);
-  children.push(bridge.child);
-  oscPort = Number(/"port":(\d+)[^\n]*light OSC input listening/.exec(bridge.output())![1]);
+  show = await startLightShow(redis.get().server.url, CANVAS, { bridgeLayout: { lightOscPort: 0 } });
+  ({ gateway, apiKey, lightOscPort: oscPort } = show);
   browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'] });
 }, 60_000);
 afterAll(async () => {
   for (const c of contexts) await c.close();
   await browser?.close();
-  for (const c of children) await stopProcess(c, 'SIGKILL');
-  await audiencectl(env(), 'bridge', 'revoke', '--bridge-id', bridgeId);
+  await show?.stop();
 });
 
 /** A phone's audience page in zone `zone`, live. */
