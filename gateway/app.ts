@@ -25,10 +25,9 @@ import { HttpServer } from './http/server.js';
 import { DestinationCounts } from './layouts/destinations.js';
 import { LayoutCache } from './layouts/layout-cache.js';
 import { ActionIntake } from './actions/intake.js';
-import { LiveChannel } from './live/channel.js';
+import type { LiveChannel } from './live/channel.js';
 import { CrowdFeed } from './live/crowd-feed.js';
-import { LIGHT_BLOCK_MS, LightFeed } from './live/light-feed.js';
-import { FIGURES_EVERY_MS } from './store/clock-figures.js';
+import { startLive } from './live-setup.js';
 import { lightApiRoutes } from './admin/light-api.js';
 import { MintLimits, ParticipantLimits, ratesOf } from './limits/participant-limits.js';
 import { SummaryLog } from './summary-log.js';
@@ -285,31 +284,10 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
   };
   for (const r of [...actionRoutes(deps), ...adminApiRoutes(admin), ...lightApiRoutes(admin), ...moderationApiRoutes(admin, moderationAdmin), recordApiRoute(admin), ...adminPageRoutes(), ...playPageRoutes()]) server.mount(r);
   const liveServices = { layouts: deps.layouts, destinations: deps.destinations, tokens: deps.tokens, cors: deps.cors, intake: new ActionIntake(deps), claims };
-  const lightSkipped = new SummaryLog(log, 'warn', "light stream entries that are no look for their layout's canvas (docs/light.md), skipped; count of the interval", 60_000, now);
-  const liveLight = new LightFeed(stores.keys, {
-    connect: () => connectServiceRedis({ ...settings, name: 'audience-gateway-light', commandTimeoutMs: LIGHT_BLOCK_MS + settings.commandTimeoutMs }),
-    canvas: async (layoutId) => (await deps.layouts.get(layoutId))?.light ?? null,
-    held: (layoutId) => sockets.live?.holds(layoutId) ?? false,
-    onLook: (layoutId, zone, text) => sockets.live?.lightLook(layoutId, zone, text),
-    onUnavailable: (what) => liveMisses.count(what),
-    onUnusable: (reason) => lightSkipped.count(reason),
+  const liveSetup = startLive({
+    config, log, now, serverNow: opts.now ?? clock.preciseNow, redis: settings, stores, services: liveServices, crowd: liveCrowd, metrics, onUnavailable: (what) => liveMisses.count(what), source,
   });
-  const live = new LiveChannel(liveServices, liveCrowd, {
-    maxFrameBytes: config.maxBodyBytes, maxSockets: config.liveMaxSockets, newSocketsPerSecond: config.liveNewSocketsPerSecond,
-    bufferBytes: config.liveBufferBytes, slowCloseMs: config.liveSlowCloseMs, now, serverNow: opts.now ?? clock.preciseNow,
-    idleTimeoutSeconds: config.liveIdleTimeoutSeconds, expiryNoticeMs: config.liveExpiryNoticeSeconds * 1000, socketsPerParticipant: config.liveSocketsPerParticipant,
-    opensPerParticipantPerMinute: config.liveOpensPerParticipantPerMinute, drainMs: config.liveDrainMs,
-    refusedUpgradesPerAddressPerSecond: config.liveRefusedUpgradesPerAddressPerSecond, trustProxy: config.trustProxy,
-    onError: (e) => log.error({ err: e }, 'unexpected error on the live channel'),
-    onUnavailable: (what) => liveMisses.count(what),
-    onSkipped: (frames = 1) => metrics.liveSkipped.inc(frames),
-    onClosed: (code) => metrics.liveCloses.labels(String(code)).inc(),
-    onLostAtUpgrade: () => metrics.liveLostAtUpgrade.inc(),
-    onClockReport: (layoutId, zone, ms) => metrics.clockUncertainty.series(layoutId, zone).observe(ms / 1000),
-  }, liveLight);
-  const clockFigures = setInterval(() => void stores.clockFigures.publish(source, live.clockSnapshots(), Date.now()).catch(() => liveMisses.count('clock figures')), FIGURES_EVERY_MS);
-  metrics.watchLive(() => live.sockets);
-  metrics.liveSocketsLimit.set(config.liveMaxSockets);
+  const live = liveSetup.live;
   live.mount(server.app);
   sockets.live = live;
   for (const r of fallbackRoutes(server.patterns())) server.mount(r); // 405 with Allow on known paths, 404 elsewhere
@@ -357,9 +335,7 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
       clockErrors.flush();
       listener.stop();
       liveCrowd.stop();
-      liveLight.stop();
-      clearInterval(clockFigures);
-      lightSkipped.flush();
+      liveSetup.stop();
       redis.disconnect();
     },
   };
