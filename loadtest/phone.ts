@@ -88,6 +88,8 @@ export class Phone {
   /** the heartbeat: when the open socket last heard a frame, and since when a frame it sent is unanswered */
   private heardAt = 0;
   private unansweredSince: number | null = null;
+  /** the heartbeat found the deadline passed once: the frames that came meanwhile are read before the next look judges */
+  private overdue = false;
   /** a socket was lost (not closed by this phone): when its last frame came, for outage_ms */
   private lostSince: number | null = null;
   private renewing = false;
@@ -138,6 +140,8 @@ export class Phone {
     const ws = this.ws;
     if (!ws || ws.readyState !== WebSocket.OPEN || this.ended) return;
     if (this.unansweredSince !== null && now - this.unansweredSince >= FRAME_LIMITS.heartbeatDeadMs) {
+      // a generator stalled past the deadline runs its timers before the frames that came meanwhile
+      if (!this.overdue) return void (this.overdue = true);
       this.env.metrics.count('dead_links');
       ws.removeAllListeners('close');
       ws.removeAllListeners('message');
@@ -211,6 +215,7 @@ export class Phone {
     this.awaitingPage = true;
     this.heardAt = this.env.now();
     this.unansweredSince = null;
+    this.overdue = false;
     ws.on('open', () => {
       this.env.metrics.count('sockets_opened');
       this.restate(ws);
@@ -245,6 +250,7 @@ export class Phone {
     const now = this.env.now();
     this.heardAt = now;
     this.unansweredSince = null;
+    this.overdue = false;
     const text = data.toString();
     // the two frequent frames without a JSON parse: the gateway writes them in this form
     if (text.startsWith(ACK_START) && text.endsWith('"}')) {

@@ -276,6 +276,30 @@ describe('phones on links that go silent', () => {
       await proxy.stop();
     }
   }, 40_000);
+
+  it('keep the links that answered while the generator itself was stopped past the deadline (SIGSTOP for 1.5 s): no dead link, no reconnect', async () => {
+    // 300 ms each way: every phone has an action or a ping waiting for its answer most of the time,
+    // so the stop finds many of them waiting; their answers come while the tool is stopped
+    const proxy = new FaultProxy({ targets: () => [gw.port], up: { latencyMs: 300, jitterMs: 0 }, down: { latencyMs: 300, jitterMs: 0 } });
+    await proxy.start();
+    try {
+      const out = join(dir, 'stalled.json');
+      const scenario = { layoutId: t.layoutId, seed: 34, maxLagMs: 60_000, phases: [{ name: 'doors', durationS: 1, arrivalsPerS: 20 }, { name: 'play', durationS: 5, actionsPerPhonePerS: 2 }] };
+      const run = await tool(['run', scenarioFile('stalled', scenario), '--target', `http://127.0.0.1:${proxy.port}`, '--out', out], {
+        during: (child) =>
+          afterFirstSocket(2500, () => {
+            child.kill('SIGSTOP');
+            setTimeout(() => child.kill('SIGCONT'), 1500);
+          }),
+      });
+      expect(run.code, run.stderr).toBe(0);
+      const r = readResult(out);
+      expect(r.counts.phones).toBeGreaterThan(5);
+      expect([r.counts.dead_links, r.counts.sockets_opened - r.counts.phones], JSON.stringify(r.counts)).toEqual([0, 0]);
+    } finally {
+      await proxy.stop();
+    }
+  }, 30_000);
 });
 
 describe('--osc-listen: the venue end', () => {
