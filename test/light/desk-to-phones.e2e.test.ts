@@ -20,6 +20,7 @@ import { FaultProxy } from '../helpers/fault-proxy.js';
 import type { GatewayProcess } from '../helpers/gateway-process.js';
 import { DEMO_LAYOUT, eventually, postJson } from '../helpers/gateway.js';
 import { Hosts } from '../helpers/hosts.js';
+import { scrape } from '../helpers/metrics.js';
 import { startDesk, type Desk } from '../helpers/ola.js';
 import { startLightShow, type LightShow } from '../helpers/light-show.js';
 import { useRedis } from '../helpers/redis.js';
@@ -58,6 +59,19 @@ afterAll(async () => {
   writeFileSync(`${ARTIFACTS}/desk-to-phones.json`, `${JSON.stringify(figures, null, 2)}\n`);
 });
 
+/** The gateway's live closes by code and its answers to GET /live by status, as counts: what a test's pages went through. */
+async function liveCounts(): Promise<Record<string, number>> {
+  const text = await scrape(gateway.opsPort);
+  const counts: Record<string, number> = {};
+  for (const m of text.matchAll(/^audience_gateway_live_closes_total\{code="(\d+)"\} (\d+)$/gm)) counts[`close ${m[1]}`] = Number(m[2]);
+  for (const m of text.matchAll(/^audience_gateway_http_requests_total\{route="\/live",status="(\d+)"\} (\d+)$/gm)) counts[`GET /live ${m[1]}`] = Number(m[2]);
+  return counts;
+}
+
+/** What happened on the live channel between two liveCounts(). */
+const countsSince = (before: Record<string, number>, after: Record<string, number>): Record<string, number> =>
+  Object.fromEntries(Object.entries(after).map(([k, v]): [string, number] => [k, v - (before[k] ?? 0)]).filter(([, v]) => v !== 0));
+
 /** PAGES audience pages on `base` (the gateway, or a proxy in front of it), each in a context of its own, live. */
 async function openPages(base: string): Promise<{ pages: Page[]; close: () => Promise<void> }> {
   const contexts: BrowserContext[] = [];
@@ -66,6 +80,8 @@ async function openPages(base: string): Promise<{ pages: Page[]; close: () => Pr
       const context = await browser.newContext({ viewport: { width: 64, height: 64 } });
       contexts.push(context);
       const page = await context.newPage();
+      let sockets = 0;
+      page.on('websocket', () => sockets++);
       const token = (await postJson(`${gateway.url}/token`, { layoutId: LAYOUT, zone: 'floor', seat: { x: i / PAGES, y: 0.5 } }, { 'x-api-key': apiKey })).body.token as string;
       await page.goto(`${base}/play/#token=${token}`);
       await page
@@ -73,7 +89,7 @@ async function openPages(base: string): Promise<{ pages: Page[]; close: () => Pr
         .filter({ hasText: 'Live' })
         .waitFor({ timeout: 30_000 })
         .catch(async (e: Error) => {
-          throw new Error(`page ${i} not live: its state line says ${JSON.stringify(await page.locator('#state').textContent())} (${e.message.split('\n')[0]})`);
+          throw new Error(`page ${i} not live: its state line says ${JSON.stringify(await page.locator('#state').textContent())}, after ${sockets} sockets; the gateway's live closes and upgrades so far: ${JSON.stringify(await liveCounts())} (${e.message.split('\n')[0]})`);
         });
       return page;
     }),
@@ -123,9 +139,10 @@ const summary = ({ spread, latency, missed }: Awaited<ReturnType<typeof chase>>)
 
 describe('the lighting desk plays the phones', () => {
   it(`on loopback: ${PAGES} pages start 95 % of the looks of a chase, the median look within 16 ms of each other`, async () => {
+    const before = await liveCounts();
     const { pages, close } = await openPages(gateway.url);
     const played = await chase(pages).finally(close);
-    figures.loopback = summary(played);
+    figures.loopback = { ...summary(played), live: countsSince(before, await liveCounts()) };
     console.log('desk-to-phones, loopback:', JSON.stringify(figures.loopback));
     expect(played.missed, 'starts missed by pages that reconnected').toBeLessThanOrEqual(0.05 * PAGES * STEPS);
     expect(q(played.spread, 0.5)).toBeLessThanOrEqual(16);
@@ -135,9 +152,10 @@ describe('the lighting desk plays the phones', () => {
     const proxy = new FaultProxy({ targets: () => [gateway.port], up: { latencyMs: 40, jitterMs: 20 }, down: { latencyMs: 40, jitterMs: 20 }, random: seededRandom(SEED) });
     const port = await proxy.start();
     try {
+      const before = await liveCounts();
       const { pages, close } = await openPages(`http://127.0.0.1:${port}`);
       const played = await chase(pages).finally(close);
-      figures.jitteryNetwork = summary(played);
+      figures.jitteryNetwork = { ...summary(played), live: countsSince(before, await liveCounts()) };
       console.log('desk-to-phones, 40 ± 20 ms each way:', JSON.stringify(figures.jitteryNetwork));
       expect(played.missed, `seed ${SEED}: starts missed by pages that reconnected`).toBeLessThanOrEqual(0.05 * PAGES * STEPS);
       expect(q(played.spread, 0.5), `seed ${SEED}`).toBeLessThanOrEqual(25);
