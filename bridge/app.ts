@@ -18,6 +18,7 @@ import { startOpsServer } from '../runtime/ops-server.js';
 import { Presence } from './presence.js';
 import { connectBridgeRedis, connectWithRetry, replaceSilentConnection } from '../runtime/redis.js';
 import { LayoutScheduler } from './scheduler.js';
+import { dmxLane, registerDmxMetrics } from './dmx/dmx-output.js';
 import { startOscQuery, type OscQuery } from './oscquery/service.js';
 import { SystemdNotifier } from '../runtime/systemd.js';
 import { prioritiseSendPath, sendCpuProblem } from './thread-priority.js';
@@ -120,6 +121,7 @@ export async function startBridge(config: BridgeConfig, opts: BridgeOptions): Pr
     await connectWithRetry(reader, log, () => stopping, bridgeRedisTarget(config));
     readers.push(reader);
     const scheduler = new LayoutScheduler(layout, streamAcker(ops, config.redisPrefix, config.bridgeId, layout.layoutId), counters, log, now, toLocal);
+    scheduler.dmx = layout.dmxTargets.map((t) => dmxLane(config.bridgeId, t, now, log));
     const consumer = new LayoutConsumer(
       reader,
       ops,
@@ -167,6 +169,7 @@ export async function startBridge(config: BridgeConfig, opts: BridgeOptions): Pr
     now,
   });
   counters.onLateness = (ms) => metrics.lateness.observe(ms / 1000);
+  registerDmxMetrics(metrics.registry, schedulers.map((sc) => ({ layoutId: sc.settings.layoutId, dmx: sc.dmx })));
   const lights: LightIn[] = [];
   for (const l of config.layouts) {
     if (l.lightOscPort === undefined && !config.sacn) continue;

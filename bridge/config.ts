@@ -8,6 +8,8 @@ import type { ErrorObject } from 'ajv';
 import { createAjv, jsonPointerToPath } from '../schemas/validators.js';
 import type { BooleanMode } from './osc.js';
 import { routeProblems, type RouteConfig, type Unrouted } from './routes.js';
+import { dmxRouteProblems, type DmxRouteConfig } from './dmx/dmx-routes.js';
+import { dmxTargetName } from './dmx/names.js';
 import { targetName } from './sender.js';
 import type { TcpFraming } from './tcp-target.js';
 
@@ -22,9 +24,26 @@ export interface BridgeTarget {
   readonly transport: 'udp' | TcpFraming;
 }
 
+/** A DMX universe a layout plays (bridge/dmx): its wire, rate, staleness and channel routes. */
+export interface DmxTarget {
+  readonly transport: 'sacn' | 'artnet';
+  /** sacn: 1 to 63999; artnet: the 15-bit port-address */
+  readonly universe: number;
+  readonly priority: number;
+  readonly sourceName: string;
+  readonly address?: string;
+  readonly interface?: string;
+  readonly rateHz: number;
+  readonly staleMs: number;
+  readonly routes: readonly DmxRouteConfig[];
+}
+
 export interface BridgeLayout {
   readonly layoutId: string;
+  /** its OSC targets (a layout may have none when it has DMX ones) */
   readonly targets: readonly BridgeTarget[];
+  /** its DMX targets (the targets with transport sacn or artnet) */
+  readonly dmxTargets: readonly DmxTarget[];
   readonly tickHz: number;
   readonly playoutDelayMs: number;
   readonly maxAgeMs: number;
@@ -158,12 +177,27 @@ export function loadBridgeConfig(flags: BridgeFlags, env: NodeJS.ProcessEnv = pr
   const validate = createAjv({ defaults: true }).getSchema('bridge-config.schema.json');
   if (!validate) throw new Error('bridge-config.schema.json missing');
   if (!validate(raw)) throw new BridgeConfigError(`${whichTarget(raw, validate.errors?.[0]?.instancePath ?? '')}${inWords(validate.errors?.[0])}`);
+  splitDmxTargets(raw.layouts as Record<string, unknown>[]);
   for (const layout of raw.layouts as BridgeLayout[]) {
     for (const target of layout.targets) {
       const problem = routeProblems(target.routes ?? [])[0];
       if (problem) throw new BridgeConfigError(`layout ${layout.layoutId}, target ${targetName(target)}, ${problem}`);
     }
+    for (const target of layout.dmxTargets) {
+      const problem = dmxRouteProblems(target.routes)[0];
+      if (problem) throw new BridgeConfigError(`layout ${layout.layoutId}, target ${dmxTargetName(target)}, ${problem}`);
+    }
   }
+  const universes = new Map<string, string>();
+  for (const layout of raw.layouts as BridgeLayout[]) {
+    for (const target of layout.dmxTargets) {
+      const name = dmxTargetName(target);
+      const other = universes.get(name);
+      if (other) throw new BridgeConfigError(`layout ${layout.layoutId}, target ${name}: the same universe is also a target of layout ${other}; one source sends a universe once`);
+      universes.set(name, layout.layoutId);
+    }
+  }
+  if (raw.oscQueryPort !== undefined && (raw.layouts as BridgeLayout[]).every((l) => l.targets.length === 0)) throw new BridgeConfigError('oscQueryPort: OSCQuery describes OSC targets, and no layout has one');
   const ids = (raw.layouts as { layoutId: string }[]).map((l) => l.layoutId);
   const dup = ids.find((id, i) => ids.indexOf(id) !== i);
   if (dup) throw new BridgeConfigError(`layout "${dup}" appears twice`);
@@ -175,6 +209,39 @@ export function loadBridgeConfig(flags: BridgeFlags, env: NodeJS.ProcessEnv = pr
     throw e;
   }
   return config;
+}
+
+/** OSC keys a DMX target may not have, and DMX keys an OSC target may not have. */
+const OSC_ONLY = ['host', 'port', 'booleans', 'unrouted'] as const;
+const DMX_ONLY = ['universe', 'priority', 'sourceName', 'address', 'interface', 'rateHz', 'staleMs'] as const;
+
+/**
+ * Moves each layout's DMX targets (transport sacn or artnet) from `targets` to `dmxTargets`, after
+ * the schema (its defaults filled in for both kinds); a key of the other kind is refused, naming it.
+ */
+function splitDmxTargets(layouts: Record<string, unknown>[]): void {
+  for (const layout of layouts) {
+    const all = layout.targets as Record<string, unknown>[];
+    const dmx = all.filter((t) => t.transport === 'sacn' || t.transport === 'artnet');
+    const osc = all.filter((t) => !dmx.includes(t));
+    for (const t of dmx) {
+      const wrong = OSC_ONLY.find((k) => k in t);
+      if (wrong) throw new BridgeConfigError(`layout ${String(layout.layoutId)}, a ${String(t.transport)} target: "${wrong}" is for OSC targets (a DMX target sends to address, or multicast or broadcast)`);
+      if (t.transport === 'sacn' && (t.universe as number) < 1) throw new BridgeConfigError(`layout ${String(layout.layoutId)}, target sacn:${String(t.universe)}: an sACN universe is 1 to 63999`);
+      if (t.transport === 'artnet') {
+        const u = t.universe as number | { net: number; subnet: number; universe: number };
+        if (typeof u === 'number' && u > 32767) throw new BridgeConfigError(`layout ${String(layout.layoutId)}, target artnet:${u}: an Art-Net port-address is 0 to 32767`);
+        t.universe = typeof u === 'number' ? u : (u.net << 8) | (u.subnet << 4) | u.universe;
+      }
+      t.routes ??= [];
+    }
+    for (const t of osc) {
+      const wrong = DMX_ONLY.find((k) => k in t);
+      if (wrong) throw new BridgeConfigError(`layout ${String(layout.layoutId)}, target ${String(t.host)}:${String(t.port)}: "${wrong}" is for DMX targets (transport sacn or artnet)`);
+    }
+    layout.targets = osc;
+    layout.dmxTargets = dmx;
+  }
 }
 
 /** "layout L, target H:P: " for an error inside a target (its list place alone says little), else "". */

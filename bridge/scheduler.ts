@@ -23,6 +23,7 @@ import { UdpTarget, type OscTarget } from './sender.js';
 import { TcpTarget, type TcpFraming } from './tcp-target.js';
 import { TargetQueue, type Delivery } from './target-queue.js';
 import { TickLoop } from './tick-loop.js';
+import type { DmxLane } from './dmx/dmx-lane.js';
 
 export const MAX_DATAGRAM_BYTES = 1400;
 const LOG_EVERY_MS = 5000;
@@ -78,6 +79,8 @@ export class LayoutScheduler {
   private lastErrorLog = 0;
   /** last time the tick loop completed a tick (for the watchdog) */
   lastProgress = 0;
+  /** the layout's DMX universes (bridge/dmx): each action, crowd value and cue also goes to them */
+  dmx: readonly DmxLane[] = [];
   /** told what each target (by its place in the list) was sent, once it went out (OSCQuery's values and LISTEN) */
   onPlayed: ((target: number, messages: readonly { address: string; args: readonly OscArg[] }[]) => void) | null = null;
 
@@ -98,7 +101,7 @@ export class LayoutScheduler {
   }
 
   get targetNames(): string[] {
-    return this.lanes.map((l) => l.target.name);
+    return [...this.lanes.map((l) => l.target.name), ...this.dmx.map((d) => d.name)];
   }
 
   /** The longest target queue: the consumer stops reading while it is large (backpressure). */
@@ -150,6 +153,8 @@ export class LayoutScheduler {
     this.queued.set(entry.id, d);
     this.heldIds.add(streamId);
     for (const lane of this.lanes) lane.queue.push(d); // a value it supersedes comes out of take() as coalesced
+    for (const u of this.dmx) u.action(entry); // a universe holds values, not messages: it takes the action now
+    if (this.lanes.length === 0) this.finish(d, 'sent');
     return { kind: 'queued' };
   }
 
@@ -181,6 +186,7 @@ export class LayoutScheduler {
   /** Takes a crowd summary (acked with the next tick: it is state, not a message to deliver). */
   offerSummary(streamId: string, summary: CrowdSummary): void {
     this.crowd.offer(summary);
+    for (const u of this.dmx) u.summary(summary.lid);
     this.c.summaries++;
     this.acks.add(streamId);
   }
@@ -193,6 +199,7 @@ export class LayoutScheduler {
   /** A crowd cue fired: to every target with the next tick (kept for a target that is backing off). */
   sendCue(lid: number, address: string, value: number): void {
     this.crowd.cue({ lid, address, value });
+    for (const u of this.dmx) u.cue(lid);
   }
 
   /** Sends target `i` the crowd values changed and the cues fired, in one bundle (one per control if they do not fit a datagram). */
@@ -307,12 +314,16 @@ export class LayoutScheduler {
 
   /** Each target's name and whether its display is reachable, as its transport can tell. */
   targetStates(): { target: string; up: boolean }[] {
-    return this.lanes.map((l) => ({ target: l.target.name, up: l.target.up() }));
+    return [...this.lanes.map((l) => ({ target: l.target.name, up: l.target.up() })), ...this.dmx.map((d) => ({ target: d.name, up: d.up() }))];
   }
 
   /** One tick: every target's due messages, then one XACK for everything finished (not awaited). */
   async tick(): Promise<void> {
     this.crowd.collect(Math.min(this.now(), this.leasesRunUntil ?? Infinity));
+    if (this.dmx.length > 0) {
+      const values = this.crowd.values();
+      for (const u of this.dmx) u.crowd(values);
+    }
     for (const l of this.lanes) l.target.probe();
     await Promise.all(this.lanes.map((l, i) => Promise.all([this.sendLane(l, i), this.sendCrowd(l, i)])));
     this.acks.flush();
@@ -337,6 +348,7 @@ export class LayoutScheduler {
 
   start(): void {
     this.clock.start();
+    for (const u of this.dmx) u.start();
   }
 
   /** Stops ticking after sending what is queued (at most `drainMs`), and acks it. */
@@ -351,5 +363,6 @@ export class LayoutScheduler {
     for (const l of this.lanes) this.settle(l);
     await this.acks.drain();
     for (const l of this.lanes) l.target.close();
+    await Promise.all(this.dmx.map((u) => u.stop())); // each universe's fallback, then the source ends
   }
 }

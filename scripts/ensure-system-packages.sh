@@ -32,7 +32,8 @@ if [ "$job" = test ]; then
   need+=([runc]=runc)           # podman's runtime here (crun refuses this host's hybrid cgroups)
   need+=([catatonit]=catatonit) # the pause process of a pod's infra container
   need+=([perf]=linux-perf)     # bench:live-perf's sampler, checked against a real process
-  need+=([olad]=ola)            # a real lighting desk (olad, ola_streaming_client) sending sACN to the bridge
+  need+=([olad]=ola)            # a real lighting desk (olad, ola_streaming_client) sending sACN to the bridge, and the rig receiving its DMX
+  need+=([tshark]=tshark)       # Wireshark's dissectors decode the bridge's sACN and Art-Net frames
 fi
 if [ "$job" = bench ]; then
   need+=([redis-cli]=redis-tools) # the scaling bench starts a Redis Cluster

@@ -98,7 +98,7 @@ async function readDefinition(redis: RedisClient, key: string): Promise<{ versio
 }
 
 export async function startOscQuery(config: BridgeConfig, redis: RedisClient, log: Logger): Promise<OscQuery> {
-  const first = config.layouts[0]!.targets[0]!;
+  const first = config.layouts.flatMap((l) => l.targets)[0]!; // the configuration has one when OSCQuery is on
   const transport = (t: { transport: string }) => (t.transport === 'udp' ? 'udp' : 'tcp');
   const server = await startServerThread({
     host: config.oscQueryHost,

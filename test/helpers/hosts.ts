@@ -26,6 +26,11 @@ export class Hosts {
   /** addresses of hosts' that the test's own namespace took over (intercept) */
   private readonly intercepted: string[] = [];
 
+  /** The Linux bridge's interface name (a capture of the hosts' traffic listens on it). */
+  get bridgeName(): string {
+    return this.bridge;
+  }
+
   /** The test's own address on the hosts' network. */
   get self(): string {
     return `${this.net}.1`;
