@@ -2,7 +2,8 @@
 // own, sends a chase over sACN (frames fed in by OLA's ola_streaming_client); a real bridge plays
 // the layout's crowd fixture to its light stream under its own Redis user; a real gateway sends
 // each look; PAGES headless Chromium pages of the audience page render it. Each page records when
-// it started each look, in server time by its own clock estimate (window.audienceLight).
+// it started each look, in server time by its own clock estimate (window.audienceLight). The chase
+// steps through colours of nearly one luminance, which the flash guard lets through as they are.
 // - At least 95 % of the (page, look) starts happen, and how many are missing is reported: a page
 //   that reconnects (its heartbeat unanswered on a loaded machine) gets the current look, not those
 //   it missed.
@@ -80,16 +81,26 @@ async function openPages(base: string): Promise<{ pages: Page[]; close: () => Pr
       const context = await browser.newContext({ viewport: { width: 64, height: 64 } });
       contexts.push(context);
       const page = await context.newPage();
-      let sockets = 0;
-      page.on('websocket', () => sockets++);
-      const token = (await postJson(`${gateway.url}/token`, { layoutId: LAYOUT, zone: 'floor', seat: { x: i / PAGES, y: 0.5 } }, { 'x-api-key': apiKey })).body.token as string;
+      // each socket the page opened: the ops it received first, how it ended, and after how long
+      const sockets: { ops: string[]; end: string }[] = [];
+      page.on('websocket', (ws) => {
+        const at = Date.now();
+        const seen = { ops: [] as string[], end: 'open' };
+        sockets.push(seen);
+        ws.on('framereceived', (f) => void (seen.ops.length < 6 && seen.ops.push(/"op":"(\w+)"/.exec(String(f.payload))?.[1] ?? '?')));
+        ws.on('socketerror', (e) => (seen.end = `error ${e} after ${Date.now() - at} ms`));
+        ws.on('close', () => seen.end === 'open' && (seen.end = `closed after ${Date.now() - at} ms`));
+      });
+      const minted = await postJson(`${gateway.url}/token`, { layoutId: LAYOUT, zone: 'floor', seat: { x: i / PAGES, y: 0.5 } }, { 'x-api-key': apiKey });
+      if (minted.status !== 200) throw new Error(`page ${i}: POST /token answered ${minted.status} ${JSON.stringify(minted.body)}`);
+      const token = minted.body.token as string;
       await page.goto(`${base}/play/#token=${token}`);
       await page
         .locator('#state')
         .filter({ hasText: 'Live' })
         .waitFor({ timeout: 30_000 })
         .catch(async (e: Error) => {
-          throw new Error(`page ${i} not live: its state line says ${JSON.stringify(await page.locator('#state').textContent())}, after ${sockets} sockets; the gateway's live closes and upgrades so far: ${JSON.stringify(await liveCounts())} (${e.message.split('\n')[0]})`);
+          throw new Error(`page ${i} not live: its state line says ${JSON.stringify(await page.locator('#state').textContent())}; its sockets: ${JSON.stringify(sockets)}; the gateway's live closes so far: ${JSON.stringify(await liveCounts())} (${e.message.split('\n')[0]})`);
         });
       return page;
     }),
@@ -113,8 +124,10 @@ const hex = (rgb: number[]) => `#${rgb.map((v) => v.toString(16).padStart(2, '0'
 async function chase(pages: Page[]): Promise<{ spread: number[]; latency: number[]; missed: number }> {
   const steps: { color: string; sentAt: number }[] = [];
   for (let i = 0; i < STEPS; i++) {
-    // a new colour every step at full dimmer: red, green, blue turning
-    const rgb = [0, 1, 2].map((c) => (c === i % 3 ? 255 : 40 + ((i * 7) % 50)));
+    // a new colour every step at full dimmer, red turning to blue at nearly one luminance: a chase the
+    // flash guard passes as it is, so each page paints each look once (the guard's easing, which
+    // animates every frame, has its own test in play/light-mode.e2e.test.ts)
+    const rgb = [150 + i, 200, 250 - i];
     steps.push({ color: hex(rgb), sentAt: Date.now() }); // this machine's clock is Redis's: the deployment's timebase
     desk.send([255, ...rgb, 0, 0]);
     await new Promise((r) => setTimeout(r, STEP_MS));
