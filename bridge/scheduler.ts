@@ -154,7 +154,7 @@ export class LayoutScheduler {
     this.heldIds.add(streamId);
     for (const lane of this.lanes) lane.queue.push(d); // a value it supersedes comes out of take() as coalesced
     for (const u of this.dmx) u.action(entry); // a universe holds values, not messages: it takes the action now
-    if (this.lanes.length === 0) this.finish(d, 'sent');
+    if (this.lanes.length === 0 && this.dmx.length > 0) this.finish(d, 'sent'); // only universes: played once they have it
     return { kind: 'queued' };
   }
 
