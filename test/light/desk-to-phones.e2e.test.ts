@@ -91,7 +91,12 @@ async function openPages(base: string): Promise<{ pages: Page[]; close: () => Pr
         ws.on('socketerror', (e) => (seen.end = `error ${e} after ${Date.now() - at} ms`));
         ws.on('close', () => seen.end === 'open' && (seen.end = `closed after ${Date.now() - at} ms`));
       });
-      const minted = await postJson(`${gateway.url}/token`, { layoutId: LAYOUT, zone: 'floor', seat: { x: i / PAGES, y: 0.5 } }, { 'x-api-key': apiKey });
+      // as a backend mints: a 429 or 503 is tried again after its Retry-After; anything else but a token fails here
+      let minted = await postJson(`${gateway.url}/token`, { layoutId: LAYOUT, zone: 'floor', seat: { x: i / PAGES, y: 0.5 } }, { 'x-api-key': apiKey });
+      for (let tries = 1; (minted.status === 429 || minted.status === 503) && tries < 5; tries++) {
+        await new Promise((r) => setTimeout(r, 1000 * Number(minted.headers.get('retry-after') ?? 1)));
+        minted = await postJson(`${gateway.url}/token`, { layoutId: LAYOUT, zone: 'floor', seat: { x: i / PAGES, y: 0.5 } }, { 'x-api-key': apiKey });
+      }
       if (minted.status !== 200) throw new Error(`page ${i}: POST /token answered ${minted.status} ${JSON.stringify(minted.body)}`);
       const token = minted.body.token as string;
       await page.goto(`${base}/play/#token=${token}`);
