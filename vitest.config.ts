@@ -32,6 +32,9 @@ const ALONE = [
   'test/loadtest/loadtest.test.ts',
   // holds the spread of 20 Chromium pages' light starts to 16 ms: beside another file, its timers fire late
   'test/light/desk-to-phones.e2e.test.ts',
+  // holds a DMX universe's frame rate to 30 a second within 5 % on the wire: beside another file's
+  // processes on 2 cores its send loop once skipped a fifth of its frames
+  'test/bridge/dmx-out.test.ts',
 ];
 
 /**

@@ -291,6 +291,9 @@ describe('stale crowd input', () => {
     expect(released.filter((f) => f.terminated)).toHaveLength(3);
     expect(released.at(-1)!.terminated, 'its last frames say Stream_Terminated, and none follow').toBe(true);
     expect(await bridgeMetric(`audience_bridge_dmx_stale_total{layout="${LAYOUT_ID}",universe="sacn:${CROWD_U}"}`)).toBeGreaterThan(staleBefore);
+    // a universe is up while its frames go out: the held and faded one is, the released one is not
+    const up = (u: number) => bridgeMetric(`audience_bridge_target_up{layout="${LAYOUT_ID}",target="sacn:${u}"}`);
+    expect([await up(CROWD_U), await up(RELEASE_U)]).toEqual([1, 0]);
     // a gateway again: the crowd acts and its values come back, the released universe is sent again
     gateway = await spawnGateway(env());
     children.push(gateway.child);
@@ -298,6 +301,7 @@ describe('stale crowd input', () => {
     await everyone(() => ({ lid: 11, type: 'Slider', value: 0.2 }));
     await eventually(async () => (await rig.dmx(CROWD_U))[2] === 153 && (await rig.dmx(RELEASE_U))[0] === 51, 15_000);
     expect((await captured('sacn')).filter((f) => f.universe === RELEASE_U).at(-1)!.terminated).toBe(false);
+    expect(await up(RELEASE_U)).toBe(1);
   }, 60_000);
 
   it('a bridge that stops sends each route its fallback, then ends its sources with Stream_Terminated', async () => {
