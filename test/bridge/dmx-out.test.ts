@@ -177,9 +177,9 @@ describe('DMX out of the bridge, into olad', () => {
     expect(lastZero, 'a frame at 0 before it').toBeGreaterThanOrEqual(0);
     const travel = seen[top]!.at - seen[lastZero]!.at;
     console.log(`figure: dmx_slew_0_to_full_ms = ${travel.toFixed(1)} ms (bound: 2550 ± ${(1000 / RATE_HZ).toFixed(1)}, slew 100 units/s, ${RATE_HZ} Hz)`);
-    // within one frame: the first frame at full is the first after 2.55 s of travel
-    expect(travel).toBeGreaterThanOrEqual(2549);
-    expect(seen[top - 1]!.at - seen[lastZero]!.at).toBeLessThan(2551);
+    // within a frame: the first frame at full is the first after 2.55 s of travel on the bridge's
+    // schedule; on the wire a frame may leave a little early or late (its send waits for the CPU)
+    expect(travel).toBeGreaterThanOrEqual(2550 - 1000 / RATE_HZ);
     expect(travel).toBeLessThanOrEqual(2550 + 2 * (1000 / RATE_HZ));
     // on the way, no frame snapped: each moved up, by at most a quarter second of slew (the wire's
     // timestamps jitter around the bridge's own schedule, which sets each step, and a late frame
@@ -219,9 +219,8 @@ describe('DMX out of the bridge, into olad', () => {
     const after = lit.indexOf(false, first);
     const held = seen[after]!.at - seen[first]!.at;
     console.log(`figure: dmx_cue_pulse_ms = ${held.toFixed(1)} ms (bound: 500 ± ${(1000 / RATE_HZ).toFixed(1)})`);
-    // within one frame: the first frame off is the first after 500 ms on
-    expect(held).toBeGreaterThanOrEqual(499);
-    expect(seen[after - 1]!.at - seen[first]!.at).toBeLessThan(501);
+    // within a frame: the first frame off is the first after 500 ms on, on the bridge's schedule
+    expect(Math.abs(held - 500)).toBeLessThanOrEqual(1000 / RATE_HZ + 1);
     expect(atChannel(seen.at(-1)!, 11)).toBe(0);
   }, 30_000);
 
