@@ -22,6 +22,12 @@
 // in bench:bridge) ran tens of milliseconds late, and the event loop with it: young collections of
 // 15 to 42 ms and ticks as late, the event loop asleep in a futex until that helper ran (perf).
 //
+// Demoting the helpers is safe only when V8 collects on the event loop's thread alone: run without
+// `--single-threaded-gc` (`node dist/bridge/main.js`, not its shebang or unit), each young
+// collection waits for helpers that a SCHED_IDLE policy starves on a busy core. Beside olad, tshark
+// and a gateway on 2 cores, such scavenges took up to 268 ms and a DMX universe lost a tenth of its
+// frames for a second. So without the flag every thread keeps its policy, and the bridge warns.
+//
 // Threads started later (none, in a running bridge on this machine) keep the normal policy and the
 // process's CPUs.
 import { execFile } from 'node:child_process';
@@ -66,19 +72,26 @@ export function sendCpuProblem(sendCpu: number): string | null {
   return null;
 }
 
+/** V8 collects on the event loop's thread alone: Node was started with --single-threaded-gc (Node refuses it in NODE_OPTIONS). */
+export function singleThreadedGc(execArgv = process.execArgv): boolean {
+  return execArgv.includes('--single-threaded-gc');
+}
+
 /**
  * Without `sendCpu`, makes every thread of this process but the main one and `clockThread` yield the
  * core (SCHED_IDLE, else nice 19); with `sendCpu`, places the two on that CPU and the rest, at their
  * normal policy, on the other allowed CPUs. Throws for a `sendCpu` the process may not use, or one
- * that leaves no other CPU. Only on Linux, and only from the process's main thread (a worker thread,
- * as in a test runner, would demote the thread that runs the bridge).
+ * that leaves no other CPU. Only on Linux, only from the process's main thread (a worker thread,
+ * as in a test runner, would demote the thread that runs the bridge), and only when V8 collects on
+ * that thread alone (`gcOnMainThread`: --single-threaded-gc); otherwise every thread stays as it is.
  */
-export async function prioritiseSendPath(clockThread: number, sendCpu?: number): Promise<SendPathPlacement> {
+export async function prioritiseSendPath(clockThread: number, sendCpu?: number, gcOnMainThread = singleThreadedGc()): Promise<SendPathPlacement> {
   const none = { idle: 0, nice: 0, unchanged: 0, unplaced: 0 };
   if (process.platform !== 'linux') return { ...none, skipped: `no thread ids on ${process.platform}` };
   if (!isMainThread) return { ...none, skipped: 'not the main thread of its process' };
   // Without the clock's id the clock would be demoted with the helpers: leave every thread as it is.
   if (!clockThread) return { ...none, skipped: "the tick clock's thread id is unknown" };
+  if (!gcOnMainThread) return { ...none, skipped: 'V8 collects with helper threads (Node runs without --single-threaded-gc): the event loop waits for them in every young collection' };
   const helpers = readdirSync('/proc/self/task')
     .map(Number)
     .filter((tid) => tid !== process.pid && tid !== clockThread);

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { threadsOf } from '../../bench/harness.js';
 import { allowedCpus, prioritiseSendPath } from '../../bridge/thread-priority.js';
-import { BRIDGE_BIN, configFile, runBridge, spawnBridge, stopProcess } from '../helpers/bridge.js';
+import { BRIDGE_BIN, BRIDGE_COMMAND, configFile, runBridge, spawnBridge, stopProcess } from '../helpers/bridge.js';
 import { killAfterEach } from '../helpers/processes.js';
 import { useRedis } from '../helpers/redis.js';
 import { UdpSink } from '../helpers/udp-sink.js';
@@ -44,6 +44,24 @@ describe('the bridge process gives its send schedule the core first', () => {
     }
   });
 
+  it('run without --single-threaded-gc (node main.js, not its unit or shebang), keeps every thread at the normal policy and warns: each scavenge waits for the helpers', async () => {
+    const sink = new UdpSink();
+    await sink.start();
+    try {
+      const file = configFile({ redisUrl: redis.get().server.url, prefix: 'tp6:', layouts: [{ layoutId: 'show', targets: [{ host: '127.0.0.1', port: sink.port }] }] });
+      const { child, output } = await spawnBridge(['--config', file], {}, 10_000, [process.execPath, BRIDGE_BIN]);
+      track(child);
+      const threads = threadsOf(child.pid!);
+      expect(threads.length, JSON.stringify(threads)).toBeGreaterThanOrEqual(6);
+      expect(threads.filter((t) => t.policy !== SCHED_OTHER || t.nice !== 0), JSON.stringify(threads)).toEqual([]);
+      expect(output()).toMatch(/"skipped":"V8 collects with helper threads[^"]*--single-threaded-gc/);
+      expect(output()).toMatch(/helper threads keep their priority or CPU/);
+      expect(await stopProcess(child)).toBe(0);
+    } finally {
+      await sink.stop();
+    }
+  });
+
   it('gives the other threads nice 19 where chrt cannot run, and says so', async () => {
     const sink = new UdpSink();
     await sink.start();
@@ -71,7 +89,7 @@ describe('the bridge process gives its send schedule the core first', () => {
     await sink.start();
     try {
       const file = configFile({ redisUrl: redis.get().server.url, prefix: 'tp2:', layouts: [{ layoutId: 'show', tickHz: 1000, targets: [{ host: '127.0.0.1', port: sink.port }] }] });
-      const { child, output } = await spawnBridge(['--config', file, '--send-cpu', String(second)], {}, 10_000, ['taskset', '-c', `${first},${second}`, process.execPath, BRIDGE_BIN]);
+      const { child, output } = await spawnBridge(['--config', file, '--send-cpu', String(second)], {}, 10_000, ['taskset', '-c', `${first},${second}`, ...BRIDGE_COMMAND]);
       track(child);
       const threads = threadsOf(child.pid!);
       const send = threads.filter((t) => t.tid === child.pid || t.name === 'tick-clock');
@@ -108,7 +126,7 @@ exec /usr/bin/taskset "$@"
     await sink.start();
     try {
       const file = configFile({ redisUrl: redis.get().server.url, prefix: 'tp5:', layouts: [{ layoutId: 'show', targets: [{ host: '127.0.0.1', port: sink.port }] }] });
-      const { child, output } = await spawnBridge(['--config', file, '--send-cpu', String(second)], { PATH: `${bin}:${process.env.PATH ?? ''}` }, 10_000, ['/usr/bin/taskset', '-c', `${first},${second}`, process.execPath, BRIDGE_BIN]);
+      const { child, output } = await spawnBridge(['--config', file, '--send-cpu', String(second)], { PATH: `${bin}:${process.env.PATH ?? ''}` }, 10_000, ['/usr/bin/taskset', '-c', `${first},${second}`, ...BRIDGE_COMMAND]);
       track(child);
       const threads = threadsOf(child.pid!);
       const send = threads.filter((t) => t.tid === child.pid || t.name === 'tick-clock');
@@ -131,7 +149,7 @@ exec /usr/bin/taskset "$@"
     const notAllowed = await runBridge(['--config', file, '--send-cpu', '4095']);
     expect(notAllowed.code).toBe(1);
     expect(notAllowed.stderr).toMatch(/sendCpu 4095 is not one of the CPUs this process may use/);
-    const alone = await runBridge(['--config', file, '--send-cpu', String(first)], {}, ['taskset', '-c', String(first), process.execPath, BRIDGE_BIN]);
+    const alone = await runBridge(['--config', file, '--send-cpu', String(first)], {}, ['taskset', '-c', String(first), ...BRIDGE_COMMAND]);
     expect(alone.code).toBe(1);
     expect(alone.stderr).toMatch(new RegExp(`sendCpu ${first} is the only CPU this process may use`));
   });

@@ -19,7 +19,7 @@ import type { CrowdSample } from '../../loadtest/crowd-check.js';
 import { decodeActionEntry } from '../../schemas/action-entry.js';
 import { actionStreamKey } from '../../schemas/redis-keys.js';
 import type { LayoutDefinition } from '../../schemas/types.js';
-import { BRIDGE_BIN } from '../helpers/bridge.js';
+import { BRIDGE_COMMAND } from '../helpers/bridge.js';
 import { audiencectlJson } from '../helpers/cli.js';
 import { FaultProxy } from '../helpers/fault-proxy.js';
 import { recordFigure } from '../helpers/figures.js';
@@ -179,7 +179,7 @@ beforeAll(async () => {
         layouts: [{ layoutId: LAYOUT_ID, maxAgeMs: 120_000, targets: [{ host: venue.ip, port: display.port }, { host: crowd.ip, port: 9001 }] }],
       }),
     );
-    const bridge = hosts.run(venue, process.execPath, [BRIDGE_BIN, '--config', join(dir, 'bridge.json')], { env: { PATH: process.env.PATH ?? '', LOG_LEVEL: 'info' } });
+    const bridge = hosts.run(venue, BRIDGE_COMMAND[0]!, [...BRIDGE_COMMAND.slice(1), '--config', join(dir, 'bridge.json')], { env: { PATH: process.env.PATH ?? '', LOG_LEVEL: 'info' } });
     await printed(bridge, /audience-bridge running/, 20_000, 'the bridge');
   } catch (e) {
     for (const p of proxies) await p.stop();

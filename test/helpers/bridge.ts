@@ -6,11 +6,14 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startBridge, type Bridge } from '../../bridge/app.js';
 import { loadBridgeConfig, type BridgeConfig } from '../../bridge/config.js';
+import { BRIDGE_NODE_FLAGS } from '../../bridge/node-flags.js';
 import { createLogger } from '../../runtime/log.js';
 import { afterAll, beforeAll } from 'vitest';
 import { UdpSink } from './udp-sink.js';
 
 export const BRIDGE_BIN = fileURLToPath(new URL('../../dist/bridge/main.js', import.meta.url));
+/** The bridge as its systemd unit and its shebang run it: Node with the bridge's V8 flags (bridge/node-flags.ts). */
+export const BRIDGE_COMMAND: readonly string[] = [process.execPath, ...BRIDGE_NODE_FLAGS, BRIDGE_BIN];
 
 export interface TestBridgeOptions {
   redisUrl: string;
@@ -49,7 +52,7 @@ export async function startTestBridge(o: TestBridgeOptions): Promise<{ bridge: B
 export function runBridge(
   args: string[],
   env: Record<string, string> = {},
-  command: readonly string[] = [process.execPath, BRIDGE_BIN],
+  command: readonly string[] = BRIDGE_COMMAND,
 ): Promise<{ code: number; stdout: string; stderr: string }> {
   const [program = '', ...before] = command;
   return new Promise((resolve) => {
@@ -67,7 +70,7 @@ export async function spawnBridge(
   args: string[],
   env: Record<string, string> = {},
   timeoutMs = 10_000,
-  command: readonly string[] = [process.execPath, BRIDGE_BIN],
+  command: readonly string[] = BRIDGE_COMMAND,
 ): Promise<{ child: ChildProcess; output: () => string }> {
   const [program = '', ...before] = command;
   const child = spawn(program, [...before, ...args], { env: { PATH: process.env.PATH ?? '', LOG_LEVEL: 'info', ...env } });
