@@ -6,6 +6,7 @@ import { tlsVerificationOff } from '../runtime/redis-tls.js';
 import type { RedisClient } from '../runtime/redis.js';
 import { ActionLog } from './actions/action-log.js';
 import { CrowdFold, type AggregatedControl } from './actions/crowd-fold.js';
+import { CrowdRevocations } from './actions/crowd-revocations.js';
 import { entryId } from './actions/entry-id.js';
 import { adminApiRoutes } from './admin/api.js';
 import { AdminGuard } from './admin/guard.js';
@@ -141,11 +142,14 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
     throw e;
   }
 
-  /** the live channel, once made (invalidation messages can come before it is) */
-  const sockets: { live?: LiveChannel } = {};
+  /** the live channel and the crowd's revocations, once made (invalidation messages can come before they are) */
+  const sockets: { live?: LiveChannel; revocations?: CrowdRevocations } = {};
   const recheckAll = (): Promise<void> =>
     Promise.all([apiKeys.reload(), keyring.reload(), layouts.recheck()]).then(
-      () => sockets.live?.recheck((keyId) => apiKeys.isRevoked(keyId), (kid) => keyring.status(kid) === 'active'),
+      () => {
+        sockets.revocations?.recheck();
+        sockets.live?.recheck((keyId) => apiKeys.isRevoked(keyId), (kid) => keyring.status(kid) === 'active');
+      },
       (e: unknown) => log.warn({ err: e }, 'cache re-check failed'),
     );
   const listener = new InvalidationListener(
@@ -160,6 +164,7 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
         } else if (m.kind === 'key-created') apiKeys.keyCreated(m.id);
         else if (m.kind === 'layout') {
           layouts.invalidate(m.id);
+          sockets.revocations?.layoutChanged(m.id);
           sockets.live?.layoutChanged(m.id);
         }
         else
@@ -201,6 +206,7 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
   const source = `gw-${entryId()}`;
   const crowd = new CrowdFold(actions, source, config.crowdFoldMs, { now, maxParticipants: config.crowdMaxParticipants, onEvicted: () => metrics.crowdEvictions.inc(),
     publish: (layoutId, payload) => void redis.spublish(stores.keys.liveChannel(layoutId), payload).catch(() => liveMisses.count('live_crowd_publish')) });
+  sockets.revocations = new CrowdRevocations(crowd, layouts, () => liveMisses.count('crowd_revocations'));
   const actionRates = {
     actions: { ratePerSecond: config.actionRatePerSecond, burst: config.actionBurst },
     strings: { ratePerSecond: config.stringRatePerSecond, burst: config.stringBurst },

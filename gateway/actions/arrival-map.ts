@@ -65,6 +65,17 @@ export class ArrivalMap<V extends Arrived> {
     return undefined;
   }
 
+  /** Takes out every participant `gone` says goes (a revoked token), whenever its value came, telling `taken` of each. */
+  takeWhere(gone: (sub: string, v: V) => boolean, taken: (sub: string, v: V) => void): void {
+    for (const map of [this.inOrder, this.early]) {
+      for (const [sub, v] of map) {
+        if (!gone(sub, v)) continue;
+        map.delete(sub);
+        taken(sub, v);
+      }
+    }
+  }
+
   /** Takes out every value that came at or before `from`, telling `gone` of each. */
   expire(from: number, windowMs: number, gone: (sub: string, v: V) => void): void {
     for (const [sub, v] of this.inOrder) {

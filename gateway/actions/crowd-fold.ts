@@ -11,7 +11,7 @@ import { encodeCrowdSummary } from '../../schemas/action-entry.js';
 import type { ActionValue } from '../../schemas/types.js';
 import { AppError } from '../errors.js';
 import type { ActionLog } from './action-log.js';
-import { ControlWindow, LEASE_REFRESH_MS, PUBLISH_MIN_MS, type AggregatedControl, type HandedValue } from './crowd-window.js';
+import { ControlWindow, LEASE_REFRESH_MS, PUBLISH_MIN_MS, type AggregatedControl, type HandedValue, type Revoked } from './crowd-window.js';
 
 export { LEASE_REFRESH_MS, PRESSES_PER_SECOND_MAX, PRESS_BUCKET_MS, type AggregatedControl, type HandedValue } from './crowd-window.js';
 
@@ -57,10 +57,13 @@ export class CrowdFold {
     this.publish = options.publish ?? (() => {});
   }
 
-  /** Counts a participant's action (in its zone, '' for none); resolves once a summary holding it is stored. */
-  add(layoutId: string, control: AggregatedControl, sub: string, value: ActionValue, at: number, zone = ''): Promise<void> {
+  /**
+   * Counts a participant's action (in its zone, '' for none; `minted`: when its token was minted, so
+   * that a revocation finds it); resolves once a summary holding it is stored.
+   */
+  add(layoutId: string, control: AggregatedControl, sub: string, value: ActionValue, at: number, zone = '', minted = at): Promise<void> {
     const w = this.windowOf(layoutId, control);
-    const undo = w.add(sub, value, at, zone);
+    const undo = w.add(sub, value, at, zone, minted);
     this.start();
     return new Promise((resolve, reject) => w.waiters.push({ resolve, reject, undo }));
   }
@@ -105,6 +108,22 @@ export class CrowdFold {
       const control = controlOf(h.lid);
       if (control && this.windowOf(layoutId, control).adopt(sub, h, now)) this.start();
     }
+  }
+
+  /**
+   * Tokens of the layout were revoked (its cut-off moved, or participants were revoked): the
+   * participants they revoke leave every window of the layout here, and the next fold tick tells the
+   * bridge. Returns how many values left.
+   */
+  revoke(layoutId: string, revoked: Revoked): number {
+    let left = 0;
+    for (const w of this.windows.values()) if (w.layoutId === layoutId) left += w.revoke(revoked);
+    return left;
+  }
+
+  /** The layouts this process counts participants of. */
+  layouts(): Set<string> {
+    return new Set([...this.windows.values()].map((w) => w.layoutId));
   }
 
   private start(): void {

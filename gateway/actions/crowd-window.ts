@@ -32,12 +32,16 @@ export const LEASE_REFRESH_MS = 1000;
  */
 export const PUBLISH_MIN_MS = 250;
 
-/** A participant's latest value in one control's window, when it came and its zone ('' none). */
+/** A participant's latest value in one control's window, when it came, its zone ('' none), and when the token it came with was minted. */
 interface Held {
   value: ActionValue;
   at: number;
   zone: string;
+  minted: number;
 }
+
+/** Whether a participant's token is revoked now: its sub, and when the token it last acted with was minted (ms). */
+export type Revoked = (sub: string, minted: number) => boolean;
 
 /**
  * What one participant holds in one control's window, as a process hands it to the process the
@@ -48,6 +52,8 @@ export interface HandedValue {
   lid: number;
   at: number;
   zone: string;
+  /** when the participant's token was minted (absent from an older process: taken as `at`, a bound on it) */
+  minted?: number;
   value?: ActionValue;
   second?: number;
   inSecond?: number;
@@ -106,7 +112,7 @@ export class ControlWindow {
    * stored (its answer is then an error, so it must not count): null for a press, which is a
    * moment, not a state, and stays counted.
    */
-  add(sub: string, value: ActionValue, at: number, zone = ''): (() => void) | null {
+  add(sub: string, value: ActionValue, at: number, zone = '', minted = at): (() => void) | null {
     if (this.mode === 'rate') {
       const second = Math.floor(at / 1000);
       const prev = this.pressers.get(sub);
@@ -119,7 +125,7 @@ export class ControlWindow {
         const oldest = this.evictOldest(this.pressers);
         if (oldest) this.countPresser(oldest.zone, -1);
       }
-      this.pressers.append(sub, { at, second, inSecond: inSecond + 1, zone });
+      this.pressers.append(sub, { at, second, inSecond: inSecond + 1, zone, minted });
       this.countPresser(zone, 1);
       this.presses.add(at);
       if (zone !== '') {
@@ -134,7 +140,7 @@ export class ControlWindow {
         const oldest = this.evictOldest(this.latest);
         if (oldest) this.count(oldest, -1);
       }
-      const held = { value, at, zone };
+      const held = { value, at, zone, minted };
       this.latest.append(sub, held);
       this.count(held, 1);
       this.dirty = true;
@@ -170,14 +176,14 @@ export class ControlWindow {
       if (!p) return null;
       this.countPresser(p.zone, -1);
       this.dirty = true;
-      return { lid, at: p.at, zone: p.zone, second: p.second, inSecond: p.inSecond };
+      return { lid, at: p.at, zone: p.zone, minted: p.minted, second: p.second, inSecond: p.inSecond };
     }
     const v = this.latest.take(sub);
     if (!v) return null;
     this.count(v, -1);
     if (this.latest.size === 0) this.figures.reset();
     this.dirty = true;
-    return { lid, at: v.at, zone: v.zone, value: v.value };
+    return { lid, at: v.at, zone: v.zone, minted: v.minted, value: v.value };
   }
 
   /**
@@ -190,16 +196,36 @@ export class ControlWindow {
     if (this.mode === 'rate') {
       if (this.pressers.get(sub) || h.second === undefined || h.inSecond === undefined) return false;
       if (this.pressers.size >= this.maxParticipants) return false;
-      this.pressers.place(sub, { at: h.at, second: h.second, inSecond: h.inSecond, zone: h.zone }, this.windowMs);
+      this.pressers.place(sub, { at: h.at, second: h.second, inSecond: h.inSecond, zone: h.zone, minted: h.minted ?? h.at }, this.windowMs);
       this.countPresser(h.zone, 1);
     } else {
       if (this.latest.get(sub) || h.value === undefined || this.latest.size >= this.maxParticipants) return false;
-      const held = { value: h.value, at: h.at, zone: h.zone };
+      const held = { value: h.value, at: h.at, zone: h.zone, minted: h.minted ?? h.at };
       this.latest.place(sub, held, this.windowMs);
       this.count(held, 1);
     }
     this.dirty = true;
     return true;
+  }
+
+  /**
+   * The participants whose tokens are revoked leave (a Button's presses made stay counted in their
+   * second: they happened). Returns how many left.
+   */
+  revoke(revoked: Revoked): number {
+    let left = 0;
+    this.pressers.takeWhere((sub, p) => revoked(sub, p.minted), (_sub, p) => {
+      this.countPresser(p.zone, -1);
+      left++;
+    });
+    this.latest.takeWhere((sub, v) => revoked(sub, v.minted), (_sub, v) => {
+      this.count(v, -1);
+      left++;
+    });
+    if (left === 0) return 0;
+    if (this.latest.size === 0) this.figures.reset();
+    this.dirty = true;
+    return left;
   }
 
   /** Counts a participant's value in or out of the whole crowd and its zone. */
@@ -302,6 +328,7 @@ export class ControlWindow {
 /** A participant's presses of one Button: the last one, and how many counted in its second. */
 interface Presser {
   at: number;
+  minted: number;
   second: number;
   inSecond: number;
   /** the presser's zone ('' none) */

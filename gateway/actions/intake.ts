@@ -68,7 +68,7 @@ export class ActionIntake {
       if (once !== '' && !IDEMPOTENCY_KEY.test(once)) throw new AppError('idempotency_key_invalid');
       // a zone the layout no longer declares (re-imported since the token was minted) counts in the whole crowd only
       const zone = claims.zone !== '' && layout.zones.includes(claims.zone) ? claims.zone : '';
-      return waiter.after(d.crowd.add(layout.layoutId, control as AggregatedControl, claims.sub, value, at, zone));
+      return waiter.after(d.crowd.add(layout.layoutId, control as AggregatedControl, claims.sub, value, at, zone, claims.mintedAt));
     }
     if (once === '') return d.actions.appendAction(layout.layoutId, control, value, at, waiter);
     if (!IDEMPOTENCY_KEY.test(once)) throw new AppError('idempotency_key_invalid');
@@ -111,7 +111,7 @@ export class ActionIntake {
     for (const v of values) {
       const control = layout.controls.get(v.lid);
       if (!control?.aggregate || control.aggregate.mode === 'rate' || control.type !== v.type) continue;
-      handed.push({ lid: v.lid, at: at - v.ageMs, zone, value: checkAction(layout, { layoutId: layout.layoutId, lid: v.lid, type: v.type, value: v.value }).value });
+      handed.push({ lid: v.lid, at: at - v.ageMs, zone, minted: claims.mintedAt, value: checkAction(layout, { layoutId: layout.layoutId, lid: v.lid, type: v.type, value: v.value }).value });
     }
     d.crowd.adopt(layout.layoutId, claims.sub, handed, (lid) => layout.controls.get(lid) as AggregatedControl | undefined);
   }

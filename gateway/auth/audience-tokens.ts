@@ -79,8 +79,15 @@ function seatOf(claim: unknown): Seat | null {
 }
 
 /** Whether a layout revoked this token: minted before its cut-off, or its participant revoked. */
-export function revokedByLayout(c: AudienceClaims, layout: { tokensRevokedBefore: number; revokedSubs: ReadonlySet<string> }): boolean {
+export function revokedByLayout(c: Pick<AudienceClaims, 'sub' | 'mintedAt'>, layout: { tokensRevokedBefore: number; revokedSubs: ReadonlySet<string> }): boolean {
   return c.mintedAt < layout.tokensRevokedBefore || (layout.revokedSubs.size > 0 && layout.revokedSubs.has(c.sub));
+}
+
+/** Whether two readings of a layout revoke the same tokens (its cut-off and its revoked participants). */
+export function sameRevocations(a: { tokensRevokedBefore: number; revokedSubs: ReadonlySet<string> }, b: { tokensRevokedBefore: number; revokedSubs: ReadonlySet<string> }): boolean {
+  if (a.tokensRevokedBefore !== b.tokensRevokedBefore || a.revokedSubs.size !== b.revokedSubs.size) return false;
+  for (const sub of b.revokedSubs) if (!a.revokedSubs.has(sub)) return false;
+  return true;
 }
 
 /**

@@ -7,7 +7,7 @@
 import type { TemplatedApp } from 'uWebSockets.js';
 import type { CrowdValue } from '../../schemas/crowd-merge.js';
 import { CLOSE } from '../../schemas/live-protocol.js';
-import { revokedByLayout } from '../auth/audience-tokens.js';
+import { revokedByLayout, sameRevocations } from '../auth/audience-tokens.js';
 import type { LiveLayout } from '../layouts/layout-cache.js';
 import type { CrowdFeed } from './crowd-feed.js';
 import type { LightFeed } from './light-feed.js';
@@ -220,7 +220,7 @@ export class LiveChannel {
    */
   private revocationsChanged(layout: LiveLayout): boolean {
     const seen = this.checked.get(layout.layoutId);
-    if (seen && seen.tokensRevokedBefore === layout.tokensRevokedBefore && sameSet(seen.revokedSubs, layout.revokedSubs)) return false;
+    if (seen && sameRevocations(seen, layout)) return false;
     this.checked.set(layout.layoutId, { tokensRevokedBefore: layout.tokensRevokedBefore, revokedSubs: layout.revokedSubs });
     return true;
   }
@@ -258,8 +258,3 @@ export class LiveChannel {
   }
 }
 
-function sameSet<T>(a: ReadonlySet<T>, b: ReadonlySet<T>): boolean {
-  if (a.size !== b.size) return false;
-  for (const x of b) if (!a.has(x)) return false;
-  return true;
-}

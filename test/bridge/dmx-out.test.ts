@@ -12,6 +12,7 @@ import type { LayoutDefinition } from '../../schemas/types.js';
 import { configFile, runBridge, spawnBridge, stopProcess } from '../helpers/bridge.js';
 import { agg, CROWD_LAYOUT } from '../helpers/crowd.js';
 import { seedLayout, spawnGateway, type GatewayProcess } from '../helpers/gateway-process.js';
+import { audiencectlJson } from '../helpers/cli.js';
 import { eventually, postJson } from '../helpers/gateway.js';
 import { Hosts } from '../helpers/hosts.js';
 import { sample, scrape } from '../helpers/metrics.js';
@@ -304,6 +305,14 @@ describe('stale crowd input', () => {
     await eventually(async () => (await rig.dmx(CROWD_U))[2] === 153 && (await rig.dmx(RELEASE_U))[0] === 51, 15_000);
     expect((await captured('sacn')).filter((f) => f.universe === RELEASE_U).at(-1)!.terminated).toBe(false);
     expect(await up(RELEASE_U)).toBe(1);
+    // the show ends (End of show): its participants leave the crowd at once, though their values
+    // would count for another minute, and the routes go stale as when the gateway stopped
+    await audiencectlJson(env(), 'token', 'revoke', '--layout', LAYOUT_ID);
+    const endedAt = Date.now();
+    await eventually(async () => (await rig.dmx(CROWD_U))[2] === 40 && (await up(RELEASE_U)) === 0, 15_000);
+    console.log(`figure: dmx_show_ended = the fade route at its fallback and the release universe down ${Date.now() - endedAt} ms after audiencectl ended the show (bound: ${STALE_MS} + ${FADE_MS} + 1000)`);
+    expect(Date.now() - endedAt).toBeLessThanOrEqual(STALE_MS + FADE_MS + 1000);
+    tokens.clear(); // those tokens are revoked: the next actions mint anew
   }, 60_000);
 
   it('a bridge that stops sends each route its fallback, then ends its sources with Stream_Terminated', async () => {
