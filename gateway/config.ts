@@ -1,5 +1,6 @@
 // Gateway configuration: environment -> object checked against schemas/gateway-config.schema.json, frozen.
 // Each key is declared once in that schema with its default, its environment variable and its trade-off.
+import { TrustedProxies } from './http/client-address.js';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { checkTlsSettings, parseClusterNodes, type RedisTarget } from '../runtime/redis.js';
@@ -68,7 +69,8 @@ export interface GatewayConfig {
   readonly adminLoginMaxPerAddress: number;
   readonly adminLoginMaxInFlight: number;
   readonly adminSecureCookie: 'auto' | 'always' | 'never';
-  readonly trustProxy: boolean;
+  /** TRUST_PROXY as written: the load balancer's addresses and networks (http/client-address.ts parses it) */
+  readonly trustProxy: string;
   readonly opsPort: number;
   readonly opsHost: string;
   readonly logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
@@ -114,6 +116,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     throw new ConfigError(`invalid configuration: ${where} ${e?.keyword === 'additionalProperties' ? 'is not a setting' : (e?.message ?? 'is invalid')}`);
   }
   const config = Object.freeze(raw) as unknown as GatewayConfig;
+  try {
+    TrustedProxies.parse(config.trustProxy);
+  } catch (e) {
+    throw new ConfigError(`invalid configuration: trustProxy (TRUST_PROXY) ${(e as Error).message}`);
+  }
   try {
     checkTlsSettings(redisTarget(config));
   } catch (e) {

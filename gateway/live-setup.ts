@@ -5,6 +5,7 @@
 import type { Logger } from '../runtime/log.js';
 import type { GatewayConfig } from './config.js';
 import type { GatewayMetrics } from './metrics.js';
+import { TrustedProxies } from './http/client-address.js';
 import { LiveChannel } from './live/channel.js';
 import type { CrowdFeed } from './live/crowd-feed.js';
 import { LIGHT_BLOCK_MS, LightFeed } from './live/light-feed.js';
@@ -50,7 +51,7 @@ export function startLive(s: LiveSetup): { live: LiveChannel; stop(): void } {
     bufferBytes: config.liveBufferBytes, slowCloseMs: config.liveSlowCloseMs, now: s.now, serverNow: s.serverNow,
     idleTimeoutSeconds: config.liveIdleTimeoutSeconds, expiryNoticeMs: config.liveExpiryNoticeSeconds * 1000, socketsPerParticipant: config.liveSocketsPerParticipant,
     opensPerParticipantPerMinute: config.liveOpensPerParticipantPerMinute, drainMs: config.liveDrainMs,
-    refusedUpgradesPerAddressPerSecond: config.liveRefusedUpgradesPerAddressPerSecond, trustProxy: config.trustProxy,
+    refusedUpgradesPerAddressPerSecond: config.liveRefusedUpgradesPerAddressPerSecond, trustProxy: TrustedProxies.parse(config.trustProxy),
     onError: (e) => s.log.error({ err: e }, 'unexpected error on the live channel'),
     onUnavailable: s.onUnavailable,
     onSkipped: (frames = 1) => metrics.liveSkipped.inc(frames),

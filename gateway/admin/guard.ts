@@ -1,6 +1,6 @@
 // What every admin API request goes through: the session cookie, the CSRF token on
 // state-changing requests, and an Origin that is this site's own.
-import { clientAddress } from '../http/client-address.js';
+import { clientAddress, TrustedProxies } from '../http/client-address.js';
 import type { GatewayConfig } from '../config.js';
 import { AppError, orUnavailable } from '../errors.js';
 import type { RequestHead } from '../http/route.js';
@@ -12,10 +12,19 @@ export interface AdminRequest {
 }
 
 export class AdminGuard {
+  private readonly proxies: TrustedProxies;
+
   constructor(
     private readonly sessions: SessionStore,
     private readonly config: Pick<GatewayConfig, 'trustProxy' | 'adminSecureCookie' | 'adminSessionMaxSeconds'>,
-  ) {}
+  ) {
+    this.proxies = TrustedProxies.parse(config.trustProxy);
+  }
+
+  /** The request came over TLS, as the trusted proxy it came through says. */
+  private overTls(head: RequestHead): boolean {
+    return head.headers['x-forwarded-proto'] === 'https' && this.proxies.trusts(head.remoteAddress);
+  }
 
   /**
    * Browsers send Origin on state-changing requests; it must be this server's own origin: the same
@@ -24,7 +33,7 @@ export class AdminGuard {
   checkOrigin(head: RequestHead): void {
     const origin = head.headers.origin;
     if (!origin) return;
-    const scheme = this.config.trustProxy && head.headers['x-forwarded-proto'] === 'https' ? 'https' : 'http';
+    const scheme = this.overTls(head) ? 'https' : 'http';
     let same: boolean;
     try {
       same = new URL(origin).origin === new URL(`${scheme}://${head.headers.host}`).origin; // default ports fold away
@@ -46,12 +55,12 @@ export class AdminGuard {
 
   /** The client's address for rate limiting (behind a trusted proxy, the hop that proxy wrote). */
   clientAddress(head: RequestHead): string {
-    return clientAddress(head.remoteAddress, head.headers['x-forwarded-for'], this.config.trustProxy);
+    return clientAddress(head.remoteAddress, head.headers['x-forwarded-for'], this.proxies);
   }
 
   private secure(head: RequestHead): boolean {
     if (this.config.adminSecureCookie !== 'auto') return this.config.adminSecureCookie === 'always';
-    return this.config.trustProxy && head.headers['x-forwarded-proto'] === 'https';
+    return this.overTls(head);
   }
 
   /**

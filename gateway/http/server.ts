@@ -93,7 +93,8 @@ export class HttpServer {
     const given = headers['x-request-id'];
     const id = given && REQUEST_ID.test(given) ? given : requestId();
     const params = route.params ? paramsOf(req, route.params) : NO_PARAMS;
-    const remoteAddress = route.remoteAddress === true ? Buffer.from(res.getRemoteAddressAsText()).toString() : '';
+    // a route that reads X-Forwarded-* needs the peer too: only a trusted proxy's are believed
+    const remoteAddress = route.remoteAddress === true || wanted.includes('x-forwarded-proto') || wanted.includes('x-forwarded-for') ? Buffer.from(res.getRemoteAddressAsText()).toString() : '';
     const ex = new Exchange(this.hooks, route, res, id, method, params, headers, this.now(), remoteAddress);
     if (route.query === true) ex.query = req.getQuery() ?? '';
     res.onAborted(() => ex.abort());

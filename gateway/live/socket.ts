@@ -1,5 +1,6 @@
 // One live socket: what the gateway keeps with it; the live channel's options, and the narrow
 // services it uses.
+import type { TrustedProxies } from '../http/client-address.js';
 import type { WebSocket } from 'uWebSockets.js';
 import type { ActionRequest } from '../../schemas/types.js';
 import type { IntakeWaiter } from '../actions/intake.js';
@@ -78,8 +79,8 @@ export interface LiveOptions {
   opensPerParticipantPerMinute: number;
   /** refused upgrades one peer address may make a second (twice as many at once); past it 429 for tokens not checked here yet */
   refusedUpgradesPerAddressPerSecond: number;
-  /** believe the last X-Forwarded-For hop as the peer's address */
-  trustProxy: boolean;
+  /** the load balancer (TRUST_PROXY): from it, the last X-Forwarded-For hop is the peer's address */
+  trustProxy: TrustedProxies;
   /** a stopping gateway closes its sockets over this long (CLOSE.serviceRestart, with when to come back) */
   drainMs: number;
   now: () => number;

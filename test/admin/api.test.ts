@@ -39,7 +39,7 @@ describe('sign-in', () => {
   });
 
   it('marks the cookie Secure behind a trusted TLS proxy, or when told to', async () => {
-    const proxied = await gatewayWithAdmin({ trustProxy: true });
+    const proxied = await gatewayWithAdmin({ trustProxy: '127.0.0.1' });
     expect((await login(proxied, 'boss@team.example', PASSWORD, { 'x-forwarded-proto': 'https' })).headers.get('set-cookie')).toContain('Secure');
     const always = await gatewayWithAdmin({ adminSecureCookie: 'always' });
     expect((await login(always, 'boss@team.example', PASSWORD)).headers.get('set-cookie')).toContain('Secure');

@@ -48,7 +48,7 @@ beforeAll(async () => {
     await Promise.all(
       gateways.map((g) => {
         const child = hosts.run(g, process.execPath, [GATEWAY_BIN], {
-          env: { PATH: process.env.PATH ?? '', SIGNING_KEK_FILE: testKekFile(), ...UNLIMITED_ENV, REDIS_URL: redisUrl, REDIS_PREFIX: prefix, HOST: '0.0.0.0', PORT: '8080', OPS_PORT: '0', TRUST_PROXY: 'true', GATEWAY_WORKERS: '2', LOG_LEVEL: 'info' },
+          env: { PATH: process.env.PATH ?? '', SIGNING_KEK_FILE: testKekFile(), ...UNLIMITED_ENV, REDIS_URL: redisUrl, REDIS_PREFIX: prefix, HOST: '0.0.0.0', PORT: '8080', OPS_PORT: '0', TRUST_PROXY: lb.ip, GATEWAY_WORKERS: '2', LOG_LEVEL: 'info' },
         });
         return printed(child, /audience-gateway workers listening/, 30_000, `the gateway on ${g.name}`);
       }),

@@ -100,7 +100,7 @@ async function masterOf(key: string): Promise<Host> {
 
 function gatewayOn(host: Host, seeds: string): Promise<void> {
   const child = hosts.run(host, process.execPath, [GATEWAY_BIN], {
-    env: { PATH: process.env.PATH ?? '', SIGNING_KEK_FILE: testKekFile(), ...UNLIMITED_ENV, REDIS_URL: 'redis://127.0.0.1:1', REDIS_CLUSTER_NODES: seeds, REDIS_PREFIX: prefix, HOST: '0.0.0.0', PORT: '8080', OPS_PORT: '0', TRUST_PROXY: 'true', GATEWAY_WORKERS: '2', LOG_LEVEL: 'info',
+    env: { PATH: process.env.PATH ?? '', SIGNING_KEK_FILE: testKekFile(), ...UNLIMITED_ENV, REDIS_URL: 'redis://127.0.0.1:1', REDIS_CLUSTER_NODES: seeds, REDIS_PREFIX: prefix, HOST: '0.0.0.0', PORT: '8080', OPS_PORT: '0', TRUST_PROXY: lb.ip, GATEWAY_WORKERS: '2', LOG_LEVEL: 'info',
       // the whole show stays in the stream, so the test can read every String it stored
       STREAM_MAXLEN: '10000000' },
   });

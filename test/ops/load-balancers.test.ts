@@ -61,7 +61,7 @@ beforeAll(async () => {
   seeded.admin.disconnect();
   const ports = [await freePort(), await freePort()];
   for (const p of ports) {
-    const g = await spawnGateway({ REDIS_URL: redis.get().server.url, REDIS_PREFIX: prefix, PORT: String(p), TRUST_PROXY: 'true', LIVE_IDLE_TIMEOUT_SECONDS: '8', ADMIN_LOGIN_MAX_PER_ADDRESS: '3' });
+    const g = await spawnGateway({ REDIS_URL: redis.get().server.url, REDIS_PREFIX: prefix, PORT: String(p), TRUST_PROXY: '127.0.0.1', LIVE_IDLE_TIMEOUT_SECONDS: '8', ADMIN_LOGIN_MAX_PER_ADDRESS: '3' });
     children.push(g.child);
     gateways.push(g);
   }
