@@ -12,7 +12,7 @@ import { Deployment } from 'kubernetes-models/apps/v1';
 import { HorizontalPodAutoscaler } from 'kubernetes-models/autoscaling/v2';
 import { Ingress, NetworkPolicy } from 'kubernetes-models/networking.k8s.io/v1';
 import { PodDisruptionBudget } from 'kubernetes-models/policy/v1';
-import { ConfigMap, Secret, Service } from 'kubernetes-models/v1';
+import { ConfigMap, Secret, Service, ServiceAccount } from 'kubernetes-models/v1';
 import { parse } from 'yaml';
 import { afterAll, describe, expect, it } from 'vitest';
 import { configProperties, loadConfig } from '../../gateway/config.js';
@@ -24,7 +24,8 @@ import { randomPrefix, useRedis } from '../helpers/redis.js';
 
 const BASE = 'deploy/kubernetes/base';
 const OVERLAY = 'deploy/kubernetes/overlays/example';
-const KINDS: Record<string, new (o: any) => { validate(): void }> = { Deployment, ConfigMap, Secret, Service, PodDisruptionBudget, HorizontalPodAutoscaler, NetworkPolicy, Ingress };
+const KINDS: Record<string, new (o: any) => { validate(): void }> = { Deployment, ConfigMap, Secret, Service, ServiceAccount, PodDisruptionBudget, HorizontalPodAutoscaler, NetworkPolicy, Ingress };
+const SECRET_EXAMPLE = 'deploy/kubernetes/secret.example.yaml';
 const CONTROLLER_CONFIG = 'deploy/kubernetes/ingress-nginx/controller-configmap.yaml';
 
 /** A parsed manifest or kustomization (its fields are checked by the tests, not by this type). */
@@ -48,8 +49,10 @@ afterAll(async () => {
 
 describe('deploy/kubernetes', () => {
   it('every manifest validates against the Kubernetes schemas; a wrong one does not', () => {
-    const objects: Manifest[] = [...base(), ...(kustomization(OVERLAY).patches as { path: string }[]).map((p) => read(join(OVERLAY, p.path))), read(CONTROLLER_CONFIG)];
-    expect(objects.map((o) => o.kind).sort()).toEqual(['ConfigMap', 'ConfigMap', 'ConfigMap', 'Deployment', 'HorizontalPodAutoscaler', 'Ingress', 'NetworkPolicy', 'PodDisruptionBudget', 'Secret', 'Service']);
+    // the overlay's patches that are whole objects (a ConfigMap's data); the Deployment patch is checked below
+    const patches = (kustomization(OVERLAY).patches as { path: string }[]).map((p) => read(join(OVERLAY, p.path))).filter((o) => o.kind !== 'Deployment');
+    const objects: Manifest[] = [...base(), ...patches, read(CONTROLLER_CONFIG), read(SECRET_EXAMPLE)];
+    expect(objects.map((o) => o.kind).sort()).toEqual(['ConfigMap', 'ConfigMap', 'ConfigMap', 'Deployment', 'HorizontalPodAutoscaler', 'Ingress', 'NetworkPolicy', 'PodDisruptionBudget', 'Secret', 'Service', 'ServiceAccount']);
     for (const o of objects) expect(() => new KINDS[o.kind]!(o).validate(), `${o.kind} ${o.metadata?.name}`).not.toThrow();
     const wrong = structuredClone(one('Deployment'));
     wrong.spec.template.spec.containers[0].ports[0].containerPort = '8080';
@@ -66,11 +69,39 @@ describe('deploy/kubernetes', () => {
     const overlay = kustomization(OVERLAY);
     const container = one('Deployment').spec.template.spec.containers[0];
     expect(overlay.images.map((i: { name: string }) => i.name)).toEqual([container.image.split(':')[0]]);
-    expect(overlay.replicas.map((r: { name: string }) => r.name)).toEqual([one('Deployment').metadata.name]);
+    // the image pinned by digest, not a tag that can be moved
+    for (const image of overlay.images as { digest?: string; newTag?: string }[]) expect([image.digest, image.newTag]).toEqual([expect.stringMatching(/^sha256:[0-9a-f]{64}$/), undefined]);
+    // the pod count is the HorizontalPodAutoscaler's alone: neither the Deployment nor the overlay sets one
+    expect(one('Deployment').spec.replicas).toBeUndefined();
+    expect(overlay.replicas).toBeUndefined();
     for (const p of overlay.patches as { path: string }[]) {
       const patch = read(join(OVERLAY, p.path));
       expect(base().some((o) => o.kind === patch.kind && o.metadata.name === patch.metadata.name), p.path).toBe(true);
     }
+  });
+
+  it('applies no Secret (an apply never overwrites the one a secret store made): the overlay names it, the same in both places the pod reads it', () => {
+    for (const dir of [BASE, OVERLAY]) expect(JSON.stringify(kustomization(dir)), dir).not.toMatch(/secret\.(example\.)?yaml/);
+    expect(base().filter((o) => o.kind === 'Secret')).toEqual([]);
+    const patch = (kustomization(OVERLAY).patches as { path: string }[]).map((p) => read(join(OVERLAY, p.path))).find((o) => o.kind === 'Deployment')!;
+    expect(patch.metadata.name).toBe(one('Deployment').metadata.name);
+    const pod = patch.spec.template.spec;
+    const names = [pod.containers[0].env.find((e: { name: string }) => e.name === 'REDIS_URL').valueFrom.secretKeyRef.name, pod.volumes.find((v: { name: string }) => v.name === 'kek').secret.secretName];
+    expect(new Set(names).size).toBe(1);
+    // the patch reaches what the base has: its container, its REDIS_URL, its kek volume
+    const basePod = one('Deployment').spec.template.spec;
+    expect(basePod.containers[0].name).toBe(pod.containers[0].name);
+    expect(basePod.containers[0].env.some((e: { name: string }) => e.name === 'REDIS_URL')).toBe(true);
+    expect(basePod.volumes.some((v: { name: string }) => v.name === 'kek')).toBe(true);
+    // the example Secret has the keys the pod reads
+    expect(Object.keys(read(SECRET_EXAMPLE).stringData).sort()).toEqual(['REDIS_URL', basePod.volumes.find((v: { name: string }) => v.name === 'kek').secret.items[0].key].sort());
+  });
+
+  it('runs the pods under an account of their own with no API token', () => {
+    const pod = one('Deployment').spec.template.spec;
+    expect(pod.serviceAccountName).toBe(one('ServiceAccount').metadata.name);
+    expect(pod.automountServiceAccountToken).toBe(false);
+    expect(one('ServiceAccount').automountServiceAccountToken).toBe(false);
   });
 
   it('routes each participant to one pod with TLS: the Ingress hashes $audience_participant, which the controller snippet defines with the nginx file\'s maps (the ones test/ops/load-balancers.test.ts runs)', () => {
