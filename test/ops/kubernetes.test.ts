@@ -5,8 +5,9 @@
 // are the ones those settings open, the Service keeps the ops port off, the NetworkPolicy lets
 // both ports in, and the grace period outlasts the preStop pause and the live channel's drain. A
 // real gateway process started with the ConfigMap's settings answers the probes' paths.
-import { readFileSync, existsSync } from 'node:fs';
-import type { ChildProcess } from 'node:child_process';
+import { execFile, type ChildProcess } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import { promisify } from 'node:util';
 import { dirname, join } from 'node:path';
 import { Deployment } from 'kubernetes-models/apps/v1';
 import { HorizontalPodAutoscaler } from 'kubernetes-models/autoscaling/v2';
@@ -26,6 +27,10 @@ const BASE = 'deploy/kubernetes/base';
 const OVERLAY = 'deploy/kubernetes/overlays/example';
 const KINDS: Record<string, new (o: any) => { validate(): void }> = { Deployment, ConfigMap, Secret, Service, ServiceAccount, PodDisruptionBudget, HorizontalPodAutoscaler, NetworkPolicy, Ingress };
 const SECRET_EXAMPLE = 'deploy/kubernetes/secret.example.yaml';
+const MONITORING = 'deploy/kubernetes/monitoring';
+const ADAPTER_RULES = join(MONITORING, 'prometheus-adapter-rules.yaml');
+const ALERTS = 'deploy/prometheus/alerts.yml';
+const run = promisify(execFile);
 const CONTROLLER_CONFIG = 'deploy/kubernetes/ingress-nginx/controller-configmap.yaml';
 
 /** A parsed manifest or kustomization (its fields are checked by the tests, not by this type). */
@@ -40,6 +45,8 @@ const read = (file: string) => parse(readFileSync(file, 'utf8'), { version: '1.1
 const kustomization = (dir: string) => read(join(dir, 'kustomization.yaml'));
 const base = (): Manifest[] => (kustomization(BASE).resources as string[]).map((f) => read(join(BASE, f)));
 const one = (kind: string): Manifest => base().find((o) => o.kind === kind)!;
+/** The job label the PodMonitor gives the gateways' series. */
+const podMonitorJob = (): string => (read(join(MONITORING, 'podmonitor.yaml')).spec.podMetricsEndpoints[0].relabelings as { targetLabel: string; replacement: string }[]).find((r) => r.targetLabel === 'job')!.replacement;
 
 const redis = useRedis();
 const children: ChildProcess[] = [];
@@ -102,6 +109,49 @@ describe('deploy/kubernetes', () => {
     expect(pod.serviceAccountName).toBe(one('ServiceAccount').metadata.name);
     expect(pod.automountServiceAccountToken).toBe(false);
     expect(one('ServiceAccount').automountServiceAccountToken).toBe(false);
+  });
+
+  it('scales on live sockets per pod as well as CPU: the pods metric the Prometheus Adapter serves from the PodMonitor\'s series, at a target under LIVE_MAX_SOCKETS', () => {
+    const hpa = one('HorizontalPodAutoscaler');
+    expect(hpa.spec.replicas).toBeUndefined();
+    const byType = Object.fromEntries((hpa.spec.metrics as { type: string }[]).map((m) => [m.type, m])) as Record<string, any>;
+    expect(byType.Resource.resource.name).toBe('cpu');
+    const sockets = byType.Pods.pods;
+    const adapter = read(ADAPTER_RULES).rules[0];
+    expect(sockets.metric.name).toBe(adapter.name.as);
+    expect(adapter.seriesQuery).toContain(`job="${podMonitorJob()}"`);
+    expect(Object.keys(adapter.resources.overrides).sort()).toEqual(['namespace', 'pod']);
+    const cap = Number(one('ConfigMap').data.LIVE_MAX_SOCKETS);
+    const target = Number(sockets.target.averageValue);
+    expect(sockets.target.type).toBe('AverageValue');
+    expect(target).toBeLessThan(cap);
+    expect(target).toBeGreaterThanOrEqual(cap / 2);
+  });
+
+  it('scrapes the pods as the alerting rules select them, and the cluster loads the rules promtool tests', async () => {
+    const monitor = read(join(MONITORING, 'podmonitor.yaml'));
+    const pod = one('Deployment').spec.template;
+    for (const [k, v] of Object.entries(monitor.spec.selector.matchLabels)) expect(pod.metadata.labels[k], k).toBe(v);
+    expect(pod.spec.containers[0].ports.map((p: { name: string }) => p.name)).toContain(monitor.spec.podMetricsEndpoints[0].port);
+    expect(pod.metadata.annotations?.['prometheus.io/scrape']).toBeUndefined(); // one scrape, one job
+    // every job an alert selects is one a scrape makes: the gateways' (the PodMonitor), the bridges'
+    // at the venue, the blackbox probe of /readyz
+    const jobs = [podMonitorJob(), 'audience-bridge', 'audience-readyz'];
+    const rules = (read(ALERTS) as unknown as { groups: { rules: { alert: string; expr: string }[] }[] }).groups.flatMap((g) => g.rules);
+    let selectsGateways = 0;
+    for (const r of rules) {
+      for (const [, op, value] of r.expr.matchAll(/\bjob\s*(=~|=|!=|!~)\s*"([^"]*)"/g)) {
+        const matches = (job: string) => (op === '=' ? job === value : op === '=~' ? new RegExp(`^(?:${value})$`).test(job) : true);
+        expect(jobs.some(matches), `${r.alert}: job${op}"${value}" selects no job a scrape makes`).toBe(true);
+        if ((op === '=' || op === '=~') && matches(podMonitorJob())) selectsGateways++;
+      }
+    }
+    expect(selectsGateways, `no alert selects the job the PodMonitor gives the gateways (${podMonitorJob()})`).toBeGreaterThan(0);
+    // the PrometheusRule is alerts.yml, made by the script
+    const generated = await run(process.execPath, ['scripts/prometheus-rule.mjs', '--check']).then(() => 0, (e: { code: number }) => e.code);
+    expect(generated, 'deploy/kubernetes/monitoring/prometheusrule.yaml is what scripts/prometheus-rule.mjs makes of alerts.yml').toBe(0);
+    expect(read(join(MONITORING, 'prometheusrule.yaml')).spec.groups).toEqual((read(ALERTS) as unknown as { groups: unknown }).groups);
+    for (const f of (kustomization(MONITORING).resources as string[])) expect(existsSync(join(MONITORING, f)), f).toBe(true);
   });
 
   it('routes each participant to one pod with TLS: the Ingress hashes $audience_participant, which the controller snippet defines with the nginx file\'s maps (the ones test/ops/load-balancers.test.ts runs)', () => {
@@ -167,6 +217,9 @@ describe('deploy/kubernetes', () => {
     children.push(g.child);
     expect(g.opsPort).toBe(opsPort);
     for (const path of ['/readyz', '/healthz']) expect((await fetch(`http://127.0.0.1:${opsPort}${path}`)).status, path).toBe(200);
+    // the series the HorizontalPodAutoscaler scales on is one the gateway serves, a gauge
+    const metric = (one('HorizontalPodAutoscaler').spec.metrics as { type: string; pods?: { metric: { name: string } } }[]).find((m) => m.type === 'Pods')!.pods!.metric.name;
+    expect(await (await fetch(`http://127.0.0.1:${opsPort}/metrics`)).text()).toContain(`# TYPE ${metric} gauge`);
     expect(dirname(settings.SIGNING_KEK_FILE!)).toBe('/etc/audience/kek');
   });
 });
