@@ -130,7 +130,7 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
   const keyring = new SigningKeyring(stores.signingKeys); // its reload makes a signing key when Redis has none
   metrics.watchSigningKeys(() => keyring.unreadable);
   /** what /readyz adds to a 200: each problem that does not stop this gateway serving, or null */
-  const readyNote = () => [clockNote(), tlsOff, eviction?.problem ?? null, keyring.problem()].filter((n) => n !== null).join('; ') || null;
+  const readyNote = () => [writesNote, clockNote(), tlsOff, eviction?.problem ?? null, keyring.problem()].filter((n) => n !== null).join('; ') || null;
   const apiKeys = new ApiKeyAuth(stores.apiKeys, now, (e) => log.warn({ err: e }, 'could not record lastUsedAt'), timed);
   const layouts = new LayoutCache(stores.layouts, timed);
   try {
@@ -298,6 +298,11 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
   sockets.live = live;
   for (const r of fallbackRoutes(server.patterns())) server.mount(r); // 405 with Allow on known paths, 404 elsewhere
   const port = await server.listen(config.host, config.port);
+  // Not ready only while this process cannot reach Redis. Writes Redis refuses and memory near its
+  // maxmemory are a note on a 200 (write-health.ts): the same Redis serves every gateway, and a 503
+  // would take them all out of rotation at once.
+  let writesNote: string | null = null;
+  writes.watch(redis);
   const ready = async (): Promise<string | null> => {
     try {
       await redis.ping();
@@ -305,10 +310,11 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
       return `Redis unreachable (${(e as Error).message})`;
     }
     try {
-      return await writes.problem(redis);
+      writesNote = await writes.problem(redis);
     } catch (e) {
-      return `Redis does not answer INFO (${(e as Error).message})`;
+      writesNote = `Redis does not answer INFO (${(e as Error).message})`;
     }
+    return null;
   };
   metrics.watchCrowd(() => deps.crowd.participants());
   const ops = await startOpsServer(config.opsHost, config.opsPort, metrics.registry, ready, readyNote).catch(async (e: unknown) => {

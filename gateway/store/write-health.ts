@@ -1,8 +1,10 @@
 // Whether Redis takes writes: every refused write on the request path (used memory past maxmemory,
 // a failed snapshot, a replica, too few replicas) is counted by reason, logged as one line per
 // interval with its count, and makes /readyz say so for a while; /readyz also says so before it
-// happens, once used memory passes a share of maxmemory.
-import { Counter, type Registry } from 'prom-client';
+// happens, once used memory passes a share of maxmemory. It says so in a note on a 200, not with a
+// 503: every gateway shares that Redis, so a 503 would take every pod out of its balancer at once,
+// and with them the reads and live sockets that still work. The used share is a gauge to alert on.
+import { Counter, Gauge, type Registry } from 'prom-client';
 import type { RedisClient } from '../../runtime/redis.js';
 import type { Logger } from '../../runtime/log.js';
 import type { WriteRefusal } from '../errors.js';
@@ -11,8 +13,15 @@ import { SummaryLog } from '../summary-log.js';
 /** /readyz says "refusing writes" this long after the last refusal. */
 export const REFUSAL_MEMORY_MS = 5000;
 
+/** A scrape reads Redis's memory again when the last reading is this old. */
+const RATIO_FRESH_MS = 5000;
+
 export class WriteHealth {
   private readonly refused: Counter<'reason'>;
+  private readonly memoryGauge: Gauge;
+  private redis: RedisClient | null = null;
+  private ratio = 0;
+  private ratioAt = -Infinity;
   private readonly log: SummaryLog;
   private last: { at: number; reason: WriteRefusal } | null = null;
 
@@ -25,6 +34,7 @@ export class WriteHealth {
   ) {
     this.refused = new Counter({ name: 'audience_gateway_redis_writes_refused_total', help: 'Writes on the request path that Redis refused while up, by reason: oom (maxmemory), misconf (a failed snapshot), readonly, noreplicas. Each was answered 503 unavailable.', labelNames: ['reason'], registers: [registry] });
     for (const r of ['oom', 'misconf', 'readonly', 'noreplicas'] as const) this.refused.labels(r).inc(0);
+    this.memoryGauge = new Gauge({ name: 'audience_gateway_redis_memory_used_ratio', help: "Redis's used memory as a share of its maxmemory, the fullest master's, as last read (by /readyz, or by a scrape when that reading is over 5 s old); 0 without maxmemory.", registers: [registry], collect: async () => this.collectRatio() });
     this.log = new SummaryLog(log, 'error', 'Redis refuses writes; answering 503 unavailable (count of the interval)', 10_000, now);
   }
 
@@ -35,20 +45,44 @@ export class WriteHealth {
     this.log.count(reason, detail);
   }
 
-  /** Why writes cannot be trusted to succeed now, or null: a recent refusal, or used memory near maxmemory. */
+  /** The Redis the gauge reads (the process's request-path client). */
+  watch(redis: RedisClient): void {
+    this.redis = redis;
+  }
+
+  /**
+   * Why writes cannot be trusted to succeed now, or null: a recent refusal, or used memory near
+   * maxmemory. A note for /readyz, not a reason to leave the balancer.
+   */
   async problem(redis: RedisClient): Promise<string | null> {
     if (this.last && this.now() - this.last.at < REFUSAL_MEMORY_MS) {
       return `Redis refuses writes (${this.last.reason}, ${this.now() - this.last.at} ms ago)`;
     }
+    const { used, max } = await this.memory(redis);
+    if (max > 0 && used >= max * this.memoryShare) {
+      return `Redis memory at ${((100 * used) / max).toFixed(1)} % of maxmemory (${used} of ${max} bytes; noted from ${Math.round(this.memoryShare * 100)} %)`;
+    }
+    return null;
+  }
+
+  /** The fullest master's used memory and its maxmemory (0: none), read now; the gauge keeps the share. */
+  private async memory(redis: RedisClient): Promise<{ used: number; max: number }> {
+    let fullest = { used: 0, max: 0 };
     for (const node of nodesOf(redis)) {
       const info = await node.info('memory');
       const used = Number(/^used_memory:(\d+)/m.exec(info)?.[1] ?? 0);
       const max = Number(/^maxmemory:(\d+)/m.exec(info)?.[1] ?? 0);
-      if (max > 0 && used >= max * this.memoryShare) {
-        return `Redis memory at ${((100 * used) / max).toFixed(1)} % of maxmemory (${used} of ${max} bytes; not ready from ${Math.round(this.memoryShare * 100)} %)`;
-      }
+      if (max > 0 && (fullest.max === 0 || used / max > fullest.used / fullest.max)) fullest = { used, max };
     }
-    return null;
+    this.ratio = fullest.max > 0 ? fullest.used / fullest.max : 0;
+    this.ratioAt = this.now();
+    return fullest;
+  }
+
+  /** A scrape: the share as last read, read again when older than RATIO_FRESH_MS (a Redis away keeps the last). */
+  private async collectRatio(): Promise<void> {
+    if (this.redis && this.now() - this.ratioAt >= RATIO_FRESH_MS) await this.memory(this.redis).catch(() => {});
+    this.memoryGauge.set(this.ratio);
   }
 
   flush(): void {
