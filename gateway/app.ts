@@ -317,6 +317,7 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
     return null;
   };
   metrics.watchCrowd(() => deps.crowd.participants());
+  metrics.watchDestinations(() => [...deps.destinations.recent(), ...live.layouts()], (layoutId) => deps.destinations.countQuietly(layoutId));
   const ops = await startOpsServer(config.opsHost, config.opsPort, metrics.registry, ready, readyNote).catch(async (e: unknown) => {
     await server.close(0);
     throw new Error(`cannot listen on ${config.opsHost}:${config.opsPort} for /metrics: ${(e as Error).message} (OPS_PORT and OPS_HOST choose others)`);

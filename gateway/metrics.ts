@@ -57,6 +57,15 @@ export class GatewayMetrics {
     this.crowdParticipants = count;
   }
 
+  /** The layouts in use here (sockets held, or asked for lately) and their registered displays, read at each scrape. */
+  watchDestinations(inUse: () => Iterable<string>, count: (layoutId: string) => Promise<number>): void {
+    this.destinationsInUse = inUse;
+    this.destinationCount = count;
+  }
+
+  private destinationsInUse: () => Iterable<string> = () => [];
+  private destinationCount: (layoutId: string) => Promise<number> = () => Promise.resolve(0);
+
   private readonly cacheHit = this.tokenCache.series('hit');
   private readonly cacheMiss = this.tokenCache.series('miss');
 
@@ -92,6 +101,20 @@ export class GatewayMetrics {
       registers: [this.registry],
       collect() {
         this.set(sockets());
+      },
+    });
+    const inUse = () => this.destinationsInUse();
+    const destinations = (layoutId: string) => this.destinationCount(layoutId);
+    new Gauge({
+      name: 'audience_gateway_layout_destinations',
+      help: "Displays the venue bridges register for each layout in use on this process (its live sockets, or asked for in the last 5 minutes): 0 while phones use a layout means no bridge plays it.",
+      labelNames: ['layout'],
+      registers: [this.registry],
+      async collect() {
+        const layouts = [...new Set(inUse())];
+        const counts = await Promise.all(layouts.map((l) => destinations(l).catch(() => null)));
+        this.reset();
+        layouts.forEach((l, i) => counts[i] !== null && this.labels(l).set(counts[i]!));
       },
     });
     // Pre-create the bounded label sets so dashboards see zeros rather than gaps.

@@ -168,7 +168,7 @@ export function adminApiRoutes(d: AdminDeps): Route[] {
               })),
               ...(l.zones.length > 0 && { zones: l.zones }),
               ...(l.light && { light: l.light }),
-              ...(await d.destinations.both(l.layoutId).then((x) => ({ destinationCount: x.count, displaysReachable: x.reachable }))),
+              ...(await d.destinations.both(l.layoutId, false).then((x) => ({ destinationCount: x.count, displaysReachable: x.reachable }))),
               ...(l.tokensRevokedBefore > 0 && { tokensRevokedBefore: new Date(l.tokensRevokedBefore).toISOString() }),
             })),
           ),

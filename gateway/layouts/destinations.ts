@@ -14,9 +14,11 @@ export interface Destinations {
 }
 
 const FRESH_MS = 1000;
+/** A layout asked for within this long is in use (the gauge of displays reports it). */
+const IN_USE_MS = 5 * 60_000;
 
 export class DestinationCounts {
-  private readonly counts = new Map<string, { value: Destinations; at: number; refreshing: boolean }>();
+  private readonly counts = new Map<string, { value: Destinations; at: number; refreshing: boolean; askedAt: number }>();
 
   constructor(
     private readonly redis: RedisClient,
@@ -34,15 +36,21 @@ export class DestinationCounts {
     return (await this.both(layoutId)).count;
   }
 
+  /** The same, for a metric: a layout read this way is not taken as in use. */
+  async countQuietly(layoutId: string): Promise<number> {
+    return (await this.both(layoutId, false)).count;
+  }
+
   /** The registrations and the reachable displays, as count() reads them. */
-  async both(layoutId: string): Promise<Destinations> {
+  async both(layoutId: string, asked = true): Promise<Destinations> {
     const c = this.counts.get(layoutId);
     const now = this.now();
     if (!c) {
       const value = await this.read(layoutId).catch(() => ({ count: 0, reachable: 0 }));
-      this.counts.set(layoutId, { value, at: now, refreshing: false });
+      this.counts.set(layoutId, { value, at: now, refreshing: false, askedAt: asked ? now : -Infinity });
       return value;
     }
+    if (asked) c.askedAt = now;
     if (now - c.at >= FRESH_MS && !c.refreshing) {
       c.refreshing = true;
       this.read(layoutId)
@@ -51,5 +59,12 @@ export class DestinationCounts {
         .finally(() => (c.refreshing = false));
     }
     return c.value;
+  }
+
+  /** The layouts asked for within IN_USE_MS; those asked for before are forgotten. */
+  recent(): string[] {
+    const from = this.now() - IN_USE_MS;
+    for (const [layoutId, c] of this.counts) if (c.askedAt < from) this.counts.delete(layoutId);
+    return [...this.counts.keys()];
   }
 }

@@ -160,6 +160,11 @@ export class LiveChannel {
   }
 
   /** Whether sockets of the layout are open on this process. */
+  /** The layouts this process holds sockets of. */
+  layouts(): string[] {
+    return this.registry.layouts();
+  }
+
   holds(layoutId: string): boolean {
     return this.registry.hasLayout(layoutId);
   }

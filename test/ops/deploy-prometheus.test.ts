@@ -6,6 +6,7 @@
 import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { promisify } from 'node:util';
+import { parse } from 'yaml';
 import type { ChildProcess } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEMO_LAYOUT } from '../helpers/gateway.js';
@@ -59,6 +60,20 @@ describe('deploy/prometheus and deploy/grafana', () => {
     expect(check.stdout).toMatch(/SUCCESS: \d+ rules found/);
     const tests = await run('promtool', ['test', 'rules', 'deploy/prometheus/alerts.test.yml']);
     expect(tests.stdout).toContain('SUCCESS');
+  });
+
+  it('every alert has a runbook (its row in docs/operations.md), a unit test that fires it and one that keeps it quiet', () => {
+    const rules = (parse(readFileSync(ALERTS, 'utf8')) as { groups: { rules: { alert: string; annotations: Record<string, string> }[] }[] }).groups.flatMap((g) => g.rules);
+    expect(rules.length).toBeGreaterThanOrEqual(23);
+    const operations = readFileSync('docs/operations.md', 'utf8');
+    const tests = (parse(readFileSync('deploy/prometheus/alerts.test.yml', 'utf8')) as { tests: { alert_rule_test: { alertname: string; exp_alerts: unknown[] }[] }[] }).tests.flatMap((t) => t.alert_rule_test);
+    for (const { alert, annotations } of rules) {
+      const anchor = /^docs\/operations\.md#([a-z0-9-]+)$/.exec(annotations.runbook_url ?? '')?.[1];
+      expect(anchor, `${alert}: runbook_url ${annotations.runbook_url}`).toBeDefined();
+      expect(operations, `${alert}: docs/operations.md has no anchor ${anchor}`).toContain(`<a id="${anchor}"></a>\`${alert}\``);
+      expect(tests.some((t) => t.alertname === alert && t.exp_alerts.length > 0), `${alert}: a test that fires it`).toBe(true);
+      expect(tests.some((t) => t.alertname === alert && t.exp_alerts.length === 0), `${alert}: a test that keeps it quiet`).toBe(true);
+    }
   });
 
   it('every metric an alert or a panel names is exposed by a real gateway or bridge', async () => {
