@@ -3,6 +3,7 @@
 // above 1, a supervisor of that many gateway workers on one port) -> signals.
 //   audience-gateway                 serve (settings from the environment; see the README)
 //   audience-gateway --check-config  validate the settings and exit (systemd ExecStartPre)
+//   audience-gateway --version       print its version and the Node it runs on, and exit
 import { SystemdNotifier } from '../runtime/systemd.js';
 import { startGateway } from './app.js';
 import { ConfigError, loadConfig, redisTarget } from './config.js';
@@ -14,9 +15,15 @@ import { describeTarget, tlsHandshakeProblem } from '../runtime/redis.js';
 import { tlsVerificationOff } from '../runtime/redis-tls.js';
 import { KekError, loadKek } from './store/signing-kek.js';
 import { stopSignal } from '../runtime/signals.js';
+import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
 async function main(argv: string[]): Promise<number> {
+  if (argv.includes('--version')) {
+    const { version } = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
+    process.stdout.write(`audience-gateway ${version} (Node ${process.version})\n`);
+    return 0;
+  }
   let config;
   try {
     config = loadConfig();

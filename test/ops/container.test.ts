@@ -61,8 +61,8 @@ beforeAll(async () => {
   chmodSync(`${dir}/kek/signing-kek`, 0o440);
   chmodSync(dir, 0o755);
 
-  // the machine's Node (the one running this test) as the base, the peers from the machine's packages
-  await run('bash', ['deploy/container/local-node-base.sh', BASE], { NODE: process.execPath });
+  // Node 22 LTS as the base (the script's own choice, whatever Node runs this test), the peers from the machine's packages
+  await run('bash', ['deploy/container/local-node-base.sh', BASE]);
   await imageOfHostPrograms(PEERS, ['/usr/bin/redis-server', '/usr/bin/redis-cli', '/usr/bin/oscdump']);
   await run('podman', ['build', '--layers=false', '--network', 'host', '--build-arg', `BASE=${BASE}`, '-f', 'deploy/Containerfile', '-t', IMAGE, '.'], {}, 600_000);
 
@@ -97,6 +97,11 @@ afterAll(async () => {
 }, 120_000);
 
 describe('the container image', () => {
+  it('runs on Node 22 LTS, whatever Node the machine that built it runs: audience-gateway --version says so', async () => {
+    const version = (await podman(['run', '--rm', '--read-only', '--cap-drop', 'ALL', IMAGE, 'audience-gateway', '--version'])).trim();
+    expect(version).toMatch(/^audience-gateway \d+\.\d+\.\d+ \(Node v22\.\d+\.\d+\)$/);
+  });
+
   it('runs audience-gateway by default as uid 10001; has audiencectl and audience-bridge; carries no npm, compiler, development dependency or other platform\'s binary', async () => {
     const [config] = JSON.parse(await podman(['image', 'inspect', IMAGE])) as { Config: { Cmd: string[]; User: string } }[];
     expect(config!.Config.Cmd).toEqual(['audience-gateway']);
