@@ -71,7 +71,12 @@ beforeAll(async () => {
       c.on('error', () => resolve(false));
     }), 10_000);
   // the shipped files, with only the certificate, the listen address and the gateways' ports changed
-  const upstreams = (text: string) => text.replace('127.0.0.1:8080', `127.0.0.1:${ports[0]}`).replace('127.0.0.1:8081', `127.0.0.1:${ports[1]}`);
+  const upstreams = (text: string) =>
+    text
+      .replace('127.0.0.1:8080', `127.0.0.1:${ports[0]}`)
+      .replace('127.0.0.1:8081', `127.0.0.1:${ports[1]}`)
+      .replace('check port 9464', `check port ${gateways[0]!.opsPort}`)
+      .replace('check port 9465', `check port ${gateways[1]!.opsPort}`);
   const nginxPort = await freePort();
   const site = upstreams(readFileSync(NGINX, 'utf8'))
     .replace('/etc/ssl/audience/fullchain.pem', join(dir, 'cert.pem'))
