@@ -86,6 +86,11 @@ describe('deploy/prometheus and deploy/grafana', () => {
     expect(missing).toEqual([]);
     // and the dashboard shows each part the SREs watch
     const titles = panels.map((p) => p.title.toLowerCase()).join(' | ');
-    for (const part of ['requests', 'latency', 'live sockets', 'crowd', 'redis', 'lag', 'lateness', 'displays']) expect(titles).toContain(part);
+    for (const part of ['requests', 'latency', 'live sockets', 'crowd', 'redis', 'lag', 'lateness', 'displays', 'event-loop lag', 'cpu', 'memory', 'up and ready', 'opened', 'refused, by code', 'send errors']) expect(titles).toContain(part);
+    // an on-call narrows it to instances and layouts: every query of the processes' series takes the instance variable
+    const dashboard = JSON.parse(readFileSync(DASHBOARD, 'utf8')) as { templating: { list: { name: string; query?: { query: string } }[] } };
+    expect(dashboard.templating.list.map((v) => v.name)).toEqual(['datasource', 'instance', 'layout']);
+    for (const p of panels) for (const t of p.targets ?? []) for (const [selector] of t.expr.matchAll(/\baudience_[a-z0-9_]+\{[^}]*\}/g)) expect(selector, `${p.title}: ${t.expr}`).toContain('instance=~"$instance"');
+    for (const p of panels) for (const t of p.targets ?? []) expect(t.expr, `${p.title}: a series outside a selector`).not.toMatch(/\baudience_[a-z0-9_]+(?![a-z0-9_{])/);
   });
 });
