@@ -36,11 +36,7 @@ let b: GatewayProcess;
 beforeAll(async () => {
   prefix = randomPrefix();
   const layouts: LayoutDefinition[] = CASES.flatMap((c) => WAYS.map((w) => ({ ...CROWD_LAYOUT, layoutId: layoutOf(c, w) })));
-  const seeded = await seedLayout(redis.get().server.url, prefix, layouts[0]!);
-  const team = (await seeded.admin.hget(`${prefix}layout:{${layouts[0]!.layoutId}}`, 'team'))!;
-  const { createStores } = await import('../../gateway/store/stores.js');
-  const stores = createStores(seeded.admin, prefix);
-  for (const l of layouts.slice(1)) await stores.layouts.import(team, l);
+  const seeded = await seedLayout(redis.get().server.url, prefix, layouts[0]!, ...layouts.slice(1));
   apiKey = seeded.apiKey;
   seeded.admin.disconnect();
   for (const l of layouts) dumps.set(l.layoutId, await startOscdump());

@@ -30,11 +30,7 @@ beforeAll(async () => {
   const prefix = randomPrefix();
   env = { REDIS_URL: redis.get().server.url, REDIS_PREFIX: prefix };
   const layouts: LayoutDefinition[] = CASES.map((c) => ({ ...CROWD_LAYOUT, layoutId: layoutOf(c) }));
-  const seeded = await seedLayout(env.REDIS_URL, prefix, layouts[0]!);
-  const team = (await seeded.admin.hget(`${prefix}layout:{${layouts[0]!.layoutId}}`, 'team'))!;
-  const { createStores } = await import('../../gateway/store/stores.js');
-  const stores = createStores(seeded.admin, prefix);
-  for (const l of layouts.slice(1)) await stores.layouts.import(team, l);
+  const seeded = await seedLayout(env.REDIS_URL, prefix, layouts[0]!, ...layouts.slice(1));
   apiKey = seeded.apiKey;
   seeded.admin.disconnect();
   for (const l of layouts) dumps.set(l.layoutId, await startOscdump());

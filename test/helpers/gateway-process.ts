@@ -73,14 +73,15 @@ export async function spawnGateway(env: Record<string, string>, timeoutMs = 15_0
 }
 
 /**
- * A team with `layout` imported and an API key, on `redisUrl` under `prefix`, for gateway processes
- * spawned on that data; `admin` stays open for the test's own reads (disconnect it after).
+ * A team with `layout` (and `more` layouts) imported and an API key, on `redisUrl` under `prefix`,
+ * for gateway processes spawned on that data; `admin` stays open for the test's own reads
+ * (disconnect it after).
  */
-export async function seedLayout(redisUrl: string, prefix: string, layout: LayoutDefinition): Promise<{ apiKey: string; admin: Redis }> {
+export async function seedLayout(redisUrl: string, prefix: string, layout: LayoutDefinition, ...more: LayoutDefinition[]): Promise<{ apiKey: string; admin: Redis }> {
   const admin = new Redis(redisUrl);
   const stores = createStores(admin, prefix);
   const team = await stores.teams.create('Spawned gateways');
-  await stores.layouts.import(team.teamId, layout);
+  for (const l of [layout, ...more]) await stores.layouts.import(team.teamId, l);
   return { apiKey: (await stores.apiKeys.create(team.teamId, { name: 'backend' })).apiKey, admin };
 }
 
