@@ -4,6 +4,7 @@
 // serves the API, runs a bridge for the demo layout aimed at an OSC monitor that prints what it
 // receives (DEMO_OSC_PORT or 9000), and prints a walk-through. With REDIS_URL it uses that Redis.
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -56,10 +57,19 @@ async function stopChild(child: ChildProcess | undefined): Promise<void> {
   await exited;
 }
 
+/**
+ * The Node flags a built program's shebang gives it (`#!/usr/bin/env -S node --flag ...`): the demo
+ * runs the bridge as its shebang and its unit do, with its V8 flags (bridge/node-flags.ts).
+ */
+function shebangFlags(file: string): string[] {
+  return (readFileSync(file, 'utf8').split('\n', 1)[0] ?? '').split(/\s+/).filter((word) => word.startsWith('--'));
+}
+
 /** The real audience-bridge process for the demo layout; resolves once it runs. Its warnings go to stderr. */
 async function startDemoBridge(redisUrl: string, prefix: string, layoutId: string, target: string): Promise<ChildProcess> {
   const opsPort = process.env.DEMO_BRIDGE_OPS_PORT ?? '9465';
-  const child = spawn(process.execPath, [join(ROOT, 'dist/bridge/main.js'), '--layout', layoutId, '--target', target, '--redis', redisUrl, '--bridge-id', 'demo-bridge', '--ops-port', opsPort], {
+  const main = join(ROOT, 'dist/bridge/main.js');
+  const child = spawn(process.execPath, [...shebangFlags(main), main, '--layout', layoutId, '--target', target, '--redis', redisUrl, '--bridge-id', 'demo-bridge', '--ops-port', opsPort], {
     env: { ...process.env, REDIS_PREFIX: prefix, LOG_LEVEL: 'info' },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
