@@ -104,7 +104,7 @@ describe('signing secrets at rest', () => {
     }
     expect(() => loadKek(kekAt('own', good, 0o600))).not.toThrow();
     expect(() => loadKek(kekAt('own-group', good, 0o640, process.getgid!()))).not.toThrow();
-  });
+  }, 90_000); // 14 gateway processes started one after another: past 30 s once beside a busy neighbour
 
   it('a gateway given another KEK refuses to start, naming the file; rewrap moves the keys to a new KEK, under which earlier tokens still verify', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'ac-kek-'));
