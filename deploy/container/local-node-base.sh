@@ -4,11 +4,12 @@
 # runs: Node 20 reached its end of life on 2026-04-30): node, the host's npm, a POSIX shell (dash) and env, the shared libraries ldd lists for them, and
 # the machine's certificate authorities, imported with podman as IMAGE (default localhost/node-base). Build on it with
 #   podman build --build-arg BASE=localhost/node-base -f deploy/Containerfile .
-# Usage: deploy/container/local-node-base.sh [IMAGE]   (NODE=/path/to/node picks another Node)
+# Usage: deploy/container/local-node-base.sh [IMAGE]   (BASE_NODE=/path/to/node picks another Node;
+# not NODE, which npm sets to the Node that runs it)
 # The host's npm builds the image's dependencies (npm 10 runs on Node 20 to 24); the image keeps none.
 set -euo pipefail
 image=${1:-localhost/node-base}
-node=$(readlink -f "${NODE:-$(bash "$(dirname "$0")/../../scripts/node.sh" 22)}")
+node=$(readlink -f "${BASE_NODE:-$(bash "$(dirname "$0")/../../scripts/node.sh" 22)}")
 npm_dir=$(dirname "$(dirname "$(readlink -f "$(command -v npm)")")")
 root=$(mktemp -d)
 trap 'rm -rf "$root"' EXIT
