@@ -105,6 +105,9 @@ write(
     ' Runs on the venue host next to the displays: reads the action streams of its',
     ' layouts from Redis and sends every action as timed OSC over UDP to each display.',
     ' Includes audience-osc-monitor, which prints the OSC a UDP port receives.',
+    ' Runs on Node.js 22 or 24 LTS (Node.js 20 still runs it, but reached its end of',
+    " life on 2026-04-30); venue.md in /usr/share/doc/audience-bridge lists each",
+    " version's end of life.",
     '',
   ].join('\n'),
 );

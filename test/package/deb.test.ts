@@ -75,6 +75,8 @@ describe('npm run package: the bridge as a Debian package', () => {
     expect(info.out).toContain(` Version: ${PKG.version}\n`);
     expect(info.out).toMatch(/^ Architecture: amd64$/m);
     expect(info.out).toMatch(/^ Depends: nodejs \(>= 20\), nodejs \(<< 25\), systemd$/m);
+    // which Node it runs on, in words an operator reads with apt show
+    expect(info.out).toMatch(/Runs on Node\.js 22 or 24 LTS \(Node\.js 20 still runs it, but reached its end of\n +life on 2026-04-30\)/);
     expect((await sh('dpkg-deb', ['--field', deb, 'Installed-Size'])).out.trim()).toMatch(/^\d+$/);
     expect((await sh('dpkg-deb', ['--ctrl-tarfile', deb])).code).toBe(0);
     const conffiles = await sh('bash', ['-c', `dpkg-deb --ctrl-tarfile '${deb}' | tar -xO ./conffiles`]);
