@@ -2,7 +2,9 @@
 // its own (helpers/hosts.ts), sending sACN (E1.31) multicast out of its interface, as a desk on
 // the venue network does. olad refuses root: it runs as the package's olad user, with a config
 // directory of its own in which every plugin but E1.31 is off. Frames go in through OLA's own
-// ola_streaming_client, one line of comma-separated channel values each.
+// ola_streaming_client, one line of comma-separated channel values each. It registers nothing with
+// DNS-SD: without a system D-Bus (none runs here) olad's Avahi client retried its connection about
+// 1,600 times a second, which took more than half a core from the renderers and the bridge.
 import { spawnSync, type ChildProcess } from 'node:child_process';
 import { chownSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -32,7 +34,7 @@ export async function startDesk(hosts: Hosts, host: Host, universe: number, prio
   writeFileSync(join(dir, 'ola-e131.conf'), `enabled = true\nip = ${host.ip}\ninput_ports = 1\noutput_ports = 1\nignore_preview = true\n`);
   for (const f of ['', ...OTHER_PLUGINS.map((p) => `ola-${p}.conf`), 'ola-e131.conf']) chownSync(join(dir, f), uid, gid);
   let out = '';
-  const olad = hosts.run(host, 'runuser', ['-u', 'olad', '--', 'olad', '-c', dir, '-l', '2']);
+  const olad = hosts.run(host, 'runuser', ['-u', 'olad', '--', 'olad', '-c', dir, '-l', '2', '--no-register-with-dns-sd']);
   olad.stdout?.on('data', (d: Buffer) => (out += String(d)));
   olad.stderr?.on('data', (d: Buffer) => (out += String(d)));
   let device = '';
@@ -79,7 +81,7 @@ export async function startRig(hosts: Hosts, host: Host, o: { sacn: readonly num
   for (const f of ['', ...others.map((p) => `ola-${p}.conf`), 'ola-e131.conf', 'ola-artnet.conf']) chownSync(join(dir, f), uid, gid);
   let out = '';
   // level 2: the synchronous ola_* calls below leave olad's output unread meanwhile, and a full pipe would stop it
-  const olad = hosts.run(host, 'runuser', ['-u', 'olad', '--', 'olad', '-c', dir, '-l', '2']);
+  const olad = hosts.run(host, 'runuser', ['-u', 'olad', '--', 'olad', '-c', dir, '-l', '2', '--no-register-with-dns-sd']);
   olad.stdout?.on('data', (d: Buffer) => (out += String(d)));
   olad.stderr?.on('data', (d: Buffer) => (out += String(d)));
   const devices = async (): Promise<{ e131: string; artnet: string }> => {
