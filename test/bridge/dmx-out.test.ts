@@ -318,7 +318,10 @@ describe('stale crowd input', () => {
   it('a bridge that stops sends each route its fallback, then ends its sources with Stream_Terminated', async () => {
     const stoppedAt = Date.now();
     await stopProcess(children[1]!, 'SIGTERM');
-    // the capture ends, so that its file holds the last frames
+    // the capture file is written behind the wire (SIGINT to tshark once ended it before the frames
+    // of the bridge's last 110 ms were in it): wait for the source's end to be written, then end it
+    const ended = () => frames('sacn').filter((f) => f.universe === CROWD_U && f.at >= stoppedAt && f.terminated).length >= 3;
+    await eventually(ended, 10_000).catch(() => {}); // judged below, on what the capture holds
     if (tshark) await stopProcess(tshark, 'SIGINT');
     const after = frames('sacn').filter((f) => f.universe === CROWD_U && f.at >= stoppedAt);
     const terminated = after.filter((f) => f.terminated);

@@ -21,7 +21,7 @@ const walk = (dir: string): string[] =>
     const p = join(dir, f);
     return statSync(p).isDirectory() ? walk(p) : [p];
   });
-const CODE = ['gateway', 'bridge', 'bench', 'loadtest', 'scripts', 'runtime', 'client', 'test/helpers'].flatMap((d) => walk(join(ROOT, d))).filter((p) => /\.(ts|mjs|sh)$/.test(p)).map((p) => readFileSync(p, 'utf8'));
+const CODE = ['gateway', 'bridge', 'bench', 'loadtest', 'scripts', 'runtime', 'client', 'test/helpers', 'deploy'].flatMap((d) => walk(join(ROOT, d))).filter((p) => /\.(ts|mjs|sh)$/.test(p)).map((p) => readFileSync(p, 'utf8'));
 const DOCS = ['README.md', 'bench/README.md', ...readdirSync(join(ROOT, 'docs')).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`)].map((d) => ({ doc: d, text: readFileSync(join(ROOT, d), 'utf8') }));
 
 /** Each name in `found` that `known` lacks, with the pages that name it. */
@@ -34,7 +34,8 @@ function unknown(found: Iterable<[string, string]>, known: ReadonlySet<string>):
 describe('settings the docs name', () => {
   it('are declared by the gateway\'s configuration or read by the code', () => {
     const known = new Set<string>(Object.values(configProperties()).map((p) => p['x-env']));
-    for (const text of CODE) for (const m of text.matchAll(/env(?:\.|\[['"])([A-Z][A-Z0-9_]+)|export const ([A-Z][A-Z0-9_]+)/g)) known.add((m[1] ?? m[2])!); // a setting read, or a table the code exports
+    // a setting read (in a shell script, with a default: ${NAME:-...}), or a table the code exports
+    for (const text of CODE) for (const m of text.matchAll(/env(?:\.|\[['"])([A-Z][A-Z0-9_]+)|export const ([A-Z][A-Z0-9_]+)|\$\{([A-Z][A-Z0-9_]+):-/g)) known.add((m[1] ?? m[2] ?? m[3])!);
     // OSCQuery's attribute names (docs/venue.md), written like settings
     for (const name of ['HOST_INFO', 'FULL_PATH', 'OSC_IP', 'OSC_PORT', 'OSC_TRANSPORT', 'PATH_CHANGED', 'WS_PORT']) known.add(name);
     const named = DOCS.flatMap(({ doc, text }) => [...text.matchAll(/`([A-Z][A-Z0-9]*_[A-Z0-9_]+)(?:=[^`]*)?`/g)].map((m): [string, string] => [m[1]!, doc]));
