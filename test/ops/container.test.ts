@@ -110,6 +110,7 @@ describe('the container image', () => {
       const bin = path.dirname(process.execPath);
       console.log(JSON.stringify({
         uid: process.getuid(),
+        abi: process.versions.modules,
         npm: ['npm', 'npx', 'corepack', 'yarn'].filter((n) => fs.existsSync(path.join(bin, n))),
         globalModules: fs.existsSync(path.resolve(bin, '../lib/node_modules')),
         dev: ['typescript', 'vitest', 'eslint', '@types', 'playwright-core', 'autocannon'].filter((m) => fs.existsSync('/app/node_modules/' + m)),
@@ -119,9 +120,10 @@ describe('the container image', () => {
         commands: fs.readdirSync('/app/bin').sort(),
       }));`;
     const inside = JSON.parse(await podman(['run', '--rm', '--read-only', IMAGE, 'node', '-e', look])) as Record<string, unknown>;
+    // the uWebSockets.js binary of the image's own Node (22: ABI 127), not of the Node that built it
     expect(inside).toEqual({
-      uid: 10001, npm: [], globalModules: false, dev: [], maps: 0, sources: 0,
-      uws: [`uws_linux_x64_${process.versions.modules}.node`],
+      uid: 10001, abi: '127', npm: [], globalModules: false, dev: [], maps: 0, sources: 0,
+      uws: ['uws_linux_x64_127.node'],
       commands: ['audience-bridge', 'audience-gateway', 'audience-loadtest', 'audience-osc-monitor', 'audiencectl'],
     });
     for (const command of ['audiencectl', 'audience-bridge']) {
