@@ -130,7 +130,7 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
   const keyring = new SigningKeyring(stores.signingKeys); // its reload makes a signing key when Redis has none
   metrics.watchSigningKeys(() => keyring.unreadable);
   /** what /readyz adds to a 200: each problem that does not stop this gateway serving, or null */
-  const readyNote = () => [writesNote, clockNote(), tlsOff, eviction?.problem ?? null, keyring.problem()].filter((n) => n !== null).join('; ') || null;
+  const readyNote = () => [writes.note(), clockNote(), tlsOff, eviction?.problem ?? null, keyring.problem()].filter((n) => n !== null).join('; ') || null;
   const apiKeys = new ApiKeyAuth(stores.apiKeys, now, (e) => log.warn({ err: e }, 'could not record lastUsedAt'), timed);
   const layouts = new LayoutCache(stores.layouts, timed);
   try {
@@ -193,7 +193,7 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
   const refusals = new SummaryLog(log, 'warn', 'requests refused by a rate limit (count of the interval)', 10_000, now);
   const participants = new ParticipantLimits(config.participantsTracked, now, (kind) => refusals.count(kind));
   const mints = new MintLimits({ ratePerSecond: config.mintRatePerSecond, burst: config.mintBurst }, now, () => refusals.count('mints'));
-  const writes = new WriteHealth(metrics.registry, log, config.redisMemoryReadyShare, now);
+  const writes = new WriteHealth(metrics.registry, log, redis, config.redisMemoryReadyShare, now);
   const actions = new ActionLog(
     redis,
     stores.keys,
@@ -298,24 +298,7 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
   sockets.live = live;
   for (const r of fallbackRoutes(server.patterns())) server.mount(r); // 405 with Allow on known paths, 404 elsewhere
   const port = await server.listen(config.host, config.port);
-  // Not ready only while this process cannot reach Redis. Writes Redis refuses and memory near its
-  // maxmemory are a note on a 200 (write-health.ts): the same Redis serves every gateway, and a 503
-  // would take them all out of rotation at once.
-  let writesNote: string | null = null;
-  writes.watch(redis);
-  const ready = async (): Promise<string | null> => {
-    try {
-      await redis.ping();
-    } catch (e) {
-      return `Redis unreachable (${(e as Error).message})`;
-    }
-    try {
-      writesNote = await writes.problem(redis);
-    } catch (e) {
-      writesNote = `Redis does not answer INFO (${(e as Error).message})`;
-    }
-    return null;
-  };
+  const ready = () => writes.ready();
   metrics.watchCrowd(() => deps.crowd.participants());
   metrics.watchDestinations(() => [...deps.destinations.recent(), ...live.layouts()], (layoutId) => deps.destinations.countQuietly(layoutId));
   const ops = await startOpsServer(config.opsHost, config.opsPort, metrics.registry, ready, readyNote).catch(async (e: unknown) => {

@@ -19,7 +19,8 @@ const RATIO_FRESH_MS = 5000;
 export class WriteHealth {
   private readonly refused: Counter<'reason'>;
   private readonly memoryGauge: Gauge;
-  private redis: RedisClient | null = null;
+  /** what the last readiness check found of the writes, for /readyz's note */
+  private writesNote: string | null = null;
   private ratio = 0;
   private ratioAt = -Infinity;
   private readonly log: SummaryLog;
@@ -28,6 +29,8 @@ export class WriteHealth {
   constructor(
     registry: Registry,
     log: Logger,
+    /** the process's request-path client: what /readyz pings and the gauge reads */
+    private readonly redis: RedisClient,
     /** used memory at or past this share of maxmemory makes the gateway not ready */
     private readonly memoryShare: number,
     private readonly now: () => number = Date.now,
@@ -45,16 +48,28 @@ export class WriteHealth {
     this.log.count(reason, detail);
   }
 
-  /** The Redis the gauge reads (the process's request-path client). */
-  watch(redis: RedisClient): void {
-    this.redis = redis;
+  /**
+   * /readyz: not ready (the reason) only while this process cannot reach Redis. What it finds of
+   * the writes (refused, or memory near maxmemory) is kept for note(): the same Redis serves every
+   * gateway, and a 503 would take them all out of rotation at once.
+   */
+  async ready(): Promise<string | null> {
+    try {
+      await this.redis.ping();
+    } catch (e) {
+      return `Redis unreachable (${(e as Error).message})`;
+    }
+    this.writesNote = await this.problem(this.redis).catch((e: unknown) => `Redis does not answer INFO (${(e as Error).message})`);
+    return null;
   }
 
-  /**
-   * Why writes cannot be trusted to succeed now, or null: a recent refusal, or used memory near
-   * maxmemory. A note for /readyz, not a reason to leave the balancer.
-   */
-  async problem(redis: RedisClient): Promise<string | null> {
+  /** What the last readiness check found of the writes, or null: a note on /readyz's 200. */
+  note(): string | null {
+    return this.writesNote;
+  }
+
+  /** Why writes cannot be trusted to succeed now, or null: a recent refusal, or used memory near maxmemory. */
+  private async problem(redis: RedisClient): Promise<string | null> {
     if (this.last && this.now() - this.last.at < REFUSAL_MEMORY_MS) {
       return `Redis refuses writes (${this.last.reason}, ${this.now() - this.last.at} ms ago)`;
     }
@@ -81,7 +96,8 @@ export class WriteHealth {
 
   /** A scrape: the share as last read, read again when older than RATIO_FRESH_MS (a Redis away keeps the last). */
   private async collectRatio(): Promise<void> {
-    if (this.redis && this.now() - this.ratioAt >= RATIO_FRESH_MS) await this.memory(this.redis).catch(() => {});
+    // a Redis away keeps the last reading: /readyz and redis_errors say it is away
+    if (this.now() - this.ratioAt >= RATIO_FRESH_MS) await this.memory(this.redis).catch(() => {});
     this.memoryGauge.set(this.ratio);
   }
 
