@@ -5,6 +5,7 @@
 // 60 s), and a DMX route on the crowd never went stale when the show ended. Two real gateway
 // processes on one Redis, a real bridge, liblo's oscdump as the display.
 import { decodeJwt } from 'jose';
+import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Bridge } from '../../bridge/app.js';
 import type { LayoutDefinition } from '../../schemas/types.js';
@@ -17,7 +18,7 @@ import { startOscdump, type Oscdump } from '../helpers/oscdump.js';
 import { randomPrefix, useRedis } from '../helpers/redis.js';
 
 const redis = useRedis();
-const CASES = ['end', 'before', 'sub'] as const;
+const CASES = ['end', 'before', 'sub', 'missed'] as const;
 const layoutOf = (c: string) => `revoked-${c}`;
 
 let env: { REDIS_URL: string; REDIS_PREFIX: string };
@@ -96,6 +97,19 @@ describe('revoked participants leave the crowd on every gateway process', () => 
     await shows(layoutId, { value: [4, 0, 6], n: 10 }, 5000);
     await audiencectlJson(env, 'token', 'revoke', '--layout', layoutId, '--before', cut);
     await shows(layoutId, { value: [0, 0, 6], n: 6 }, 2000);
+  }, 30_000);
+
+  it('a revocation whose message no process heard: the re-check of the caches (CACHE_RECHECK_MS, 5 s) finds it, and the participants leave', async () => {
+    const layoutId = layoutOf('missed');
+    const tokens = await Promise.all(Array.from({ length: 6 }, () => mint(layoutId)));
+    await vote(layoutId, tokens, 0);
+    await shows(layoutId, { value: [6, 0, 0], n: 6 }, 5000);
+    // the end of the show written straight to Redis, with no invalidation message
+    const admin = new Redis(env.REDIS_URL);
+    const key = `${env.REDIS_PREFIX}layout:{${layoutId}}`;
+    await admin.multi().hset(key, 'tokensRevokedBefore', String(Date.now())).hincrby(key, 'version', 1).exec();
+    admin.disconnect();
+    await shows(layoutId, { value: [0, 0, 0], n: 0 }, 5000 + 3000);
   }, 30_000);
 
   it('one participant (--sub): it leaves, on whichever process counted it; the others stay', async () => {
