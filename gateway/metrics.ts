@@ -112,9 +112,10 @@ export class GatewayMetrics {
       registers: [this.registry],
       async collect() {
         const layouts = [...new Set(inUse())];
-        const counts = await Promise.all(layouts.map((l) => destinations(l).catch(() => null)));
+        // never rejects: a read Redis fails keeps the layout's last count (DestinationCounts)
+        const counts = await Promise.all(layouts.map((l) => destinations(l)));
         this.reset();
-        layouts.forEach((l, i) => counts[i] !== null && this.labels(l).set(counts[i]!));
+        layouts.forEach((l, i) => this.labels(l).set(counts[i]!));
       },
     });
     // Pre-create the bounded label sets so dashboards see zeros rather than gaps.
