@@ -113,10 +113,16 @@ describe('one participant over four gateway processes', () => {
       brief.ws!.close();
       await closed;
     }
-    const past = await attemptLive(processes[1]!.url, liveProtocols(token));
-    expect(past.ws, String(past.status)).toBeDefined();
-    const code = await Promise.race([new Promise<number>((r) => past.ws!.once('close', (c) => r(c))), new Promise<'open'>((r) => setTimeout(() => r('open'), 3000))]);
-    expect(code).toBe(4029);
+    // The first open on processes[1] upgrades after an await: uWS may drop it at once (1006,
+    // uNetworking/uWebSockets#1928) before the gateway closes it. The client opens again, as every
+    // client reconnects; that open is past the budget as well. At most twice.
+    const codes: (number | 'open')[] = [];
+    for (let attempt = 0; attempt < 3 && (codes.length === 0 || codes.at(-1) === 1006); attempt++) {
+      const past = await attemptLive(processes[1]!.url, liveProtocols(token));
+      expect(past.ws, String(past.status)).toBeDefined();
+      codes.push(await Promise.race([new Promise<number>((r) => past.ws!.once('close', (c) => r(c))), new Promise<'open'>((r) => setTimeout(() => r('open'), 3000))]));
+    }
+    expect(codes.at(-1), JSON.stringify(codes)).toBe(4029);
     const keptCode = await Promise.race([kept.closed.then((c) => c.code), new Promise<'open'>((r) => setTimeout(() => r('open'), 500))]);
     expect(keptCode).toBe('open');
   });
