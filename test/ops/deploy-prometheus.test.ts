@@ -4,7 +4,9 @@
 // real bridge exposes on its /metrics, so a renamed metric cannot leave a silent alert or an
 // empty panel behind.
 import { execFile } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { parse } from 'yaml';
 import type { ChildProcess } from 'node:child_process';
@@ -18,6 +20,7 @@ import { randomPrefix, useRedis } from '../helpers/redis.js';
 const run = promisify(execFile);
 const ALERTS = 'deploy/prometheus/alerts.yml';
 const DASHBOARD = 'deploy/grafana/audience-control.json';
+const REPO = resolve('.');
 /** Series that come from Prometheus and the blackbox exporter, not from the processes. */
 const FROM_PROMETHEUS = new Set(['up', 'probe_success']);
 
@@ -93,4 +96,24 @@ describe('deploy/prometheus and deploy/grafana', () => {
     for (const p of panels) for (const t of p.targets ?? []) for (const [selector] of t.expr.matchAll(/\baudience_[a-z0-9_]+\{[^}]*\}/g)) expect(selector, `${p.title}: ${t.expr}`).toContain('instance=~"$instance"');
     for (const p of panels) for (const t of p.targets ?? []) expect(t.expr, `${p.title}: a series outside a selector`).not.toMatch(/\baudience_[a-z0-9_]+(?![a-z0-9_{])/);
   });
+
+  it("the dashboard is a Grafana dashboard model (@grafana/schema's Dashboard type, strict tsc); a misspelt field is not", async () => {
+    // the JSON as an object literal typed Dashboard: every field name, enum and required field is checked
+    const dir = mkdtempSync(join(tmpdir(), 'ac-grafana-'));
+    try {
+      const dashboard = JSON.parse(readFileSync(DASHBOARD, 'utf8')) as { panels: Record<string, unknown>[] };
+      const check = async (model: unknown) => {
+        writeFileSync(join(dir, 'check.ts'), `import type { Dashboard } from '@grafana/schema';\nexport const dashboard: Dashboard = ${JSON.stringify(model, null, 1)};\n`);
+        writeFileSync(join(dir, 'tsconfig.json'), JSON.stringify({ compilerOptions: { strict: true, noEmit: true, module: 'NodeNext', moduleResolution: 'NodeNext', target: 'ES2022', types: [], typeRoots: [], baseUrl: '.', paths: { '@grafana/schema': [join(REPO, 'node_modules/@grafana/schema')] }, skipLibCheck: true }, files: ['check.ts'] }));
+        return run(process.execPath, [join(REPO, 'node_modules/typescript/bin/tsc'), '-p', dir], { timeout: 120_000 }).then(() => 'ok', (e: { stdout?: string }) => e.stdout ?? String(e));
+      };
+      expect(await check(dashboard)).toBe('ok');
+      const misspelt = structuredClone(dashboard);
+      misspelt.panels[0]!.gridpos = misspelt.panels[0]!.gridPos;
+      delete misspelt.panels[0]!.gridPos;
+      expect(await check(misspelt)).toMatch(/gridpos/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 180_000);
 });
