@@ -61,10 +61,11 @@ const CUT_AT_MS = 62_000;
 const CUT_MS = 10_000;
 /**
  * The lost host's processes count until their leases run out (3 s after their last summary), then
- * a bridge tick and the display's own lag: `n` may be high this long after the loss; and after the
- * venue's link is back.
+ * a bridge tick and the display's own lag, which under a loaded CI run reached about 1 s: `n` may
+ * be high this long after the loss (a CI run saw it high until 3.9 s after); and after the venue's
+ * link is back.
  */
-const EXACT_AGAIN_MS = 3500;
+const EXACT_AGAIN_MS = 5000;
 /** After the master's loss: the replica's election (a 1 s node timeout) and the leases of the summaries that could not be written meanwhile. */
 const FAILOVER_SETTLE_MS = 8000;
 
@@ -147,7 +148,9 @@ beforeAll(async () => {
     writeFileSync(join(dir, 'layout.json'), JSON.stringify(LAYOUT));
     await ctl('layout', 'import', '--team', teamId, join(dir, 'layout.json'));
     apiKey = (await ctl('key', 'create', '--team', teamId)).apiKey as string;
-    await Promise.all(gateways.slice(0, 2).map((g) => gatewayOn(g, seeds)));
+    // the third host's gateway starts now and joins the balancer at ADD_AT_MS, as a new pod does once
+    // ready: started under the show on two shared cores, it took up to 7 s to listen
+    await Promise.all(gateways.map((g) => gatewayOn(g, seeds)));
 
     execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', join(dir, 'key.pem'), '-out', join(dir, 'cert.pem'), '-days', '2', '-subj', '/CN=audience.test', '-addext', `subjectAltName=IP:${lb.ip}`], { stdio: 'ignore' });
     writeSite(gateways.slice(0, 2));
@@ -221,7 +224,6 @@ describe('a show across hosts (Redis Cluster on six hosts, three gateway hosts, 
     const lossAt = Date.now();
     hosts.lose(gateways[0]!);
     await wait(start + ADD_AT_MS - Date.now());
-    await gatewayOn(gateways[2]!, nodes.map((n) => `${n.ip}:6379`).join(','));
     writeSite(gateways);
     process.kill(Number(readFileSync(join(dir, 'nginx.pid'), 'utf8').trim()), 'SIGHUP');
     const addAt = Date.now();
@@ -259,12 +261,14 @@ describe('a show across hosts (Redis Cluster on six hosts, three gateway hosts, 
     recordFigure('show_hosts_reconnect_p99_ms', outage?.p99 ?? NaN, 'ms', 'the same, p99');
     recordFigure('show_hosts_back_from_loss_p50_ms', rank(0.5), 'ms', `${backFromLoss.length} sockets of the lost host: from the loss to the new socket's page`);
     recordFigure('show_hosts_back_from_loss_p99_ms', rank(0.99), 'ms', 'the same, p99');
-    recordFigure('show_hosts_vote_samples_under_after_loss', offIn(votes, lossAt + EXACT_AGAIN_MS, addAt, under), 'samples', "of the vote's n, below the least its acked votes gave, from 3.5 s after the lost host to the added one (its HTTP phones count again when they next vote)");
+    recordFigure('show_hosts_vote_samples_under_after_loss', offIn(votes, lossAt + EXACT_AGAIN_MS, addAt, under), 'samples', "of the vote's n, below the least its acked votes gave, from 5 s after the lost host to the added one (its HTTP phones count again when they next vote)");
     recordFigure('show_hosts_restates', r.counts.restates, 'frames', 'restatements of socket phones reconnected');
     recordFigure('show_hosts_vote_samples_over', overBeforeFailover(votes), 'samples', `of ${votes.length} samples of the vote's n (every 250 ms), above the most its acked votes gave, before the failover and outside the lost host's allowance (bound: 0)`);
     recordFigure('show_hosts_vote_samples_over_after_failover', overOutside(votes) - overBeforeFailover(votes), 'samples', 'the same, after the failover settled');
     recordFigure('show_hosts_vote_samples_off', offExact(votes), 'samples', `of ${votes.length} samples of the vote's n, above or below the range its acked votes gave, outside a fault's allowance`);
-    recordFigure('show_hosts_vote_samples_off_after_loss', offIn(votes, lossAt, lossAt + EXACT_AGAIN_MS), 'samples', 'the same, within 3.5 s of the lost host');
+    recordFigure('show_hosts_vote_samples_off_after_loss', offIn(votes, lossAt, lossAt + EXACT_AGAIN_MS), 'samples', 'the same, within 5 s of the lost host');
+    const overAfterLoss = votes.filter((v) => v.at >= lossAt && v.at < addAt && over(v)).map((v) => v.at - lossAt);
+    recordFigure('show_hosts_vote_over_after_loss_until_ms', overAfterLoss.at(-1) ?? 0, 'ms', "the last sample of the vote's n above the most its acked votes gave, after the lost host (its leases, a bridge tick, the display's lag)");
     recordFigure('show_hosts_vote_samples_off_failover', offIn(votes, failAt, failAt + FAILOVER_SETTLE_MS), 'samples', 'the same, within 8 s of the master failover');
     recordFigure('show_hosts_redis_commands_per_s', Math.round(commandsPerS), 'commands/s', 'the cluster, all six nodes, from the end of the doors to 2 s before the failover');
     recordFigure('show_hosts_acked_strings', r.counts.display_seen, 'actions', `Strings acked and shown; lost: ${r.counts.display_lost}`);
@@ -280,8 +284,10 @@ describe('a show across hosts (Redis Cluster on six hosts, three gateway hosts, 
     // counted once: up to the failover, outside the lost host's allowance, the display never shows
     // more participants than voted (a participant counted twice, a moved one still counted where it was)
     expect(votes.length).toBeGreaterThan(200);
-    expect(votes.filter((s) => s.at > addAt && s.at < failAt).length).toBeGreaterThan(20);
-    expect(overOutside(votes), JSON.stringify(votes.filter(over).slice(0, 20))).toBe(0);
+    const when = (t: number) => `${((t - start) / 1000).toFixed(1)} s`;
+    const faults = Object.entries(moments).map(([k, t]) => `${k} ${when(t)}`).join(', ');
+    expect(votes.filter((s) => s.at > addAt && s.at < failAt).length, faults).toBeGreaterThan(20);
+    expect(overOutside(votes), `${faults}; over at ${votes.filter(over).map((v) => `${when(v.at)} ${v.shown} [${v.expected.join('-')}]`).join(', ')}`).toBe(0);
     // the lost host's socket phones restated their votes on the hosts they reached
     expect(r.counts.restates).toBeGreaterThan(PHONES / 10);
     expect(votes.at(-1)!.shown).toBeGreaterThan(PHONES / 2);
