@@ -15,6 +15,7 @@
 // uses the global WebSocket; in Node pass one (the `ws` package).
 import { CLIENT_OP, CLOSE, CLOSE_ACTION, FRAME_LIMITS, SERVER_OP, liveSubprotocols, retryAfterOf, type CloseCode } from '../schemas/live-protocol.js';
 import type { ActionFrame, Control, CrowdFrame, LightFrame, PageFrame } from '../schemas/live-types.js';
+import { isErrorCode, type ErrorCode } from '../schemas/error-codes.js';
 import { ServerClock } from './server-clock.js';
 import { whenRefused, type Refusal, type SocketConstructor, type SocketLike } from './socket-like.js';
 
@@ -53,10 +54,19 @@ type WithoutFrameFields<T> = T extends unknown ? Omit<T, 'op' | 'ref' | 'idempot
 /** An action, its value typed by the control's type: a Slider's a number, a Toggle's a boolean, an XYPad's [x, y]. */
 export type Action = WithoutFrameFields<ActionFrame>;
 
-/** A refused action (the HTTP API's code: invalid_value, rate_limited, ...), a timeout, or a client that stopped. */
+/**
+ * Why a send failed: the gateway's error code (the HTTP API's: invalid_value, rate_limited, ...;
+ * a code this client does not know, from a newer gateway, is `internal` with the gateway's
+ * message), `timeout` (no answer in time: it may have been stored), or the client's state when it
+ * stopped or lost its token.
+ */
+export type LiveErrorCode = ErrorCode | 'timeout' | 'stopped' | 'unauthorized';
+export type { ErrorCode };
+
+/** A refused action, a timeout, or a client that stopped. */
 export class LiveError extends Error {
   constructor(
-    readonly code: string,
+    readonly code: LiveErrorCode,
     message: string,
     readonly retryAfterMs?: number,
     /** the action's idempotency key: send it again with this key to learn whether it was stored, without storing it twice */
@@ -481,7 +491,10 @@ export class LiveClient {
           this.acked(p);
           p.resolve({ held: frame.held === true });
         }
-        else p.reject(new LiveError(frame.error?.code ?? 'internal', frame.error?.message ?? 'refused', frame.error?.retryAfterMs));
+        else {
+          const code = frame.error?.code;
+          p.reject(new LiveError(code !== undefined && isErrorCode(code) ? code : 'internal', frame.error?.message ?? 'refused', frame.error?.retryAfterMs));
+        }
       }
     }
   }

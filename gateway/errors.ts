@@ -1,5 +1,9 @@
-// Every error the gateway and audiencectl report: a stable code, its HTTP status and a default message.
-// Callers switch on `code`; the README's error table lists each one (a test keeps them in step).
+// Every error the gateway and audiencectl report: a stable code (schemas/error-codes.ts), its HTTP
+// status and a default message. Callers switch on `code`; docs/api.md's error table lists each one
+// (a test keeps them in step).
+import type { ErrorCode } from '../schemas/error-codes.js';
+
+export type { ErrorCode };
 
 export const ERRORS = {
   // request shape
@@ -56,9 +60,7 @@ export const ERRORS = {
   key_not_found: { status: 404, message: 'No such API key.' },
   signing_key_not_found: { status: 404, message: 'No such signing key.' },
   signing_key_in_use: { status: 409, message: 'That signing key is the current one; rotate first, then retire it.' },
-} as const satisfies Record<string, { status: number; message: string }>;
-
-export type ErrorCode = keyof typeof ERRORS;
+} as const satisfies Record<ErrorCode, { status: number; message: string }>;
 
 /** An error with a stable code; the HTTP layer turns it into `{success:false, error:{code,message}}`. */
 export class AppError extends Error {

@@ -1,7 +1,7 @@
 // The audience page at /play/: a phone-sized page on the live channel's client library, served with
 // the pages' strict Content-Security-Policy. The library is the client package's own build
 // (client/dist/, `npm run build`): its modules at /play/live-client.js (and beside it), and the schema modules it
-// imports at /schemas/live-protocol.js and /schemas/light.js (where its relative imports lead from there); all with CORS
+// imports at /schemas/<module>.js (live-protocol.js, light.js, error-codes.js: where its relative imports lead from there); all with CORS
 // for any origin, so another site's app can import the module.
 import { existsSync, readdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -27,7 +27,7 @@ export function playPageRoutes(): Route[] {
   return page;
 }
 
-/** The schema modules the client imports (at /schemas/live-protocol.js and /schemas/light.js, where its relative imports lead), by file; none before a build. */
+/** The schema modules the client's build holds (at /schemas/<module>.js, where its relative imports lead), by file; none before a build. */
 export function clientSchemaModules(): Map<string, Reply> {
-  return new Map(DIST ? ['live-protocol.js', 'light.js'].map((f) => [f, staticFile(JS, join(DIST, 'schemas', f), true)] as const) : []);
+  return new Map(DIST ? readdirSync(join(DIST, 'schemas')).filter((f) => f.endsWith('.js')).map((f) => [f, staticFile(JS, join(DIST, 'schemas', f), true)] as const) : []);
 }
