@@ -1,5 +1,6 @@
 // deploy/kubernetes, offline (no cluster runs here): every manifest of the base and the example
-// overlay validates against the Kubernetes schemas (npm kubernetes-models); the kustomizations
+// overlay, and every object kustomize builds of them and of the monitoring set, validates against
+// the Kubernetes and Prometheus Operator schemas (npm kubernetes-models); the kustomizations
 // name files that exist and objects the base has; and the manifests agree with the gateway: every
 // ConfigMap key is one of its settings with a value it accepts, the container ports and the probes
 // are the ones those settings open, the Service keeps the ops port off, the NetworkPolicy lets
@@ -14,7 +15,8 @@ import { HorizontalPodAutoscaler } from 'kubernetes-models/autoscaling/v2';
 import { Ingress, NetworkPolicy } from 'kubernetes-models/networking.k8s.io/v1';
 import { PodDisruptionBudget } from 'kubernetes-models/policy/v1';
 import { ConfigMap, Secret, Service, ServiceAccount } from 'kubernetes-models/v1';
-import { parse } from 'yaml';
+import { PodMonitor, PrometheusRule } from '@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1';
+import { parse, parseAllDocuments } from 'yaml';
 import { afterAll, describe, expect, it } from 'vitest';
 import { configProperties, loadConfig } from '../../gateway/config.js';
 import { freePort } from '../../gateway/dev/redis-server.js';
@@ -26,6 +28,7 @@ import { randomPrefix, useRedis } from '../helpers/redis.js';
 const BASE = 'deploy/kubernetes/base';
 const OVERLAY = 'deploy/kubernetes/overlays/example';
 const KINDS: Record<string, new (o: any) => { validate(): void }> = { Deployment, ConfigMap, Secret, Service, ServiceAccount, PodDisruptionBudget, HorizontalPodAutoscaler, NetworkPolicy, Ingress };
+const MONITORING_KINDS: Record<string, new (o: any) => { validate(): void }> = { PodMonitor, PrometheusRule };
 const SECRET_EXAMPLE = 'deploy/kubernetes/secret.example.yaml';
 const MONITORING = 'deploy/kubernetes/monitoring';
 const ADAPTER_RULES = join(MONITORING, 'prometheus-adapter-rules.yaml');
@@ -64,6 +67,34 @@ describe('deploy/kubernetes', () => {
     const wrong = structuredClone(one('Deployment'));
     wrong.spec.template.spec.containers[0].ports[0].containerPort = '8080';
     expect(() => new Deployment(wrong).validate()).toThrow(/containerPort must be integer/);
+  });
+
+  it('kustomize (kubectl kustomize) builds the base, the example overlay and the monitoring set, and every object each build makes validates against the Kubernetes and Prometheus Operator schemas', async () => {
+    // kubectl's own kustomize (v5 in kubectl 1.32 of this machine's google-cloud-cli; Debian's kubectl 1.20 is too old for `labels`)
+    const kubectl = (dir: string) => run('kubectl', ['kustomize', dir], { timeout: 60_000 }).catch((e: NodeJS.ErrnoException) => {
+      throw e.code === 'ENOENT' ? new Error('kubectl is not on PATH: the kustomize build needs kubectl 1.27 or later (kustomize v5)') : e;
+    });
+    const build = async (dir: string) => parseAllDocuments((await kubectl(dir)).stdout, { version: '1.1' }).map((d) => d.toJS() as Manifest);
+    const [built, overlay, monitoring] = await Promise.all([build(BASE), build(OVERLAY), build(MONITORING)]);
+    const validate = (o: Manifest) => new (KINDS[o.kind] ?? MONITORING_KINDS[o.kind])!(o).validate();
+    for (const o of [...built, ...overlay, ...monitoring]) expect(() => validate(o), `${o.kind} ${o.metadata.name}`).not.toThrow();
+    expect(overlay.map((o) => o.kind).sort()).toEqual(built.map((o) => o.kind).sort());
+    expect(monitoring.map((o) => o.kind).sort()).toEqual(['PodMonitor', 'PrometheusRule']);
+    // the overlay's build is what the cluster gets: its namespace, the image by digest, the named Secret, its settings
+    const image = (kustomization(OVERLAY).images as { newName: string; digest: string }[])[0]!;
+    expect(overlay.every((o) => o.metadata.namespace === kustomization(OVERLAY).namespace)).toBe(true);
+    const deployment = overlay.find((o) => o.kind === 'Deployment')!;
+    const pod = deployment.spec.template.spec;
+    expect(pod.containers[0].image).toBe(`${image.newName}@${image.digest}`);
+    const secretName = read(join(OVERLAY, 'secret-name.yaml')).spec.template.spec.volumes[0].secret.secretName;
+    expect(pod.volumes.find((v: { name: string }) => v.name === 'kek').secret.secretName).toBe(secretName);
+    expect(pod.containers[0].env.find((e: { name: string }) => e.name === 'REDIS_URL').valueFrom.secretKeyRef.name).toBe(secretName);
+    expect(deployment.spec.replicas).toBeUndefined();
+    expect(overlay.find((o) => o.kind === 'ConfigMap')!.data).toMatchObject(read(join(OVERLAY, 'settings.yaml')).data);
+    // a wrong object in a build is caught
+    const wrong = structuredClone(monitoring.find((o) => o.kind === 'PodMonitor')!);
+    wrong.spec.podMetricsEndpoints[0].interval = 30;
+    expect(() => validate(wrong)).toThrow();
   });
 
   it('the kustomizations name files that exist, and the overlay names what the base has', () => {
