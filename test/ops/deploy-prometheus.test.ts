@@ -105,7 +105,7 @@ describe('deploy/prometheus and deploy/grafana', () => {
       const check = async (model: unknown) => {
         writeFileSync(join(dir, 'check.ts'), `import type { Dashboard } from '@grafana/schema';\nexport const dashboard: Dashboard = ${JSON.stringify(model, null, 1)};\n`);
         writeFileSync(join(dir, 'tsconfig.json'), JSON.stringify({ compilerOptions: { strict: true, noEmit: true, module: 'NodeNext', moduleResolution: 'NodeNext', target: 'ES2022', types: [], typeRoots: [], baseUrl: '.', paths: { '@grafana/schema': [join(REPO, 'node_modules/@grafana/schema')] }, skipLibCheck: true }, files: ['check.ts'] }));
-        return run(process.execPath, [join(REPO, 'node_modules/typescript/bin/tsc'), '-p', dir], { timeout: 120_000 }).then(() => 'ok', (e: { stdout?: string }) => e.stdout ?? String(e));
+        return run(process.execPath, [join(REPO, 'node_modules/typescript/bin/tsc'), '-p', dir], { timeout: 120_000 }).then(() => 'ok', (e: Error & { stdout?: string }) => e.stdout ?? e.message);
       };
       expect(await check(dashboard)).toBe('ok');
       const misspelt = structuredClone(dashboard);

@@ -82,7 +82,7 @@ describe('deploy/kubernetes', () => {
     expect(monitoring.map((o) => o.kind).sort()).toEqual(['PodMonitor', 'PrometheusRule']);
     // the overlay's build is what the cluster gets: its namespace, the image by digest, the named Secret, its settings
     const image = (kustomization(OVERLAY).images as { newName: string; digest: string }[])[0]!;
-    expect(overlay.every((o) => o.metadata.namespace === kustomization(OVERLAY).namespace)).toBe(true);
+    expect(overlay.every((o) => (o.metadata as { namespace?: string }).namespace === kustomization(OVERLAY).namespace)).toBe(true);
     const deployment = overlay.find((o) => o.kind === 'Deployment')!;
     const pod = deployment.spec.template.spec;
     expect(pod.containers[0].image).toBe(`${image.newName}@${image.digest}`);
