@@ -18,11 +18,11 @@ export function podman(args: string[], timeoutMs = 120_000): Promise<string> {
   });
 }
 
-/** A command's stdout (a script of the repository, say), with podman's settings in its environment. */
+/** A command's stdout (a script of the repository, say), with podman's settings in its environment; rejects with the ends of its stdout and stderr. */
 export function run(command: string, args: string[], env: Record<string, string> = {}, timeoutMs = 600_000): Promise<string> {
   return new Promise((resolve, reject) => {
     execFile(command, args, { env: { ...ENV, ...env }, timeout: timeoutMs, maxBuffer: 64 * 1024 * 1024, encoding: 'utf8' }, (error, stdout, stderr) => {
-      if (error) reject(new Error(`${command} ${args.join(' ')}: ${error.message}\n${stderr.slice(-4000)}`));
+      if (error) reject(new Error(`${command} ${args.join(' ')}: ${error.message}\n${stdout.slice(-4000)}\n${stderr.slice(-4000)}`));
       else resolve(stdout);
     });
   });

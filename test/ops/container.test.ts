@@ -97,6 +97,17 @@ afterAll(async () => {
 }, 120_000);
 
 describe('the container image', () => {
+  it('is built on a base pinned by digest: a registry image named by its tag alone is refused before anything is installed', async () => {
+    const tagged = `docker.io/library/${tag}-tagged:22`;
+    await podman(['tag', BASE, tagged]);
+    try {
+      const refused = await run('podman', ['build', '--layers=false', '--pull=never', '--build-arg', `BASE=${tagged}`, '-f', 'deploy/Containerfile', '-t', `${IMAGE}-tagged`, '.'], {}, 120_000).then(() => 'built', (e: Error) => e.message);
+      expect(refused).toContain(`BASE=${tagged} is a tag: pin the base image by digest`);
+    } finally {
+      await podman(['rmi', '-f', tagged, `${IMAGE}-tagged`]).catch(() => undefined);
+    }
+  });
+
   it('runs on Node 22 LTS, whatever Node the machine that built it runs: audience-gateway --version says so', async () => {
     const version = (await podman(['run', '--rm', '--read-only', '--cap-drop', 'ALL', IMAGE, 'audience-gateway', '--version'])).trim();
     expect(version).toMatch(/^audience-gateway \d+\.\d+\.\d+ \(Node v22\.\d+\.\d+\)$/);
