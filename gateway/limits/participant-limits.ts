@@ -40,7 +40,7 @@ export class ParticipantLimits {
   private readonly sweeper: NodeJS.Timeout;
 
   constructor(
-    /** the most participants whose buckets are held at once (each about 100 bytes, twice for String senders) */
+    /** the most participants whose buckets are held at once (a String sender holds two) */
     maxParticipants: number,
     private readonly now: () => number = Date.now,
     /** told of every refusal (the log summary and the metrics) */

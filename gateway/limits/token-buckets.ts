@@ -27,7 +27,7 @@ export class TokenBuckets {
   private readonly buckets = new Map<string, Bucket>();
 
   constructor(
-    /** the most owners held at once (each about 100 bytes) */
+    /** the most owners held at once */
     private readonly maxOwners: number,
   ) {}
 
