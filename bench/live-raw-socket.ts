@@ -6,7 +6,7 @@
 // a header, made once. A ping is answered with its pong, so the server's idle timeout holds.
 import { randomBytes } from 'node:crypto';
 import { connect, type Socket } from 'node:net';
-import { liveSubprotocols } from '../schemas/live-protocol.js';
+import { SERVER_OP, SERVER_OP_AT, liveSubprotocols } from '../schemas/live-protocol.js';
 
 /** What a raw socket is told. */
 export interface RawHandlers {
@@ -28,10 +28,10 @@ export class UpgradeRefused extends Error {
 const OPCODE_CLOSE = 0x8;
 const OPCODE_PING = 0x9;
 const OPCODE_PONG = 0xa;
-/** the offset of the op's first letter in a server frame's payload: {"op":"a… */
-const OP_LETTER_AT = 7;
-/** the first letters of the server's ops, as `frame` is told them */
-export const OP_LETTER = { ack: 0x61, error: 0x65, page: 0x70, crowd: 0x63, light: 0x6c } as const;
+/** the first letters of the server's ops, as `frame` is told them (read at SERVER_OP_AT: the protocol's frame prefix) */
+export const OP_LETTER = {
+  ack: SERVER_OP.ack.charCodeAt(0), error: SERVER_OP.error.charCodeAt(0), page: SERVER_OP.page.charCodeAt(0), crowd: SERVER_OP.crowd.charCodeAt(0), light: SERVER_OP.light.charCodeAt(0),
+} as const;
 
 /** A client frame, FIN set, masked with the key 0 (the payload stays as it is). */
 export function clientFrame(payload: Buffer, opcode = 0x1): Buffer {
@@ -103,7 +103,7 @@ export class RawLiveSocket {
       if (buf.length < end) break;
       const opcode = buf[at]! & 0x0f;
       if (opcode === OPCODE_PING) this.socket.write(clientFrame(Buffer.from(buf.subarray(start, end)), OPCODE_PONG));
-      else if (opcode !== OPCODE_CLOSE && opcode !== OPCODE_PONG) this.on.frame(buf[start + OP_LETTER_AT] ?? 0, buf, start, end);
+      else if (opcode !== OPCODE_CLOSE && opcode !== OPCODE_PONG) this.on.frame(buf[start + SERVER_OP_AT] ?? 0, buf, start, end);
       at = end;
     }
     this.pending = at < buf.length ? Buffer.from(buf.subarray(at)) : Buffer.alloc(0);

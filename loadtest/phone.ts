@@ -8,7 +8,7 @@
 // one pings, and one that heard nothing back in time is left for a new one at once, so a phone of a
 // vanished host comes back (outage_ms: from the last frame it heard to the new socket's page).
 import WebSocket from 'ws';
-import { CLIENT_OP, CLOSE_ACTION, FRAME_LIMITS, SERVER_OP, liveSubprotocols } from '../schemas/live-protocol.js';
+import { ACK_PREFIX, CLIENT_OP, CLOSE_ACTION, CROWD_PREFIX, FRAME_LIMITS, SERVER_OP, liveSubprotocols } from '../schemas/live-protocol.js';
 import type { PlayAction, PlayControl } from './crowd-model.js';
 import type { DisplayWatch } from './display-watch.js';
 import type { Metrics } from './metrics.js';
@@ -16,8 +16,6 @@ import type { Metrics } from './metrics.js';
 /** Close codes after which a phone does not reconnect with its token (it renews none). */
 const FINAL_CLOSES = new Set<number>(Object.entries(CLOSE_ACTION).filter(([, what]) => what === 'stop' || what === 'renew').map(([code]) => Number(code)));
 const isFinal = (code: number): boolean => FINAL_CLOSES.has(code);
-const ACK_START = `{"op":"${SERVER_OP.ack}","ref":"`;
-const CROWD_START = `{"op":"${SERVER_OP.crowd}","lid":`;
 /** At most this many planned actions wait behind the one in flight; more are counted unsent. */
 const QUEUE_MAX = 100;
 /** An HTTP action that failed on the way (no answer, 502, 503, 504) is sent again this many times at most. */
@@ -252,12 +250,12 @@ export class Phone {
     this.unansweredSince = null;
     this.overdue = false;
     const text = data.toString();
-    // the two frequent frames without a JSON parse: the gateway writes them in this form
-    if (text.startsWith(ACK_START) && text.endsWith('"}')) {
-      const ref = text.slice(ACK_START.length, -2);
+    // the two frequent frames without a JSON parse, by the prefixes the protocol gives them
+    if (text.startsWith(ACK_PREFIX) && text.endsWith('"}')) {
+      const ref = text.slice(ACK_PREFIX.length, -2);
       return ref === RESTATE_REF ? this.env.metrics.count('restates') : this.answered(ref, null, now);
     }
-    if (text.startsWith(CROWD_START)) return this.crowdFrame(Number.parseInt(text.slice(CROWD_START.length), 10), now);
+    if (text.startsWith(CROWD_PREFIX)) return this.crowdFrame(Number.parseInt(text.slice(CROWD_PREFIX.length), 10), now);
     let frame: { op?: string; ref?: string; lid?: number; activePageId?: string; version?: number; changedAt?: number; controls?: PlayControl[]; error?: { code?: string } };
     try {
       frame = JSON.parse(text) as typeof frame;

@@ -50,6 +50,20 @@ export const SERVER_OP = {
 export type ClientOp = (typeof CLIENT_OP)[keyof typeof CLIENT_OP];
 export type ServerOp = (typeof SERVER_OP)[keyof typeof SERVER_OP];
 
+/**
+ * How a server frame begins: a JSON object whose first member is its op, `{"op":"<op>"`; an ack's
+ * next member is its ref and a crowd frame's its lid. The gateway writes them so (every frame
+ * builder is tested for it), and a reader that needs only the op, an ack's ref or a crowd frame's
+ * lid reads them from these prefixes without parsing the frame, as the load tester does.
+ */
+export const serverFramePrefix = (op: ServerOp): string => `{"op":"${op}"`;
+/** An ack up to its ref's opening quote: `{"op":"ack","ref":"` */
+export const ACK_PREFIX = `${serverFramePrefix(SERVER_OP.ack)},"ref":"`;
+/** A crowd frame up to its lid's digits: `{"op":"crowd","lid":` */
+export const CROWD_PREFIX = `${serverFramePrefix(SERVER_OP.crowd)},"lid":`;
+/** Where a server frame's op begins, in characters (and bytes: the prefix is ASCII). */
+export const SERVER_OP_AT = serverFramePrefix(SERVER_OP.ack).length - SERVER_OP.ack.length - 1;
+
 /** Close codes, and what each tells a client to do. */
 export const CLOSE = {
   /** the token is no longer valid (revoked: its key, its layout's tokens, this participant, its signing key): get a new one, do not reconnect with it */

@@ -1,7 +1,7 @@
 // The frames of the live channel (schemas/live-frames.schema.json) as the server writes them, the
 // subprotocols a client offered (the protocol itself is schemas/live-protocol.ts).
 import type { CrowdValue } from '../../schemas/crowd-merge.js';
-import { BEARER_PREFIX, LIVE_SUBPROTOCOL, SERVER_OP } from '../../schemas/live-protocol.js';
+import { ACK_PREFIX, BEARER_PREFIX, LIVE_SUBPROTOCOL, SERVER_OP, serverFramePrefix } from '../../schemas/live-protocol.js';
 import { AppError } from '../errors.js';
 import type { LiveLayout } from '../layouts/layout-cache.js';
 import type { LightLook } from '../../schemas/light.js';
@@ -27,7 +27,7 @@ export function errorFrame(ref: string | null, e: unknown): string {
 
 /** An action stored; `held`: a String held for moderation. */
 export function ackFrame(ref: string, held = false): string {
-  return `{"op":"${SERVER_OP.ack}","ref":${JSON.stringify(ref)}${held ? ',"held":true' : ''}}`;
+  return `${ACK_PREFIX.slice(0, -1)}${JSON.stringify(ref)}${held ? ',"held":true' : ''}}`;
 }
 
 /** The layout's active page (its id and name), its controls as GET /layout returns them, and when it was switched to (or imported). */
@@ -79,5 +79,5 @@ export function lightFrame(id: string, at: number, look: LightLook): string {
 
 /** The answer to `time`: when the frame was received and this answer sent (ms since the epoch, Redis's clock, to the µs). */
 export function timeFrame(ref: string, receivedAt: number, sentAt: number): string {
-  return `{"op":"${SERVER_OP.time}","ref":${JSON.stringify(ref)},"receivedAt":${receivedAt.toFixed(3)},"sentAt":${Math.max(receivedAt, sentAt).toFixed(3)}}`;
+  return `${serverFramePrefix(SERVER_OP.time)},"ref":${JSON.stringify(ref)},"receivedAt":${receivedAt.toFixed(3)},"sentAt":${Math.max(receivedAt, sentAt).toFixed(3)}}`;
 }
