@@ -8,8 +8,22 @@ import { WHOLE_DOCUMENT, describeFirstError, validateActionEntry, validateCrowdS
 /** The stream field that holds an entry. */
 export const ACTION_FIELD = 'action';
 
-export function encodeActionEntry(entry: ActionEntry): string {
-  return JSON.stringify(entry);
+/**
+ * An action entry's text, in its fixed field order, as parts: ENTRY_PREFIX, the id, the control's
+ * part (entryControlPart: the five fields every entry of one control shares), the value's JSON,
+ * ENTRY_TS, the time and `}`. The gateway's hot path writes entries byte by byte from these parts
+ * (gateway/actions/entry-batch.ts); encodeActionEntry joins the same parts.
+ */
+export const ENTRY_PREFIX = '{"v":1,"id":"';
+/** Between the value and the time. */
+export const ENTRY_TS = ',"ts":';
+/** `","layoutId":…,"value":`: from the id's closing quote to the value. */
+export function entryControlPart(layoutId: string, lid: number, address: string, type: string): string {
+  return `","layoutId":${JSON.stringify(layoutId)},"lid":${JSON.stringify(lid)},"address":${JSON.stringify(address)},"type":${JSON.stringify(type)},"value":`;
+}
+
+export function encodeActionEntry(e: ActionEntry): string {
+  return `${ENTRY_PREFIX}${JSON.stringify(e.id).slice(1, -1)}${entryControlPart(e.layoutId, e.lid, e.address, e.type)}${JSON.stringify(e.value)}${ENTRY_TS}${JSON.stringify(e.ts)}}`;
 }
 
 /** Figures as they go on the wire: their bins (hist, histSum, votes) sparse where that is shorter. */
