@@ -11,6 +11,7 @@ import type { ActionEntry, ActionValue, Control } from '../../schemas/types.js';
 import { AppError, orUnavailable, writeRefusal, type WriteRefusal } from '../errors.js';
 import type { RedisKeys } from '../store/keys.js';
 import { untimed, type RedisTimer } from '../store/redis.js';
+import { scriptRefusal } from '../store/script-replies.js';
 import { runScript, runScriptOnBulk } from '../store/scripts.js';
 import { EntryBatch } from './entry-batch.js';
 import { rateLimited } from '../limits/participant-limits.js';
@@ -143,8 +144,9 @@ export class ActionLog {
     );
     return orUnavailable(this.counted(this.timed('append_once', call))).then((reply) => {
       const code = Array.isArray(reply) ? Number(reply[0]) : NaN;
-      if (code === 2) throw new AppError('idempotency_key_reused');
-      if (code === 3) throw rateLimited(once.nextWindowAt - this.now(), 'Idempotency-Keys from this participant in this window');
+      const refusal = scriptRefusal('appendOnce', code);
+      if (refusal === 'rate_limited') throw rateLimited(once.nextWindowAt - this.now(), 'Idempotency-Keys from this participant in this window');
+      if (refusal !== null) throw new AppError(refusal);
       if (code !== 0 && code !== 1) throw new AppError('unavailable');
     });
   }

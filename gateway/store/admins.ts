@@ -3,6 +3,7 @@ import type { RedisClient } from '../../runtime/redis.js';
 import { hashPassword } from '../admin/passwords.js';
 import { AppError } from '../errors.js';
 import type { RedisKeys } from './keys.js';
+import { throwIfRefused } from './script-replies.js';
 import { runScript } from './scripts.js';
 
 export interface AdminRecord {
@@ -35,7 +36,7 @@ export class AdminStore {
     // and answers admin_exists.
     const [created, owner] = (await runScript(this.redis, 'createAdmin', [this.keys.admin(e)], [teamId, record.passwordHash, now])) as [number, string | null];
     if (owner === teamId) await this.redis.sadd(this.keys.teamAdmins(teamId), e);
-    if (created === 0) throw new AppError('admin_exists', `an administrator ${e} already exists`);
+    throwIfRefused('createAdmin', Number(created), `an administrator ${e} already exists`);
     return record;
   }
 

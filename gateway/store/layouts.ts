@@ -8,6 +8,7 @@ import { AppError } from '../errors.js';
 import { checkLayoutDefinition } from '../layouts/check-definition.js';
 import { publishInvalidation } from './invalidation.js';
 import type { RedisKeys } from './keys.js';
+import { throwIfRefused } from './script-replies.js';
 import { runScript } from './scripts.js';
 import type { RecordBounds } from './show-record.js';
 import { RECORD_DEFAULTS } from '../../schemas/show-record.js';
@@ -107,7 +108,7 @@ export class LayoutStore {
       JSON.stringify(cuedLidsByPage(def.pages)),
       def.light ? JSON.stringify(def.light) : '',
     ]);
-    if (r === -1) throw new AppError('layout_owned_by_other_team', `layoutId "${def.layoutId}" belongs to another team`);
+    throwIfRefused('importLayout', Number(r), `layoutId "${def.layoutId}" belongs to another team`);
     await this.redis.sadd(this.keys.teamLayouts(teamId), def.layoutId);
     await publishInvalidation(this.redis, this.keys, { kind: 'layout', id: def.layoutId });
     return { layoutId: def.layoutId, replaced: r === 2 };
@@ -129,7 +130,7 @@ export class LayoutStore {
   async revokeTokens(layoutId: string, what: { before: number } | { sub: string }, now = Date.now()): Promise<number> {
     const [kind, value] = 'sub' in what ? ['sub', what.sub] : ['before', String(Math.floor(what.before))];
     const r = (await runScript(this.redis, 'revokeTokens', [this.keys.layout(layoutId), this.keys.revokedSubs(layoutId)], [kind, value, now, PARTICIPANT_MEMORY_MS])) as [number, string?];
-    if (r[0] === 0) throw new AppError('layout_not_found', `no layout ${JSON.stringify(layoutId)}`);
+    throwIfRefused('revokeTokens', Number(r[0]), `no layout ${JSON.stringify(layoutId)}`);
     await publishInvalidation(this.redis, this.keys, { kind: 'layout', id: layoutId });
     return Number(r[1]);
   }
@@ -143,8 +144,7 @@ export class LayoutStore {
   async activate(layoutId: string, pageId: string, by = 'unknown', now = Date.now()): Promise<void> {
     const rec = this.keys.showRecord(layoutId);
     const r = await runScript(this.redis, 'activatePage', [this.keys.layout(layoutId), this.keys.cues(layoutId), rec.stream, rec.state], [pageId, now, by, this.record.retentionMs, this.record.maxBytes]);
-    if (r === 0) throw new AppError('layout_not_found', `no layout ${JSON.stringify(layoutId)}`);
-    if (r === -1) throw new AppError('page_not_found', `layout "${layoutId}" has no page ${JSON.stringify(pageId)}`);
+    throwIfRefused('activatePage', Number(r), Number(r) === 0 ? `no layout ${JSON.stringify(layoutId)}` : `layout "${layoutId}" has no page ${JSON.stringify(pageId)}`);
     await publishInvalidation(this.redis, this.keys, { kind: 'layout', id: layoutId });
   }
 }
