@@ -5,7 +5,7 @@
 import { readFileSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ACK_PREFIX, CLOSE, CLOSE_ACTION, CROWD_PREFIX, SERVER_OP, SERVER_OP_AT, retryAfterOf, serverFramePrefix } from '../../schemas/live-protocol.js';
+import { ACK_PREFIX, CLOSE, CLOSE_ACTION, CROWD_PREFIX, SERVER_OP, SERVER_OP_AT, retryAfterOf, serverFramePrefix, type ServerOp } from '../../schemas/live-protocol.js';
 import { ackFrame, crowdFrame, errorFrame, expiringFrame, lightFrame, refreshedFrame, timeFrame } from '../../gateway/live/frames.js';
 import { AppError } from '../../gateway/errors.js';
 
@@ -23,7 +23,7 @@ describe('the live protocol module', () => {
   });
 
   it("gives each server frame's beginning, and the gateway writes every frame so (the load tester reads them without parsing)", () => {
-    const frames: [string, string][] = [
+    const frames: [ServerOp, string][] = [
       [SERVER_OP.ack, ackFrame('r-1')], [SERVER_OP.ack, ackFrame('r-"2"', true)],
       [SERVER_OP.crowd, crowdFrame({ lid: 7, address: '/7', mode: 'mean', n: 3, value: [0.5] })],
       [SERVER_OP.error, errorFrame('r-3', new AppError('rate_limited'))],
