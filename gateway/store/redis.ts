@@ -17,8 +17,17 @@ export interface RedisSettings extends RedisTarget {
 }
 
 /** Connects a client for the gateway (reconnecting every 50-250 ms); rejects if the first connection fails. */
-export async function connectServiceRedis(s: RedisSettings): Promise<RedisClient> {
-  const redis = createRedisClient(s, { name: s.name, commandTimeoutMs: s.commandTimeoutMs, reconnectStepMs: 50, maxReconnectDelayMs: 250, ...(s.shardedSubscribers && { shardedSubscribers: true }), ...(s.subscriber && { subscriber: true }) });
+export function connectServiceRedis(s: RedisSettings): Promise<RedisClient> {
+  return firstConnection(s, createRedisClient(s, { name: s.name, commandTimeoutMs: s.commandTimeoutMs, reconnectStepMs: 50, maxReconnectDelayMs: 250, ...(s.shardedSubscribers && { shardedSubscribers: true }), ...(s.subscriber && { subscriber: true }) }));
+}
+
+/** A client for one-shot tools (audiencectl): one connection attempt, a clear error if Redis is not there. */
+export function connectToolRedis(target: RedisTarget): Promise<RedisClient> {
+  return firstConnection(target, createRedisClient(target, { name: 'audiencectl', commandTimeoutMs: 5000, reconnectStepMs: 100, maxReconnectDelayMs: 100 }));
+}
+
+/** The client once its first connection is made; else an error that says why (TLS named as such) and which setting to look at. */
+async function firstConnection(target: RedisTarget, redis: RedisClient): Promise<RedisClient> {
   let lastError = '';
   // Later errors surface as command failures and 'close'/'ready' events; without a listener ioredis logs them to stderr.
   let failure: unknown = null;
@@ -27,26 +36,9 @@ export async function connectServiceRedis(s: RedisSettings): Promise<RedisClient
     await redis.connect();
   } catch (e) {
     redis.disconnect();
-    const tls = await tlsFailure(s, e, failure);
-    if (tls) throw new Error(`cannot connect to Redis at ${describeTarget(s)}: ${tls}`);
-    throw new Error(`cannot reach Redis at ${describeTarget(s)}: ${lastError || connectionFailure(e)}; set ${s.clusterNodes?.length ? 'REDIS_CLUSTER_NODES' : 'REDIS_URL'}`);
-  }
-  return redis;
-}
-
-/** A client for one-shot tools (audiencectl): one connection attempt, a clear error if Redis is not there. */
-export async function connectToolRedis(target: RedisTarget): Promise<RedisClient> {
-  const redis = createRedisClient(target, { name: 'audiencectl', commandTimeoutMs: 5000, reconnectStepMs: 100, maxReconnectDelayMs: 100 });
-  let lastError = '';
-  let failure: unknown = null;
-  redis.on('error', (e: Error) => ((lastError = connectionFailure(e)), (failure ??= e)));
-  try {
-    await redis.connect();
-  } catch (e) {
-    redis.disconnect();
     const tls = await tlsFailure(target, e, failure);
     if (tls) throw new Error(`cannot connect to Redis at ${describeTarget(target)}: ${tls}`);
-    throw new Error(`cannot reach Redis at ${describeTarget(target)} (${lastError || connectionFailure(e)}); set ${target.clusterNodes?.length ? 'REDIS_CLUSTER_NODES' : 'REDIS_URL'}`);
+    throw new Error(`cannot reach Redis at ${describeTarget(target)}: ${lastError || connectionFailure(e)}; set ${target.clusterNodes?.length ? 'REDIS_CLUSTER_NODES' : 'REDIS_URL'}`);
   }
   return redis;
 }
