@@ -4,33 +4,13 @@
 // on the layout's invalidation message and at every re-check), so asking for a missing layout costs
 // what asking for another team's costs: nothing tells them apart, not even the time.
 import { LRUCache } from 'lru-cache';
-import type { Control, LayoutLimits, Page } from '../../schemas/types.js';
+import type { Control } from '../../schemas/types.js';
 import { orUnavailable } from '../errors.js';
-import type { LightCanvas } from '../../schemas/light.js';
 import type { LayoutStore, StoredLayout } from '../store/layouts.js';
 import { untimed, type RedisTimer } from '../store/redis.js';
 
-export interface LiveLayout {
-  layoutId: string;
-  teamId: string;
-  name: string;
-  activePageId: string;
-  version: number;
-  /** when the active page was switched or the layout imported (ms since the epoch, the writer's clock) */
-  updatedAt: number;
-  pages: Page[];
-  /** the layout's own per-participant rates, if it sets any */
-  limits?: LayoutLimits;
-  /** parts of the room (POST /token `zone`); empty for none */
-  zones: readonly string[];
-  /** the light canvas, its defaults filled in; null for none */
-  light: LightCanvas | null;
-  /** audience tokens minted before this time (ms) are revoked; 0 for none */
-  tokensRevokedBefore: number;
-  /** participants (subs) whose tokens are revoked */
-  revokedSubs: ReadonlySet<string>;
-  /** participants (subs) whose Strings are refused, and until when (ms) */
-  mutedSubs: ReadonlyMap<string, number>;
+/** A stored layout, with its active page's controls ready for the hot path. */
+export interface LiveLayout extends StoredLayout {
   /** The active page's controls by lid. */
   controls: ReadonlyMap<number, Control>;
   /** The controls array of the active page, as discovery returns it (a moderation policy shows only its mode and length). */
