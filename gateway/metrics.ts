@@ -1,27 +1,27 @@
 // The gateway's Prometheus metrics. Label values are bounded: routes are patterns, statuses and
 // error codes come from closed sets, control types from the schema's enum; no layoutId, token or
-// key label ever appears. The request path records through live-metrics.ts (plain numbers,
+// key label ever appears. The request path records through hot-path-metrics.ts (plain numbers,
 // rendered by prom-client at scrape time); rare events use prom-client directly.
 import { CLOSE } from '../schemas/live-protocol.js';
 import { Counter, Gauge, Registry } from 'prom-client';
 import { collectProcessMetrics } from '../runtime/ops-server.js';
 import { CONTROL_TYPES } from '../schemas/types.js';
 import { CLOCK_BUCKETS_MS } from './store/clock-figures.js';
-import { LiveCounter, LiveHistogram, type CounterSeries, type HistogramSeries } from './live-metrics.js';
+import { HotPathCounter, HotPathHistogram, type CounterSeries, type HistogramSeries } from './hot-path-metrics.js';
 
 const LATENCY_BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1];
 
 export class GatewayMetrics {
   readonly registry = new Registry();
-  private readonly requests = new LiveCounter(this.registry, 'audience_gateway_http_requests_total', 'HTTP requests answered, by route pattern and status.', ['route', 'status']);
-  private readonly latency = new LiveHistogram(this.registry, 'audience_gateway_http_request_duration_seconds', 'Time from a request arriving to its answer being written, by route pattern.', ['route'], LATENCY_BUCKETS);
-  private readonly actions = new LiveCounter(this.registry, 'audience_gateway_actions_total', 'POST /action outcomes: accepted, or the error code that rejected it, by control type.', ['type', 'result']);
-  private readonly tokenCache = new LiveCounter(this.registry, 'audience_gateway_token_cache_total', 'Verified-token cache lookups, by hit or miss.', ['result']);
-  private readonly authFailures = new LiveCounter(this.registry, 'audience_gateway_auth_failures_total', 'Rejected credentials, by kind (api_key or token) and error code.', ['kind', 'reason']);
+  private readonly requests = new HotPathCounter(this.registry, 'audience_gateway_http_requests_total', 'HTTP requests answered, by route pattern and status.', ['route', 'status']);
+  private readonly latency = new HotPathHistogram(this.registry, 'audience_gateway_http_request_duration_seconds', 'Time from a request arriving to its answer being written, by route pattern.', ['route'], LATENCY_BUCKETS);
+  private readonly actions = new HotPathCounter(this.registry, 'audience_gateway_actions_total', 'POST /action outcomes: accepted, or the error code that rejected it, by control type.', ['type', 'result']);
+  private readonly tokenCache = new HotPathCounter(this.registry, 'audience_gateway_token_cache_total', 'Verified-token cache lookups, by hit or miss.', ['result']);
+  private readonly authFailures = new HotPathCounter(this.registry, 'audience_gateway_auth_failures_total', 'Rejected credentials, by kind (api_key or token) and error code.', ['kind', 'reason']);
   /** each phone's clock uncertainty as it reports it (live/clock-reports.ts), by layout and zone */
-  readonly clockUncertainty = new LiveHistogram(this.registry, 'audience_gateway_live_clock_uncertainty_seconds', "Phones' clock uncertainty as each reports it on a time exchange (half the least round trip its estimate uses), by layout and zone (* for a phone without one): how closely the phones start a light look together.", ['layout', 'zone'], CLOCK_BUCKETS_MS.map((ms) => ms / 1000));
-  private readonly redisLatency = new LiveHistogram(this.registry, 'audience_gateway_redis_command_duration_seconds', 'Redis commands on the request path, by command.', ['command'], LATENCY_BUCKETS);
-  private readonly redisErrors = new LiveCounter(this.registry, 'audience_gateway_redis_errors_total', 'Failed Redis commands on the request path, by command.', ['command']);
+  readonly clockUncertainty = new HotPathHistogram(this.registry, 'audience_gateway_live_clock_uncertainty_seconds', "Phones' clock uncertainty as each reports it on a time exchange (half the least round trip its estimate uses), by layout and zone (* for a phone without one): how closely the phones start a light look together.", ['layout', 'zone'], CLOCK_BUCKETS_MS.map((ms) => ms / 1000));
+  private readonly redisLatency = new HotPathHistogram(this.registry, 'audience_gateway_redis_command_duration_seconds', 'Redis commands on the request path, by command.', ['command'], LATENCY_BUCKETS);
+  private readonly redisErrors = new HotPathCounter(this.registry, 'audience_gateway_redis_errors_total', 'Failed Redis commands on the request path, by command.', ['command']);
   readonly invalidations = new Counter({ name: 'audience_gateway_invalidations_applied_total', help: 'Control-plane changes applied from the invalidation channel: key_revoked, page_switch (layout change), key_created, signing_keys.', labelNames: ['kind'], registers: [this.registry] });
 
   readonly crowdEvictions = new Counter({ name: 'audience_gateway_crowd_evictions_total', help: 'Participants pushed out of a crowd window by CROWD_MAX_PARTICIPANTS (the one whose latest action is oldest leaves first).', registers: [this.registry] });

@@ -9,7 +9,7 @@ import { AppError } from '../errors.js';
 import { ok, prepared } from '../http/reply.js';
 import { parseJson } from '../http/body.js';
 import { LATER, type RequestHead, type Responder, type Route } from '../http/route.js';
-import type { CounterSeries } from '../live-metrics.js';
+import type { CounterSeries } from '../hot-path-metrics.js';
 import type { GatewayMetrics } from '../metrics.js';
 import type { RouteDeps } from './deps.js';
 

@@ -1,7 +1,7 @@
 // The request path's metrics render exactly as prom-client's own would for the same events.
 import { Counter, Histogram, Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
-import { LiveCounter, LiveHistogram } from '../../gateway/live-metrics.js';
+import { HotPathCounter, HotPathHistogram } from '../../gateway/hot-path-metrics.js';
 
 const BUCKETS = [0.001, 0.01, 0.1, 1];
 const OBSERVED: [string, number][] = [
@@ -12,11 +12,11 @@ const OBSERVED: [string, number][] = [
   ['/action', 0.2],
 ];
 
-describe('LiveHistogram', () => {
+describe('HotPathHistogram', () => {
   it('renders the same text as a prom-client Histogram given the same observations', async () => {
     const ours = new Registry();
     const theirs = new Registry();
-    const live = new LiveHistogram(ours, 'req_seconds', 'Request time.', ['route'], BUCKETS);
+    const live = new HotPathHistogram(ours, 'req_seconds', 'Request time.', ['route'], BUCKETS);
     const reference = new Histogram({ name: 'req_seconds', help: 'Request time.', labelNames: ['route'], buckets: BUCKETS, registers: [theirs] });
     for (const [route, v] of OBSERVED) {
       live.series(route).observe(v);
@@ -34,18 +34,18 @@ describe('LiveHistogram', () => {
 
   it('starts afresh on resetMetrics', async () => {
     const ours = new Registry();
-    const live = new LiveHistogram(ours, 'h', 'h.', ['route'], BUCKETS);
+    const live = new HotPathHistogram(ours, 'h', 'h.', ['route'], BUCKETS);
     live.series('/a').observe(0.5);
     ours.resetMetrics();
     expect(await ours.metrics()).toContain('h_count{route="/a"} 0');
   });
 });
 
-describe('LiveCounter', () => {
+describe('HotPathCounter', () => {
   it('renders the same text as a prom-client Counter, zero-valued series included', async () => {
     const ours = new Registry();
     const theirs = new Registry();
-    const live = new LiveCounter(ours, 'actions_total', 'Actions.', ['type', 'result']);
+    const live = new HotPathCounter(ours, 'actions_total', 'Actions.', ['type', 'result']);
     const reference = new Counter({ name: 'actions_total', help: 'Actions.', labelNames: ['type', 'result'], registers: [theirs] });
     live.series('Button', 'accepted').inc(0);
     reference.labels('Button', 'accepted').inc(0);
@@ -64,7 +64,7 @@ describe('LiveCounter', () => {
   });
 
   it('refuses a label set of the wrong size', () => {
-    const live = new LiveCounter(new Registry(), 'c_total', 'c.', ['a', 'b']);
+    const live = new HotPathCounter(new Registry(), 'c_total', 'c.', ['a', 'b']);
     expect(() => live.series('only-one')).toThrow(/expected labels a, b/);
   });
 });

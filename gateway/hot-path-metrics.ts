@@ -43,7 +43,7 @@ class SeriesTable<T> {
 }
 
 /** A counter: `series(...values).inc()` is a Map lookup and a number addition. */
-export class LiveCounter {
+export class HotPathCounter {
   private readonly table: SeriesTable<{ value: number; inc: (by?: number) => void }>;
 
   constructor(registry: Registry, name: string, help: string, labelNames: readonly string[]) {
@@ -101,7 +101,7 @@ interface MetricOutput {
  * renders exactly as it renders a prom-client Histogram: `getForPromString()` gives the same
  * `{name, help, type, values, aggregator}` (a test checks the text output is identical).
  */
-export class LiveHistogram {
+export class HotPathHistogram {
   readonly type = 'histogram';
   readonly aggregator = 'sum';
   private readonly bounds: readonly number[];
