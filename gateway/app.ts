@@ -51,7 +51,7 @@ import { hasLegacyKeys, migrateLegacyKeys } from './store/migrate.js';
 import { loadKek } from './store/signing-kek.js';
 import { createStores, type Stores } from './store/stores.js';
 import type { Invalidation } from './store/invalidation.js';
-import { InvalidationListener } from './sync/invalidation.js';
+import { InvalidationListener } from './store/cache-sync.js';
 
 /** How long a stopping gateway waits for in-flight requests to be answered. */
 export const DRAIN_MS = 5000;

@@ -3,7 +3,7 @@
 // (Content-Disposition: attachment), the same as `audiencectl show export`.
 import { AppError, orUnavailable } from '../errors.js';
 import type { Route } from '../http/route.js';
-import { parseTime, recordCsv, recordJson } from '../show/export.js';
+import { parseTime, recordCsv, recordJson } from '../store/show-export.js';
 import { api, type AdminDeps } from './api.js';
 
 const TYPES = { csv: 'text/csv; charset=utf-8', json: 'application/json' } as const;

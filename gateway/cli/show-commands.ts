@@ -8,7 +8,7 @@ import { redisTimeMs } from '../../runtime/redis-clock.js';
 import { loadConfig } from '../config.js';
 import { AppError } from '../errors.js';
 import type { Stores } from '../store/stores.js';
-import { parseTime, recordCsv, recordJson } from '../show/export.js';
+import { parseTime, recordCsv, recordJson } from '../store/show-export.js';
 import { isoOrDash, operator, table, type CliOutput } from './output.js';
 
 type Run = (body: (ctx: { stores: Stores; out: CliOutput }, ...args: never[]) => Promise<void>) => (...args: unknown[]) => Promise<void>;

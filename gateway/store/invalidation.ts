@@ -1,5 +1,5 @@
 // The messages on the invalidation channel. Writers publish after their write; every gateway
-// subscribes (sync/invalidation.ts) and drops or updates what it cached.
+// subscribes (store/cache-sync.ts) and drops or updates what it cached.
 import type { RedisClient } from '../../runtime/redis.js';
 import type { RedisKeys } from './keys.js';
 

@@ -101,7 +101,7 @@ export class RedisKeys {
   loginFailures(kind: 'account' | 'address', who: string): string {
     return `${this.prefix}login-failures:{${kind}:${who}}`;
   }
-  /** Pub/sub channel of cache invalidations (see sync/invalidation.ts for the messages). */
+  /** Pub/sub channel of cache invalidations (see store/cache-sync.ts for the messages). */
   /**
    * The layout's sharded pub/sub channel (SPUBLISH/SSUBSCRIBE), in the layout's hash slot: the
    * crowd summaries of every gateway process, for the live channel's sockets on every process.

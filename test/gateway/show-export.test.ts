@@ -3,7 +3,7 @@
 // through audiencectl and the team page alike; and every text cell is escaped against formulas,
 // whichever column it stands in, while numbers stay numbers.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { recordCsv } from '../../gateway/show/export.js';
+import { recordCsv } from '../../gateway/store/show-export.js';
 import { RECORD_FIELD } from '../../schemas/show-record.js';
 import { audiencectl } from '../helpers/cli.js';
 import { startTestGateway, type TestGateway } from '../helpers/gateway.js';

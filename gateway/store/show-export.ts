@@ -3,7 +3,7 @@
 // says, and every text cell that a spreadsheet would take for a formula (= + - @, tab, carriage
 // return), whatever its column, is prefixed with an apostrophe (OWASP's advice on CSV injection).
 // A number (the entries are read against their schema) is written as it is: its text is no formula.
-import type { TimedEntry } from '../store/show-record.js';
+import type { TimedEntry } from './show-record.js';
 
 export const CSV_COLUMNS = ['at', 'kind', 'by', 'lid', 'value', 'n', 'crowd', 'from', 'to', 'decision', 'item', 'sub', 'text'] as const;
 

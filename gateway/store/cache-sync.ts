@@ -2,8 +2,8 @@
 // they come, and a periodic re-check (plus a full one once subscribed and after every reconnect)
 // catches any message that was missed while the subscriber was away.
 import type { RedisClient } from '../../runtime/redis.js';
-import { decodeInvalidation, type Invalidation } from '../store/invalidation.js';
-import type { RedisKeys } from '../store/keys.js';
+import { decodeInvalidation, type Invalidation } from './invalidation.js';
+import type { RedisKeys } from './keys.js';
 
 export interface CacheSync {
   apply(m: Invalidation): void;
