@@ -4,11 +4,8 @@
 import type { Command } from 'commander';
 import type { LightLook } from '../../schemas/light.js';
 import { AppError } from '../errors.js';
-import type { Stores } from '../store/stores.js';
-import type { CliOutput } from './output.js';
+import { leaf, run } from './command-kit.js';
 
-type Run = (body: (ctx: { stores: Stores; out: CliOutput }, ...args: never[]) => Promise<void>) => (...args: unknown[]) => Promise<void>;
-type Leaf = (parent: Command, name: string, description: string) => Command;
 
 interface LightOptions {
   color?: string;
@@ -46,7 +43,7 @@ export function lookFromOptions(zone: string, o: LightOptions): LightLook {
   return look;
 }
 
-export function addLightCommand(program: Command, leaf: Leaf, run: Run): void {
+export function addLightCommand(program: Command): void {
   leaf(program, 'light', "play a look on a layout's light canvas: what the phones of a zone (or * for all) show, from lightLeadMs from now")
     .argument('<layoutId>')
     .argument('<zone>', 'one of the canvas\'s zones, or * for every phone')

@@ -7,12 +7,10 @@ import type { Command } from 'commander';
 import { redisTimeMs } from '../../runtime/redis-clock.js';
 import { loadConfig } from '../config.js';
 import { AppError } from '../errors.js';
-import type { Stores } from '../store/stores.js';
 import { parseTime, recordCsv, recordJson } from '../store/show-export.js';
-import { isoOrDash, operator, table, type CliOutput } from './output.js';
+import { isoOrDash, operator, table } from './output.js';
+import { leaf, run } from './command-kit.js';
 
-type Run = (body: (ctx: { stores: Stores; out: CliOutput }, ...args: never[]) => Promise<void>) => (...args: unknown[]) => Promise<void>;
-type Leaf = (parent: Command, name: string, description: string) => Command;
 
 function settings() {
   const env = process.env;
@@ -24,7 +22,7 @@ function settings() {
 const iso = (ms: number) => new Date(ms).toISOString();
 const oneLine = (text: string) => (text.length > 60 ? `${text.slice(0, 59)}…` : text);
 
-export function addCrowdCommands(program: Command, leaf: Leaf, run: Run): void {
+export function addCrowdCommands(program: Command): void {
   const crowd = program.command('crowd').description("a layout's crowd cues");
   leaf(crowd, 'rearm', "re-arm a control's crowd cue so it can fire again (every bridge follows within 250 ms)")
     .argument('<layoutId>')
@@ -53,7 +51,7 @@ export function addCrowdCommands(program: Command, leaf: Leaf, run: Run): void {
     );
 }
 
-export function addModerationCommands(program: Command, leaf: Leaf, run: Run): void {
+export function addModerationCommands(program: Command): void {
   const moderation = program.command('moderation').description("a layout's moderation queue: texts of String controls in mode hold, waiting for a decision");
   leaf(moderation, 'list', 'the held texts, oldest first, and the latest decisions')
     .argument('<layoutId>')
@@ -111,7 +109,7 @@ export function addModerationCommands(program: Command, leaf: Leaf, run: Run): v
     );
 }
 
-export function addShowCommands(program: Command, leaf: Leaf, run: Run): void {
+export function addShowCommands(program: Command): void {
   const show = program.command('show').description("a layout's show record: page switches, cue firings, moderation decisions, crowd values");
   leaf(show, 'export', 'print the show record between two moments, oldest first, as CSV or JSON')
     .argument('<layoutId>')
