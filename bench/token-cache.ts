@@ -10,7 +10,8 @@ import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import type { AuthedKey } from '../gateway/auth/api-keys.js';
-import { AudienceTokens, type AudienceClaims } from '../gateway/auth/audience-tokens.js';
+import { AudienceTokens } from '../gateway/auth/audience-tokens.js';
+import { type AudienceClaims } from '../gateway/auth/token-claims.js';
 import { SigningKeyring } from '../gateway/auth/signing-keyring.js';
 import type { SigningKeyStore } from '../gateway/store/signing-keys.js';
 

@@ -6,7 +6,7 @@
 // DMX route on a layout that ended goes stale. A window holds, beside each participant's value,
 // when the token it last acted with was minted; this looks only when a layout's revocations
 // changed, at its invalidation message and at each re-check of the caches.
-import { revokedByLayout, sameRevocations } from '../auth/audience-tokens.js';
+import { revokedByLayout, sameRevocations } from '../auth/token-claims.js';
 import type { LiveLayout } from '../layouts/layout-cache.js';
 import type { Revoked } from './crowd-window.js';
 

@@ -6,7 +6,7 @@
 import { createHash } from 'node:crypto';
 import type { ActionEntry, ActionRequest } from '../../schemas/types.js';
 import type { LiveRestatedValue } from '../../schemas/validators.js';
-import { revokedByLayout, type AudienceClaims } from '../auth/audience-tokens.js';
+import { revokedByLayout, type AudienceClaims } from '../auth/token-claims.js';
 import { AppError } from '../errors.js';
 import type { LiveLayout } from '../layouts/layout-cache.js';
 import { ratesOf, type ActionRates } from '../limits/participant-limits.js';

@@ -14,81 +14,14 @@
 // could already use: a cache hit never grants anything a verified token did not. Two live tokens
 // with one fingerprint (about one pair in 100,000 tokens) take turns in the cache, each verified by
 // jose when the other replaced it.
-import { createHash, randomBytes, webcrypto } from 'node:crypto';
+import { randomBytes, webcrypto } from 'node:crypto';
 import { SignJWT, decodeProtectedHeader, errors as joseErrors, jwtVerify } from 'jose';
 import { LRUCache } from 'lru-cache';
 import { AppError } from '../errors.js';
 import type { AuthedKey } from './api-keys.js';
 import type { SigningKeyring } from './signing-keyring.js';
-
-/** The JOSE `typ` header of audience tokens; verification requires it, so no other JWT passes for one. */
-export const TOKEN_TYP = 'audience+jwt';
-
-/**
- * A participant's routing key: 16 characters from its `sub`, first in every token's header. The
- * header's JSON then starts with 27 bytes that are the same in every token of the participant
- * (renewals included): the token's first TOKEN_ROUTE_CHARS characters, which a load balancer hashes
- * to keep the participant on one gateway process (deploy/nginx, deploy/haproxy).
- */
-export function routeKey(sub: string): string {
-  return createHash('sha256').update(sub).digest('base64url').slice(0, 16);
-}
-/** The characters at the start of a token that only its participant's routing key decides: base64url of `{"route":"<16>"`. */
-export const TOKEN_ROUTE_CHARS = 36;
-/** What those characters start with: base64url of `{"route":"`, less its last, partial character. */
-export const TOKEN_ROUTE_START = 'eyJyb3V0ZSI6I';
-
-export interface TokenSettings {
-  issuer: string;
-  audience: string;
-  ttlSeconds: number;
-  cacheMax: number;
-  /** how long after its expiry a token may still be renewed */
-  renewGraceSeconds: number;
-}
-
-/** What a verified token grants. */
-export interface AudienceClaims {
-  /** the audience id, fresh per minted token: the scope of an Idempotency-Key */
-  sub: string;
-  layoutId: string;
-  team: string;
-  keyId: string;
-  kid: string;
-  /** seconds since the epoch */
-  exp: number;
-  /** when it was minted, ms since the epoch (`mintedAt`; `iat` x 1000 for a token minted without it) */
-  mintedAt: number;
-  /** where the participant sits, one of the layout's zones ('' for none) */
-  zone: string;
-  /** where in its zone (0 to 1 each way), for light patterns; null for nowhere in particular */
-  seat: Seat | null;
-}
-
-/** A participant's place in its zone (the token's `seat` claim). */
-export interface Seat {
-  x: number;
-  y: number;
-}
-
-/** A seat claim as signed: within 0 to 1 each way, or none. */
-function seatOf(claim: unknown): Seat | null {
-  if (typeof claim !== 'object' || claim === null) return null;
-  const { x, y } = claim as Record<string, unknown>;
-  return typeof x === 'number' && typeof y === 'number' && x >= 0 && x <= 1 && y >= 0 && y <= 1 ? { x, y } : null;
-}
-
-/** Whether a layout revoked this token: minted before its cut-off, or its participant revoked. */
-export function revokedByLayout(c: Pick<AudienceClaims, 'sub' | 'mintedAt'>, layout: { tokensRevokedBefore: number; revokedSubs: ReadonlySet<string> }): boolean {
-  return c.mintedAt < layout.tokensRevokedBefore || (layout.revokedSubs.size > 0 && layout.revokedSubs.has(c.sub));
-}
-
-/** Whether two readings of a layout revoke the same tokens (its cut-off and its revoked participants). */
-export function sameRevocations(a: { tokensRevokedBefore: number; revokedSubs: ReadonlySet<string> }, b: { tokensRevokedBefore: number; revokedSubs: ReadonlySet<string> }): boolean {
-  if (a.tokensRevokedBefore !== b.tokensRevokedBefore || a.revokedSubs.size !== b.revokedSubs.size) return false;
-  for (const sub of b.revokedSubs) if (!a.revokedSubs.has(sub)) return false;
-  return true;
-}
+import { TOKEN_TYP, routeKey, seatOf, type AudienceClaims, type Seat, type TokenSettings } from './token-claims.js';
+import { Interner, endsInSignature, flatCopy, isCanonicalJws, signatureOf, tokenFingerprint } from './token-form.js';
 
 /**
  * What the cache keeps of a verified token: its claims and, beside them, its signature. One object,
@@ -98,87 +31,6 @@ export function sameRevocations(a: { tokensRevokedBefore: number; revokedSubs: R
 interface CachedToken extends AudienceClaims {
   /** the token's signature segment: a token found by its fingerprint must end in it */
   readonly signature: string;
-}
-
-/** Where a token's UTF-8 bytes are read four at a time (its own ArrayBuffer, so the words are aligned). */
-const scratch = Buffer.alloc(16 * 1024);
-const words = new Int32Array(scratch.buffer, scratch.byteOffset, scratch.length >>> 2);
-
-/**
- * A 32-bit fingerprint of the token: FNV-1a's step over its UTF-8 bytes, a 32-bit word at a time.
- * A character at a time took about 1 µs a request under load (a quarter of that this way). A hit
- * is compared with a verified token, which is ASCII, and only the very same string has the same
- * UTF-8 bytes as an ASCII one.
- */
-export function tokenFingerprint(token: string): number {
-  const n = scratch.write(token, 0, 'utf8');
-  if (n > scratch.length - 4) return charFingerprint(token); // far longer than a header uWS accepts
-  let h = 0x811c9dc5 ^ n;
-  const full = n >>> 2;
-  for (let i = 0; i < full; i++) h = Math.imul(h ^ words[i]!, 0x01000193);
-  for (let i = full << 2; i < n; i++) h = Math.imul(h ^ scratch[i]!, 0x01000193);
-  return h >>> 0;
-}
-
-/** The same step a UTF-16 code unit at a time, for a string that does not fit the scratch. */
-function charFingerprint(s: string): number {
-  let h = 0x811c9dc5;
-  for (let i = 0; i < s.length; i++) h = Math.imul(h ^ s.charCodeAt(i), 0x01000193);
-  return h >>> 0;
-}
-
-/** The signature segment of a JWS compact token ('' if there is none), copied so it does not keep the whole header string alive. */
-function signatureOf(token: string): string {
-  const dot = token.lastIndexOf('.');
-  return dot < 0 ? '' : token.slice(dot + 1);
-}
-
-/** True when `signature` is the token's last segment (what follows its last dot): a signature holds no dot. */
-function endsInSignature(token: string, signature: string): boolean {
-  return token.endsWith(signature) && token.charCodeAt(token.length - signature.length - 1) === 46;
-}
-
-/** Value of each base64url character (-1: not one). */
-const B64URL = new Int8Array(128).fill(-1);
-for (const [i, c] of [...'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_'].entries()) B64URL[c.charCodeAt(0)] = i;
-
-/**
- * True when every segment of a compact JWS is canonical base64url: only its 64 characters, no
- * padding, no length of 1 mod 4, and the unused low bits of a last character zero. jose decodes
- * leniently, so without this one token has many spellings that all verify and each miss the cache.
- */
-export function isCanonicalJws(token: string): boolean {
-  let segments = 1;
-  let length = 0;
-  for (let i = 0; i <= token.length; i++) {
-    const code = i < token.length ? token.charCodeAt(i) : 46; // the end closes the last segment like a dot
-    if (code === 46) {
-      const rest = length % 4;
-      if (length === 0 || rest === 1) return false;
-      if (rest !== 0 && (B64URL[token.charCodeAt(i - 1)]! & (rest === 2 ? 0x0f : 0x03)) !== 0) return false;
-      if (i < token.length && ++segments > 3) return false;
-      length = 0;
-    } else if (code > 127 || B64URL[code]! < 0) return false;
-    else length++;
-  }
-  return segments === 3;
-}
-
-/** A flat copy: V8 keeps a long substring as a view of its parent string, which would keep the header alive in the cache. */
-function flatCopy(s: string): string {
-  return Buffer.from(s, 'latin1').toString('latin1');
-}
-
-/** The few distinct claim values (layouts, teams, keys, kids) shared by all cached tokens. */
-class Interner {
-  private readonly values = new Map<string, string>();
-  of(s: string): string {
-    const known = this.values.get(s);
-    if (known !== undefined) return known;
-    if (this.values.size > 100_000) this.values.clear();
-    this.values.set(s, s);
-    return s;
-  }
 }
 
 export class AudienceTokens {

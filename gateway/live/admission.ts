@@ -5,7 +5,7 @@
 // which a reconnect finds cached), so one token cannot churn a process's sockets, and each peer
 // address's refused upgrades (past them 429 for any token not checked here yet, so a flood of bad
 // upgrades costs neither the process's budget nor a verify each).
-import type { AudienceClaims } from '../auth/audience-tokens.js';
+import type { AudienceClaims } from '../auth/token-claims.js';
 import { AppError } from '../errors.js';
 import { TokenBuckets } from '../limits/token-buckets.js';
 

@@ -7,7 +7,7 @@
 import type { TemplatedApp } from 'uWebSockets.js';
 import type { CrowdValue } from '../../schemas/crowd-merge.js';
 import { CLOSE } from '../../schemas/live-protocol.js';
-import { revokedByLayout, sameRevocations } from '../auth/audience-tokens.js';
+import { revokedByLayout, sameRevocations } from '../auth/token-claims.js';
 import type { LiveLayout } from '../layouts/layout-cache.js';
 import type { CrowdFeed } from './crowd-feed.js';
 import type { LightFeed } from './light-feed.js';

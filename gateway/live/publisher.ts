@@ -7,7 +7,7 @@
 import type { TemplatedApp } from 'uWebSockets.js';
 import type { CrowdValue } from '../../schemas/crowd-merge.js';
 import { CLOSE } from '../../schemas/live-protocol.js';
-import { revokedByLayout } from '../auth/audience-tokens.js';
+import { revokedByLayout } from '../auth/token-claims.js';
 import { AppError } from '../errors.js';
 import type { LiveLayout } from '../layouts/layout-cache.js';
 import { lightTopicOf, lightTopicsOf, topicOf, type Backpressure } from './backpressure.js';

@@ -5,7 +5,7 @@ import type { WebSocket } from 'uWebSockets.js';
 import type { ActionRequest } from '../../schemas/types.js';
 import type { IntakeWaiter } from '../actions/intake.js';
 import type { LiveRestatedValue } from '../../schemas/validators.js';
-import type { AudienceClaims } from '../auth/audience-tokens.js';
+import type { AudienceClaims } from '../auth/token-claims.js';
 import type { LiveLayout } from '../layouts/layout-cache.js';
 import type { TokenBuckets } from '../limits/token-buckets.js';
 

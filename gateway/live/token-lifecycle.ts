@@ -8,7 +8,7 @@
 // counts toward the flood close like a refused action, so a stream of forged tokens costs a bounded
 // amount of memory and verifies.
 import { CLOSE, FRAME_LIMITS } from '../../schemas/live-protocol.js';
-import { revokedByLayout, type AudienceClaims } from '../auth/audience-tokens.js';
+import { revokedByLayout, type AudienceClaims } from '../auth/token-claims.js';
 import type { LiveLayout } from '../layouts/layout-cache.js';
 import { AppError } from '../errors.js';
 import { expiringFrame, refreshedFrame } from './frames.js';

@@ -7,7 +7,7 @@
 // a second (503): only an upgrade that passed spends that budget. Each refusal of the peer's own
 // making (4xx) spends its address's budget.
 import type { HttpRequest, HttpResponse, us_socket_context_t } from 'uWebSockets.js';
-import { revokedByLayout, type AudienceClaims } from '../auth/audience-tokens.js';
+import { revokedByLayout, type AudienceClaims } from '../auth/token-claims.js';
 import { AppError } from '../errors.js';
 import { errorReply, internalError, send } from '../http/reply.js';
 import { requestId } from '../http/server.js';

@@ -4,7 +4,7 @@
 // moderation queue instead of the stream.
 import { createHash, randomBytes } from 'node:crypto';
 import type { Control } from '../../schemas/types.js';
-import type { AudienceClaims } from '../auth/audience-tokens.js';
+import type { AudienceClaims } from '../auth/token-claims.js';
 import { AppError, orUnavailable } from '../errors.js';
 import type { LiveLayout } from '../layouts/layout-cache.js';
 import type { GatewayMetrics } from '../metrics.js';

@@ -2,7 +2,7 @@
 // demo layout that `npm start` seeds, with a placeholder API key and audience token; a test sends
 // each one to a running gateway and checks the documented answer.
 import { readFileSync } from 'node:fs';
-import { routeKey } from '../auth/audience-tokens.js';
+import { routeKey } from '../auth/token-claims.js';
 import { DEMO_LAYOUT_FILE } from '../demo/seed.js';
 import { ERRORS, type ErrorCode } from '../errors.js';
 

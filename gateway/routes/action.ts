@@ -4,7 +4,7 @@
 import { WHOLE_DOCUMENT, describeFirstError, validateActionRequest } from '../../schemas/validators.js';
 import { CONTROL_TYPES } from '../../schemas/types.js';
 import { ActionIntake, type IntakeWaiter } from '../actions/intake.js';
-import type { AudienceClaims } from '../auth/audience-tokens.js';
+import type { AudienceClaims } from '../auth/token-claims.js';
 import { AppError } from '../errors.js';
 import { ok, prepared } from '../http/reply.js';
 import { parseJson } from '../http/body.js';

@@ -2,7 +2,7 @@
 // participant's, or with `renew` the participant of an earlier token again (same sub, zone and seat).
 import { describeFirstError, validateTokenRequest } from '../../schemas/validators.js';
 import { keyCoversLayout } from '../auth/api-keys.js';
-import { revokedByLayout } from '../auth/audience-tokens.js';
+import { revokedByLayout } from '../auth/token-claims.js';
 import { AppError } from '../errors.js';
 import { ok } from '../http/reply.js';
 import { parseJson } from '../http/body.js';

@@ -3,7 +3,8 @@
 // is invertible a word at a time), so this forges a token with a cached token's fingerprint and
 // another signature: it must go to jose and be refused, never be answered from the cache.
 import { describe, expect, it } from 'vitest';
-import { AudienceTokens, tokenFingerprint } from '../../gateway/auth/audience-tokens.js';
+import { AudienceTokens } from '../../gateway/auth/audience-tokens.js';
+import { tokenFingerprint } from '../../gateway/auth/token-form.js';
 import { keyring, mintToken, revocations, settings } from '../helpers/audience-token.js';
 
 const ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_';

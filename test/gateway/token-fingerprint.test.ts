@@ -1,7 +1,7 @@
 // The verified-token cache is keyed by a token's fingerprint; a hit also needs the presented token to
 // end in the verified one's signature. The fingerprint must tell apart any change of the token.
 import { describe, expect, it } from 'vitest';
-import { tokenFingerprint } from '../../gateway/auth/audience-tokens.js';
+import { tokenFingerprint } from '../../gateway/auth/token-form.js';
 
 const TOKEN =
   'eyJhbGciOiJIUzI1NiIsInR5cCI6ImF1ZGllbmNlK2p3dCIsImtpZCI6ImsxIn0.eyJsYXlvdXRJZCI6ImRlbW8tc2hvdyIsInRlYW0iOiJ0ZWFtXzEiLCJrZXlJZCI6ImtleV8xIiwic3ViIjoiYXVkX2FiY2RlZmdoaWprbG1ub3AiLCJpYXQiOjE3MDAwMDAwMDAsImV4cCI6MTcwMDAwMzYwMH0.c2lnbmF0dXJlLXNpZ25hdHVyZS1zaWduYXR1cmUtc2ln';

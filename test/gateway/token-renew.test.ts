@@ -4,7 +4,7 @@
 // its participant, its API key) gets 401 token_revoked; one of another layout 400
 // token_layout_mismatch; a tampered one 401 token_invalid.
 import { decodeJwt, decodeProtectedHeader } from 'jose';
-import { TOKEN_ROUTE_CHARS, TOKEN_ROUTE_START, routeKey } from '../../gateway/auth/audience-tokens.js';
+import { TOKEN_ROUTE_CHARS, TOKEN_ROUTE_START, routeKey } from '../../gateway/auth/token-claims.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { LayoutDefinition } from '../../schemas/types.js';
 import { CROWD_LAYOUT } from '../helpers/crowd.js';

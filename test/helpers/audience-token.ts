@@ -1,7 +1,7 @@
 // An AudienceTokens' surroundings for unit tests, without Redis: one signing key, settings, a
 // keyring filled in by hand, no revocations, and a token minted the way the gateway mints one.
 import { SignJWT } from 'jose';
-import { TOKEN_TYP } from '../../gateway/auth/audience-tokens.js';
+import { TOKEN_TYP } from '../../gateway/auth/token-claims.js';
 import type { SigningKeyring } from '../../gateway/auth/signing-keyring.js';
 
 export const secret = new Uint8Array(32).fill(7);
