@@ -18,7 +18,7 @@ import { startBridge, type Bridge } from '../bridge/app.js';
 import { BRIDGE_NODE_FLAGS } from '../bridge/node-flags.js';
 import { loadBridgeConfig } from '../bridge/config.js';
 import { createLogger } from '../runtime/log.js';
-import { entryId } from '../gateway/actions/entry-id.js';
+import { entryId } from '../gateway/store/entry-id.js';
 import { ACTION_FIELD, encodeActionEntry } from '../schemas/action-entry.js';
 import { actionStreamKey } from '../schemas/redis-keys.js';
 import { pinProcess, pinnedRedis, spawnPinned, threadsOf } from './harness.js';

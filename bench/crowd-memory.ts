@@ -13,7 +13,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { Redis } from 'ioredis';
 import { ActionLog } from '../gateway/actions/action-log.js';
-import { CrowdFold, type AggregatedControl } from '../gateway/actions/crowd-fold.js';
+import { CrowdFold, type AggregatedControl } from '../gateway/crowd/crowd-fold.js';
 import { startRedisServer } from '../gateway/dev/redis-server.js';
 import { ParticipantLimits } from '../gateway/limits/participant-limits.js';
 import { RedisKeys } from '../gateway/store/keys.js';

@@ -9,7 +9,7 @@
 // 1.1 to 8.7 ms (perf, StringTable::Data::Resize), ticks as late.
 //   node dist/bench/write-backlog.js <redis url> <stream key> <group> <count>
 import { Redis } from 'ioredis';
-import { entryId } from '../gateway/actions/entry-id.js';
+import { entryId } from '../gateway/store/entry-id.js';
 import { ACTION_FIELD, encodeActionEntry } from '../schemas/action-entry.js';
 
 const [url, key, group, count] = process.argv.slice(2) as [string, string, string, string];

@@ -6,7 +6,7 @@
 // of an entry made as a string and handed to ioredis).
 import type { ActionValue, Control } from '../../schemas/types.js';
 import { ENTRY_PREFIX, ENTRY_TS, sharedBytes } from './entry-text.js';
-import { writeEntryId } from './entry-id.js';
+import { writeEntryId } from '../store/entry-id.js';
 
 /** A batch's first buffer: about 80 actions; it doubles as it fills. */
 const FIRST_BYTES = 16 * 1024;

@@ -13,8 +13,8 @@ import { ratesOf, type ActionRates } from '../limits/participant-limits.js';
 import type { RouteDeps } from '../routes/deps.js';
 import type { AppendWaiter, OnceRecord } from './action-log.js';
 import { checkAction } from './check-action.js';
-import type { AggregatedControl, HandedValue } from './crowd-fold.js';
-import { entryId } from './entry-id.js';
+import type { AggregatedControl, HandedValue } from '../crowd/crowd-fold.js';
+import { entryId } from '../store/entry-id.js';
 import { FRAME_LIMITS } from '../../schemas/live-protocol.js';
 
 /** Idempotency-Key: 1 to 64 of A-Z a-z 0-9 . _ : - */

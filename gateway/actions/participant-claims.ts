@@ -24,7 +24,7 @@ import { WINDOW_MS_MAX } from '../../schemas/aggregate.js';
 import type { HandedBudget } from '../limits/participant-limits.js';
 import type { RedisKeys } from '../store/keys.js';
 import { runScript } from '../store/scripts.js';
-import type { AggregatedControl, HandedValue } from './crowd-fold.js';
+import type { AggregatedControl, HandedValue } from '../crowd/crowd-fold.js';
 
 /** A participant's claim is made again at its next action (or by the sweep, for one with a socket here) once it is this old (ms). */
 export const CLAIM_REFRESH_MS = 5 * 60_000;

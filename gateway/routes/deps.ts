@@ -1,6 +1,6 @@
 // What the route handlers need, built once by app.ts.
 import type { ActionLog } from '../actions/action-log.js';
-import type { CrowdFold } from '../actions/crowd-fold.js';
+import type { CrowdFold } from '../crowd/crowd-fold.js';
 import type { ParticipantClaims } from '../actions/participant-claims.js';
 import type { ApiKeyAuth } from '../auth/api-keys.js';
 import type { AudienceTokens } from '../auth/audience-tokens.js';

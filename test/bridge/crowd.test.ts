@@ -6,7 +6,7 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Bridge } from '../../bridge/app.js';
 import { ActionLog } from '../../gateway/actions/action-log.js';
-import { CrowdFold, type AggregatedControl } from '../../gateway/actions/crowd-fold.js';
+import { CrowdFold, type AggregatedControl } from '../../gateway/crowd/crowd-fold.js';
 import { RedisKeys } from '../../gateway/store/keys.js';
 import { createStores } from '../../gateway/store/stores.js';
 import { actionStreamKey } from '../../schemas/redis-keys.js';

@@ -1,7 +1,7 @@
 // The map a crowd window keeps its participants in: oldest first for those that came now, and a
 // side map for values handed over from another process with an earlier time, expired all the same.
 import { describe, expect, it } from 'vitest';
-import { ArrivalMap } from '../../gateway/actions/arrival-map.js';
+import { ArrivalMap } from '../../gateway/crowd/arrival-map.js';
 
 const WINDOW = 1000;
 const expired = (m: ArrivalMap<{ at: number }>, now: number) => {

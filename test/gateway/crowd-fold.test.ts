@@ -6,7 +6,7 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CrowdTable } from '../../schemas/crowd-merge.js';
 import { ActionLog } from '../../gateway/actions/action-log.js';
-import { CrowdFold, LARGE_SUMMARY_MS, LEASE_REFRESH_MS, PRESSES_PER_SECOND_MAX, type AggregatedControl, type CrowdFoldOptions } from '../../gateway/actions/crowd-fold.js';
+import { CrowdFold, LARGE_SUMMARY_MS, LEASE_REFRESH_MS, PRESSES_PER_SECOND_MAX, type AggregatedControl, type CrowdFoldOptions } from '../../gateway/crowd/crowd-fold.js';
 import { RedisKeys } from '../../gateway/store/keys.js';
 import type { CrowdSummary } from '../../schemas/aggregate.js';
 import { decodeStreamEntry } from '../../schemas/action-entry.js';

@@ -1,7 +1,7 @@
 // Entry ids are random version-4 UUIDs: the form, the version and variant bits, uniqueness across
 // many pool refills, and every free hex digit actually random.
 import { describe, expect, it } from 'vitest';
-import { entryId } from '../../gateway/actions/entry-id.js';
+import { entryId } from '../../gateway/store/entry-id.js';
 
 const V4 = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 

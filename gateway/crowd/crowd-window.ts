@@ -5,7 +5,7 @@ import type { Aggregate, AggregateMode, CrowdFigures, CrowdSummary } from '../..
 import type { ActionValue, Control } from '../../schemas/types.js';
 import { ArrivalMap } from './arrival-map.js';
 import { Figures, PressBuckets } from './crowd-figures.js';
-import { entryId } from './entry-id.js';
+import { entryId } from '../store/entry-id.js';
 
 /** An aggregated control: what the fold needs of it. */
 export type AggregatedControl = Control & { aggregate: Aggregate };

@@ -10,7 +10,6 @@ import { windowMsOf, type CrowdSummary } from '../../schemas/aggregate.js';
 import { encodeCrowdSummary } from '../../schemas/action-entry.js';
 import type { ActionValue } from '../../schemas/types.js';
 import { AppError } from '../errors.js';
-import type { ActionLog } from './action-log.js';
 import { ControlWindow, LEASE_REFRESH_MS, PUBLISH_MIN_MS, type AggregatedControl, type HandedValue, type Revoked } from './crowd-window.js';
 
 export { LEASE_REFRESH_MS, PRESSES_PER_SECOND_MAX, PRESS_BUCKET_MS, type AggregatedControl, type HandedValue } from './crowd-window.js';
@@ -44,7 +43,8 @@ export class CrowdFold {
   private readonly publish: (layoutId: string, payload: string) => void;
 
   constructor(
-    private readonly log: ActionLog,
+    /** where a summary is appended: the layout's stream, in the actions' group commit (actions/action-log.ts) */
+    private readonly log: { appendPayload(layoutId: string, payload: string): Promise<void> },
     /** this gateway process, as summaries name it */
     private readonly source: string,
     /** the fold tick */
