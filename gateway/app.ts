@@ -288,8 +288,10 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
     trim: { maxLen: config.streamMaxLen, retentionMs: config.streamRetentionSeconds * 1000 },
     onDecided: (decision: string) => metrics.moderationDecisions.inc({ decision }),
   };
-  for (const r of [...actionRoutes(deps), ...adminApiRoutes(admin), ...lightApiRoutes(admin), ...moderationApiRoutes(admin, moderationAdmin), recordApiRoute(admin), ...adminPageRoutes(), ...playPageRoutes()]) server.mount(r);
-  const liveServices = { layouts: deps.layouts, destinations: deps.destinations, tokens: deps.tokens, cors: deps.cors, intake: new ActionIntake(deps), claims };
+  // one action intake for POST /action and the live channel's actions alike
+  const intake = new ActionIntake(deps);
+  for (const r of [...actionRoutes(deps, intake), ...adminApiRoutes(admin), ...lightApiRoutes(admin), ...moderationApiRoutes(admin, moderationAdmin), recordApiRoute(admin), ...adminPageRoutes(), ...playPageRoutes()]) server.mount(r);
+  const liveServices = { layouts: deps.layouts, destinations: deps.destinations, tokens: deps.tokens, cors: deps.cors, intake, claims };
   const liveSetup = startLive({
     config, log, now, serverNow: opts.now ?? clock.preciseNow, redis: settings, stores, services: liveServices, crowd: liveCrowd, metrics, onUnavailable: (what) => liveMisses.count(what), source,
   });

@@ -3,7 +3,7 @@
 // only after Redis acknowledged it. OPTIONS answers CORS preflight.
 import { WHOLE_DOCUMENT, describeFirstError, validateActionRequest } from '../../schemas/validators.js';
 import { CONTROL_TYPES } from '../../schemas/types.js';
-import { ActionIntake, type IntakeWaiter } from '../actions/intake.js';
+import type { ActionIntake, IntakeWaiter } from '../actions/intake.js';
 import type { AudienceClaims } from '../auth/token-claims.js';
 import { AppError } from '../errors.js';
 import { ok, prepared } from '../http/reply.js';
@@ -25,11 +25,11 @@ export function bearerToken(header: string): string {
   throw new AppError('token_missing');
 }
 
-export function actionRoutes(d: RouteDeps): Route[] {
+/** POST /action and its preflight; `intake` is the process's one action intake, which the live channel shares. */
+export function actionRoutes(d: RouteDeps, intake: ActionIntake): Route[] {
   const replyHeaders: Route['replyHeaders'] = (head) => d.cors.replyHeaders(head.headers.origin);
   const untyped = new Outcomes(d.metrics, 'unknown');
   const byType = new Map(CONTROL_TYPES.map((t) => [t, new Outcomes(d.metrics, t)]));
-  const intake = new ActionIntake(d);
   return [
     {
       method: 'options',
