@@ -58,20 +58,18 @@ export class ActionIntake {
     d.participants.check(claims.sub, body.type, this.ratesFor(layout), at);
     d.claims.seen(layout.layoutId, claims.sub, at, body.type === 'String'); // this process holds the participant now
     const { control, value } = checkAction(layout, body);
-    if (control.type === 'String' && d.moderation.check(layout, control, claims.sub, value as string, at)) {
-      if (once !== '' && !IDEMPOTENCY_KEY.test(once)) throw new AppError('idempotency_key_invalid');
-      return waiter.held(d.moderation.hold(layout, control, claims, value as string, once, at));
-    }
+    const held = control.type === 'String' && d.moderation.check(layout, control, claims.sub, value as string, at);
+    // The Idempotency-Key's form, whichever way the action goes: a held text keeps the key with it,
+    // and a crowd value is only checked for it (folded into the crowd's summary, a repeat of a
+    // latest value changes nothing; a repeated press does count for `rate`).
+    if (once !== '' && !IDEMPOTENCY_KEY.test(once)) throw new AppError('idempotency_key_invalid');
+    if (held) return waiter.held(d.moderation.hold(layout, control, claims, value as string, once, at));
     if (control.aggregate) {
-      // Folded into the crowd's summary: a repeat of a latest value changes nothing, so an
-      // Idempotency-Key is only checked for its form (a repeated press does count for `rate`).
-      if (once !== '' && !IDEMPOTENCY_KEY.test(once)) throw new AppError('idempotency_key_invalid');
       // a zone the layout no longer declares (re-imported since the token was minted) counts in the whole crowd only
       const zone = claims.zone !== '' && layout.zones.includes(claims.zone) ? claims.zone : '';
       return waiter.after(d.crowd.add(layout.layoutId, control as AggregatedControl, claims.sub, value, at, zone, claims.mintedAt));
     }
     if (once === '') return d.actions.appendAction(layout.layoutId, control, value, at, waiter);
-    if (!IDEMPOTENCY_KEY.test(once)) throw new AppError('idempotency_key_invalid');
     const entry: ActionEntry = { v: 1, id: entryId(), layoutId: layout.layoutId, lid: control.lid, address: control.address, type: control.type, value, ts: at };
     // 96 bits of the action: enough to tell one participant's actions apart, 16 characters stored
     const fingerprint = createHash('sha256').update(JSON.stringify([entry.layoutId, entry.lid, entry.type, entry.value])).digest('base64url').slice(0, 16);
