@@ -43,10 +43,19 @@ export class ActionIntake {
   }
 
   /**
-   * Takes one action. `once` is its Idempotency-Key ('' for none), `at` when it arrived. Throws what
-   * refuses it before anything is stored; otherwise the waiter hears once, stored or failed.
+   * Takes one action of a layout, for POST /action and the live channel alike: looks the layout up
+   * (from memory at once, else from Redis) and takes the action. `once` is its Idempotency-Key (''
+   * for none), `at` when it arrived. Throws what refuses it at once; otherwise the waiter hears
+   * once, stored or failed.
    */
-  take(body: ActionRequest, claims: AudienceClaims, layout: LiveLayout | null, once: string, at: number, waiter: IntakeWaiter): void {
+  accept(body: ActionRequest, claims: AudienceClaims, once: string, at: number, waiter: IntakeWaiter): void {
+    const layout = this.d.layouts.get(body.layoutId);
+    if (layout instanceof Promise) layout.then((l) => this.take(body, claims, l, once, at, waiter)).catch((e: unknown) => waiter.failed(e));
+    else this.take(body, claims, layout, once, at, waiter);
+  }
+
+  /** take() once the layout is known: the checks, the budget, and the action's way to the stream. */
+  private take(body: ActionRequest, claims: AudienceClaims, layout: LiveLayout | null, once: string, at: number, waiter: IntakeWaiter): void {
     const d = this.d;
     if (!layout || layout.teamId !== claims.team) throw new AppError('layout_not_found', undefined, 400);
     if (revokedByLayout(claims, layout)) throw new AppError('token_revoked');

@@ -104,9 +104,7 @@ export class ActionFrames {
       const at = this.o.now();
       const once = frame.idempotencyKey ?? '';
       const claims = data.claims;
-      const layout = this.s.layouts.get(body.layoutId);
-      if (layout instanceof Promise) layout.then((l) => this.s.intake.take(body, claims, l, once, at, waiter)).catch((e: unknown) => waiter.failed(e));
-      else this.s.intake.take(body, claims, layout, once, at, waiter);
+      this.s.intake.accept(body, claims, once, at, waiter);
     } catch (e) {
       this.refused(ws, data, ref, e, false);
     }

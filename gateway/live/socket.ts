@@ -54,7 +54,7 @@ export interface LiveServices {
   claims?: { opened(layoutId: string, sub: string): Promise<{ opens: number; older: boolean }> };
   /** one participant's action, as POST /action takes it */
   intake: {
-    take(body: ActionRequest, claims: AudienceClaims, layout: LiveLayout | null, once: string, at: number, waiter: IntakeWaiter): void;
+    accept(body: ActionRequest, claims: AudienceClaims, once: string, at: number, waiter: IntakeWaiter): void;
     restate(values: readonly LiveRestatedValue[], claims: AudienceClaims, layout: LiveLayout | null, at: number): Promise<void>;
   };
 }

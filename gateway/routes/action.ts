@@ -80,10 +80,8 @@ export function actionRoutes(d: RouteDeps, intake: ActionIntake): Route[] {
     const answer = new Answer(head, respond, byType.get(body.type)!); // the schema allows only these types
     try {
       if (body.layoutId !== claims.layoutId) throw new AppError('token_layout_mismatch');
-      const layout = d.layouts.get(body.layoutId);
       const once = head.headers['idempotency-key']; // '' when absent (uWS reads an empty header as absent too)
-      if (layout instanceof Promise) layout.then((l) => intake.take(body, claims, l, once, head.receivedAt, answer)).catch((e: unknown) => answer.failed(e));
-      else intake.take(body, claims, layout, once, head.receivedAt, answer);
+      intake.accept(body, claims, once, head.receivedAt, answer);
     } catch (e) {
       answer.failed(e);
     }
