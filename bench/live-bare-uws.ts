@@ -12,7 +12,7 @@
 //    one told since its last tick, 4 times a second. A loop that runs late sends the newest value once, not
 //    every value it missed, as the gateway's crowd tick does.
 // Several of these can listen on one port (SO_REUSEPORT), as gateway workers do.
-// With BARE_STORE_URL=redis://... (bench:live-ablation's storing floor) each frame is appended to
+// With BARE_STORE_URL=redis://... (the storing floor) each frame is appended to
 // the stream BARE_STORE_KEY before its ack (live-bare-store.ts): the least a server that stores
 // every action before it acks can do.
 // With BARE_LOADS_GATEWAY=1 (bench:live-perf --bare-loads-gateway) it first loads the gateway's

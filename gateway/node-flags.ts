@@ -7,7 +7,7 @@
 // --single-threaded-gc: V8's GC helper threads (parallel scavenging, concurrent marking) compete
 // with the main thread when the process has a core to itself, as each of GATEWAY_WORKERS should;
 // without them the half-load p99 was 10.6 ms instead of 22 to 24 (bench:gc, ABBA, 2026-11-22) at
-// the same CPU per request (bench:ablation: 0.0 µs, pairs 0.2, -0.2, -0.1).
+// the same CPU per request (the action ablation bench, since removed: 0.0 µs, pairs 0.2, -0.2, -0.1).
 // The shebang of main.ts, the systemd unit's ExecStart and the bench all use this list; a test
 // checks the first two.
 export const GATEWAY_NODE_FLAGS: readonly string[] = ['--max-semi-space-size=8', '--heap-growing-percent=25', '--single-threaded-gc'];

@@ -107,7 +107,7 @@ export function failFastRedisOptions(s: FailFastSettings): RedisOptions {
     lazyConnect: true,
     // Off: the gateway's group commit already sends one call per stream and turn, and ioredis's
     // auto-pipelining wrapped each in a Pipeline of its own, a turn later: 3.2 µs of CPU per
-    // /action (bench:ablation, 3 ABBA pairs: 3.6, 4.6, 1.4; row auto-pipelining).
+    // /action (the action ablation bench, since removed, 3 ABBA pairs: 3.6, 4.6, 1.4; row auto-pipelining).
     enableAutoPipelining: false,
     enableOfflineQueue: s.subscriber ?? false,
     maxRetriesPerRequest: 0,

@@ -2,7 +2,7 @@
 // string ("$<bytes>\r\n<text>\r\n"), written into one buffer as it is accepted. An action's entry
 // is written byte by byte from its parts (entry-text.ts): no string is made of it, so nothing of it
 // is left for the young generation to copy while the batch waits for Redis, and nothing measures
-// or encodes it again on the way out (`npm run bench:live-ablation`, bench/README.md, has the cost
+// or encodes it again on the way out (bench/README.md has the cost
 // of an entry made as a string and handed to ioredis).
 import type { ActionValue, Control } from '../../schemas/types.js';
 import { ENTRY_PREFIX, ENTRY_TS, sharedBytes } from './entry-text.js';

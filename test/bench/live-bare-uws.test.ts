@@ -74,7 +74,7 @@ describe('the bare uWS floor of bench:live', () => {
     ws.close();
   });
 
-  // bench:live-ablation's storing floor: the same ack, sent only once the frame is in a Redis stream
+  // the storing floor: the same ack, sent only once the frame is in a Redis stream
   it('with BARE_STORE_URL, acks a frame only once its text is in the stream', async () => {
     const { client, server } = redis.get();
     const key = `bare-store-${Date.now()}`;
