@@ -1,185 +1,52 @@
-// Audience tokens: HS256 JWTs minted for one layout, verified with a cache. jose's jwtVerify costs
-// about 110 us of CPU here and a hit about 1 (npm run bench:token-cache), so a verified token is
-// kept (bounded LRU) and each hit only re-checks what can change after verification: expiry, the
-// minting key's revocation and the signing key's retirement.
-//
-// The cache is keyed by a 32-bit fingerprint of the whole token (a number: no string to slice, hash
-// and compare per lookup), and an entry keeps the token's signature (43 characters) rather than the
-// whole token (about 370), which keeps an entry near 250 bytes of heap (100k live tokens: about 25
-// MB). A hit needs both: the presented token's fingerprint finds the entry, and it must end in the
-// entry's signature. A token whose fingerprint is cached but whose signature differs (a tampered or
-// forged token, or another token that happens to share the fingerprint) is a miss and goes to jose.
-// A string crafted to match both would only ever get the claims of the token it copied the
-// signature from (claims come from the cache, never from the presented payload), which its holder
-// could already use: a cache hit never grants anything a verified token did not. Two live tokens
-// with one fingerprint (about one pair in 100,000 tokens) take turns in the cache, each verified by
-// jose when the other replaced it.
-import { randomBytes, webcrypto } from 'node:crypto';
-import { SignJWT, decodeProtectedHeader, errors as joseErrors, jwtVerify } from 'jose';
-import { LRUCache } from 'lru-cache';
-import { AppError } from '../errors.js';
+// Audience tokens: HS256 JWTs minted for one layout (token-mint.ts) and verified with a cache
+// (token-verify.ts), over one keyring and one set of imported signing keys. Their claims and the
+// checks of their form are token-claims.ts and token-form.ts.
 import type { AuthedKey } from './api-keys.js';
+import { HmacKeys } from './hmac-keys.js';
 import type { SigningKeyring } from './signing-keyring.js';
-import { TOKEN_TYP, routeKey, seatOf, type AudienceClaims, type Seat, type TokenSettings } from './token-claims.js';
-import { Interner, endsInSignature, flatCopy, isCanonicalJws, signatureOf, tokenFingerprint } from './token-form.js';
-
-/**
- * What the cache keeps of a verified token: its claims and, beside them, its signature. One object,
- * not claims inside a wrapper: a gateway with 100,000 tokens cached was about 5 MiB smaller (132.0
- * and 133.6 MiB resident against 137.3 to 139.7, 2026-11-23).
- */
-interface CachedToken extends AudienceClaims {
-  /** the token's signature segment: a token found by its fingerprint must end in it */
-  readonly signature: string;
-}
+import type { AudienceClaims, Seat, TokenSettings } from './token-claims.js';
+import { TokenMinter, type MintedToken } from './token-mint.js';
+import { TokenVerifier, type KeyRevocations } from './token-verify.js';
 
 export class AudienceTokens {
-  /** verified tokens by tokenFingerprint (as a signed 32-bit number, which V8 keeps unboxed) */
-  private readonly cache: LRUCache<number, CachedToken> | null;
-  private readonly interned = new Interner();
-  /** each signing secret as a WebCrypto key, imported once: given the raw bytes, jose imports them on every signature and verification */
-  private readonly hmacKeys = new WeakMap<Uint8Array, Promise<webcrypto.CryptoKey>>();
+  private readonly minter: TokenMinter;
+  private readonly verifier: TokenVerifier;
 
   constructor(
-    private readonly settings: TokenSettings,
-    private readonly keyring: SigningKeyring,
-    /** which API keys are revoked (checked on every verification), told of each new token's key (to re-check it) */
-    private readonly revocations: { isRevoked(keyId: string): boolean; trackTokenKey(keyId: string): Promise<void> },
-    private readonly now: () => number = Date.now,
+    settings: TokenSettings,
+    keyring: SigningKeyring,
+    revocations: KeyRevocations,
+    now: () => number = Date.now,
     /** told of every cache lookup (metrics) */
-    private readonly onCacheLookup: (hit: boolean) => void = () => {},
+    onCacheLookup: (hit: boolean) => void = () => {},
   ) {
-    this.cache = settings.cacheMax > 0 ? new LRUCache({ max: settings.cacheMax }) : null;
+    const hmacKeys = new HmacKeys();
+    this.minter = new TokenMinter(settings, keyring, hmacKeys, now);
+    this.verifier = new TokenVerifier(settings, keyring, hmacKeys, revocations, now, onCacheLookup);
   }
 
-  /** A token for the layout on behalf of the key (in `zone` and at `seat`, if given); `sub` is a fresh random audience id. */
-  mint(key: AuthedKey, layoutId: string, zone?: string, seat?: Seat): Promise<{ token: string; expiresAt: number }> {
-    return this.sign(key, layoutId, `aud_${randomBytes(12).toString('base64url')}`, zone, seat ?? null);
+  /** A token for the layout on behalf of the key (in `zone` and at `seat`, if given), for a new participant. */
+  mint(key: AuthedKey, layoutId: string, zone?: string, seat?: Seat): Promise<MintedToken> {
+    return this.minter.mint(key, layoutId, zone, seat);
   }
 
-  /**
-   * A new token for the participant of `old`, on behalf of the key: the same sub, zone and seat, a new
-   * iat and exp. `old` must carry a valid signature for `layoutId` and may have expired up to the
-   * renewal grace ago; whether it is revoked is the caller's to check (`renewable` gives its claims).
-   */
-  async renew(key: AuthedKey, claims: AudienceClaims): Promise<{ token: string; expiresAt: number }> {
-    return this.sign(key, claims.layoutId, claims.sub, claims.zone === '' ? undefined : claims.zone, claims.seat);
+  /** A new token for the participant of `claims` (from `renewable`), on behalf of the key. */
+  renew(key: AuthedKey, claims: AudienceClaims): Promise<MintedToken> {
+    return this.minter.renew(key, claims);
   }
 
-  /**
-   * The claims of a token to renew: signed by a signing key still known (token_invalid; one retired
-   * is token_revoked), minted by a key not revoked (token_revoked), and expired no longer than the
-   * grace ago (token_expired). Never cached: a renewal is rare, and an expired token has no place there.
-   */
-  async renewable(token: string): Promise<AudienceClaims> {
-    if (!isCanonicalJws(token)) throw new AppError('token_invalid');
-    const claims = await this.verifySignature(token, this.settings.renewGraceSeconds);
-    await this.revocations.trackTokenKey(claims.keyId);
-    if (this.revocations.isRevoked(claims.keyId)) throw new AppError('token_revoked');
-    return claims;
+  /** The claims of a token to renew (TokenVerifier.renewable). */
+  renewable(token: string): Promise<AudienceClaims> {
+    return this.verifier.renewable(token);
   }
 
-  private async sign(key: AuthedKey, layoutId: string, sub: string, zone: string | undefined, seat: Seat | null): Promise<{ token: string; expiresAt: number }> {
-    const { kid, secret } = this.keyring.signer();
-    const mintedAt = this.now();
-    const iat = Math.floor(mintedAt / 1000);
-    const exp = iat + this.settings.ttlSeconds;
-    // `mintedAt` (ms) beside `iat` (whole seconds): a layout's revocation cut-off must tell apart
-    // tokens minted in the same second before and after it
-    const token = await new SignJWT({ layoutId, team: key.teamId, keyId: key.keyId, mintedAt, ...(zone !== undefined && { zone }), ...(seat && { seat: { x: seat.x, y: seat.y } }) })
-      .setProtectedHeader({ route: routeKey(sub), alg: 'HS256', typ: TOKEN_TYP, kid })
-      .setIssuer(this.settings.issuer)
-      .setAudience(this.settings.audience)
-      .setSubject(sub)
-      .setIssuedAt(iat)
-      .setExpirationTime(exp)
-      .sign(await this.hmacKey(secret));
-    return { token, expiresAt: exp * 1000 };
-  }
-
-  /**
-   * The claims of a valid token, or AppError token_invalid / token_expired / token_revoked. A cached
-   * token is answered synchronously (the request path then needs no promise); a new one is verified
-   * with jose (asynchronous) and cached.
-   */
+  /** The claims of a valid token: synchronous when it is cached (TokenVerifier.verify). */
   verify(token: string): AudienceClaims | Promise<AudienceClaims> {
-    const key = tokenFingerprint(token) | 0;
-    const cached = this.cache?.get(key);
-    // A hit is the very string that was verified (its fingerprint and signature), so it was canonical then.
-    const hit = cached !== undefined && endsInSignature(token, cached.signature);
-    this.onCacheLookup(hit);
-    if (hit) return this.recheck(key, cached);
-    if (!isCanonicalJws(token)) throw new AppError('token_invalid');
-    return this.verifySignature(token).then(async (entry) => {
-      await this.revocations.trackTokenKey(entry.keyId);
-      this.cache?.set(key, entry);
-      return this.recheck(key, entry);
-    });
+    return this.verifier.verify(token);
   }
 
-  /** Whether this very token is cached (verify would answer it without jose); the cache's order is left as it is. */
+  /** Whether this very token is cached. */
   known(token: string): boolean {
-    const cached = this.cache?.peek(tokenFingerprint(token) | 0);
-    return cached !== undefined && endsInSignature(token, cached.signature);
-  }
-
-  private recheck(key: number, c: AudienceClaims): AudienceClaims {
-    if (c.exp * 1000 <= this.now()) {
-      this.cache?.delete(key);
-      throw new AppError('token_expired');
-    }
-    if (this.revocations.isRevoked(c.keyId) || this.keyring.status(c.kid) !== 'active') throw new AppError('token_revoked');
-    return c;
-  }
-
-  /** The secret's imported key; a secret that is not bytes (a broken keyring) throws a TypeError before anything is imported or kept. */
-  private hmacKey(secret: Uint8Array): Promise<webcrypto.CryptoKey> {
-    if (!(secret instanceof Uint8Array)) throw new TypeError(`a signing secret is bytes, not ${typeof secret}`);
-    let key = this.hmacKeys.get(secret);
-    if (key === undefined) {
-      key = webcrypto.subtle.importKey('raw', secret, { name: 'HMAC', hash: 'SHA-256' }, false, ['sign', 'verify']);
-      this.hmacKeys.set(secret, key);
-    }
-    return key;
-  }
-
-  /** The verified token's claims, with its signature: the cache's entry as it is kept. `graceSeconds`: past its exp too, by up to this. */
-  private async verifySignature(token: string, graceSeconds = 0): Promise<CachedToken> {
-    let kid: string | undefined;
-    try {
-      kid = decodeProtectedHeader(token).kid;
-    } catch (e) {
-      if (e instanceof joseErrors.JOSEError) throw new AppError('token_invalid');
-      throw e;
-    }
-    const status = this.keyring.status(kid);
-    if (status === 'retired') throw new AppError('token_revoked');
-    const secret = kid === undefined ? undefined : this.keyring.secret(kid);
-    if (status === 'unknown' || !secret || kid === undefined) throw new AppError('token_invalid');
-    try {
-      const { payload } = await jwtVerify(token, await this.hmacKey(secret), {
-        algorithms: ['HS256'],
-        typ: TOKEN_TYP,
-        issuer: this.settings.issuer,
-        audience: this.settings.audience,
-        requiredClaims: ['exp', 'iat', 'sub'],
-        currentDate: new Date(this.now()),
-        ...(graceSeconds > 0 && { clockTolerance: graceSeconds }),
-      });
-      const { sub, layoutId, team, keyId, exp, iat, mintedAt, zone, seat } = payload;
-      if (typeof sub !== 'string' || typeof layoutId !== 'string' || typeof team !== 'string' || typeof keyId !== 'string' || typeof exp !== 'number' || typeof iat !== 'number') {
-        throw new AppError('token_invalid');
-      }
-      const minted = typeof mintedAt === 'number' ? mintedAt : iat * 1000;
-      // The few distinct values are shared by every cached token, which keeps each entry small. One
-      // object literal: a spread of the claims into the entry took about 40 MiB more for 100,000 tokens.
-      const i = this.interned;
-      return { sub: flatCopy(sub), layoutId: i.of(layoutId), team: i.of(team), keyId: i.of(keyId), kid: i.of(kid), exp, mintedAt: minted, zone: typeof zone === 'string' ? i.of(zone) : '', seat: seatOf(seat), signature: flatCopy(signatureOf(token)) };
-    } catch (e) {
-      // classified here, by jose's own error classes; anything else is a bug for the 500 path and its log
-      if (e instanceof joseErrors.JWTExpired) throw new AppError('token_expired');
-      if (e instanceof joseErrors.JOSEError) throw new AppError('token_invalid');
-      throw e;
-    }
+    return this.verifier.known(token);
   }
 }

@@ -1,6 +1,6 @@
 // What an audience token says (its claims, the participant's routing key and seat) and the
 // revocation rule a layout applies to it: the contract every reader of a token shares, with no
-// signing or verifying in it (those are audience-tokens.ts).
+// signing or verifying in it (those are token-mint.ts and token-verify.ts).
 import { createHash } from 'node:crypto';
 
 /** The JOSE `typ` header of audience tokens; verification requires it, so no other JWT passes for one. */

@@ -1,6 +1,6 @@
 // A token's text as the verification cache reads it, without verifying it: its 32-bit fingerprint,
 // its signature segment, whether it is a JWS in canonical form, and the flat copies and interned
-// values the cache keeps (audience-tokens.ts says why).
+// values the cache keeps (token-verify.ts says why).
 
 /** Where a token's UTF-8 bytes are read four at a time (its own ArrayBuffer, so the words are aligned). */
 const scratch = Buffer.alloc(16 * 1024);
