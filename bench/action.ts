@@ -2,7 +2,7 @@
 // core 0, Redis and the load generator (wrk by default, or autocannon) on core 1.
 // With --appendfsync, POST /action runs once per Redis AOF fsync policy listed, in that order
 // (`everysec,always,everysec,always` interleaves them), each after CONFIG SET appendfsync.
-//   npm run bench:action [-- --seconds 10 --connections 100 --tokens 2000 --generator wrk|autocannon --appendfsync everysec,always]
+//   npm run bench:lab -- action [--seconds 10 --connections 100 --tokens 2000 --generator wrk|autocannon --appendfsync everysec,always]
 import { parseArgs } from 'node:util';
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';

@@ -8,7 +8,7 @@ import type { BuiltRequest } from './harness.js';
 /** A team, the demo layout (and `moreLayouts`) and an API key, written straight to Redis (a URL, or a cluster's seeds). */
 export async function seedDemo(redis: string | RedisTarget, prefix = 'ac:', moreLayouts: readonly object[] = []): Promise<{ apiKey: string; layoutId: string }> {
   const { createStores } = await import('../gateway/store/stores.js');
-  const { DEMO_LAYOUT_FILE } = await import('../gateway/demo/seed.js');
+  const { DEMO_LAYOUT_FILE } = await import('../schemas/demo-layout.js');
   const admin = createRedisClient(typeof redis === 'string' ? { url: redis } : redis, { name: 'bench-seed', commandTimeoutMs: 5000, reconnectStepMs: 100, maxReconnectDelayMs: 100 });
   await admin.connect();
   try {

@@ -3,7 +3,7 @@
 // optimises its code on helper threads while it drains, which delays ticks), then by the same
 // bridge, running since, whose stream is replaced by a full one (a backlog built up at once).
 // Then steady input, and 2 s idle: the bridge's own CPU between ticks.
-//   npm run bench:bridge [-- --actions 200000 --tick-hz 100] [--v8-defaults: without BRIDGE_NODE_FLAGS]
+//   npm run bench -- bridge [--actions 200000 --tick-hz 100] [--v8-defaults: without BRIDGE_NODE_FLAGS]
 //     [--helpers-keep-priority: the bridge's threads left as they are: neither placed nor made
 //      SCHED_IDLE, see bridge/thread-priority.ts]
 //     [--helpers-on-send-cpu: every thread of the bridge on core 0, instead of its send path on core 0

@@ -4,7 +4,7 @@
 // nothing else is collected meanwhile): N participants act once, the fold appends its summary to a
 // real Redis, garbage is collected, and the heap's growth is divided by N. Each window is measured
 // twice: participants without a zone, and spread over three zones (each folded as well).
-//   npm run bench:crowd-memory [-- --participants 200000]
+//   npm run bench:lab -- crowd-memory [--participants 200000]
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -14,7 +14,7 @@ import { parseArgs } from 'node:util';
 import { Redis } from 'ioredis';
 import { ActionLog } from '../gateway/actions/action-log.js';
 import { CrowdFold, type AggregatedControl } from '../gateway/crowd/crowd-fold.js';
-import { startRedisServer } from '../gateway/dev/redis-server.js';
+import { startRedisServer } from '../dev/redis-server.js';
 import { ParticipantLimits } from '../gateway/limits/participant-limits.js';
 import { RedisKeys } from '../gateway/store/keys.js';
 import type { AggregateMode } from '../schemas/aggregate.js';

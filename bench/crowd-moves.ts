@@ -3,7 +3,7 @@
 // each minute (each claim that takes a participant from another process is a move). Side by side
 // in one run: Redis's commands a second (INFO commandstats, the commands inside scripts included)
 // and its bytes in and out a second (INFO stats), and from their difference the cost of one move.
-//   npm run bench:crowd-moves [-- --participants 50000 --seconds 60 --every 20]
+//   npm run bench:lab -- crowd-moves [--participants 50000 --seconds 60 --every 20]
 // Every participant moves a Slider (mean, 60 s window) every `every` seconds over HTTP; the
 // gateways share core 0, Redis, this generator and the bridge-less merge core 1.
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -131,7 +131,7 @@ async function main(): Promise<void> {
   const text = `${lines.join('\n')}\n`;
   mkdirSync('bench/results', { recursive: true });
   const file = `bench/results/crowd-moves-${new Date().toISOString().replace(/[:.]/g, '-')}.md`;
-  writeFileSync(file, `# bench:crowd-moves\n\n${text}`);
+  writeFileSync(file, `# bench:lab -- crowd-moves\n\n${text}`);
   process.stdout.write(`${text}\nwritten: ${file}\n`);
 }
 

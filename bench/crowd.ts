@@ -2,7 +2,7 @@
 // the bridge, the generators and the UDP sink on core 1. Two layouts that differ only in
 // `aggregate`: demo-show (every action forwarded) and crowd-show (Slider lid 2 folded as a median,
 // Button lid 1 as a rate).
-//   npm run bench:crowd [-- --seconds 6 --rate 8000]   (writes bench/results/crowd-<time>.md)
+//   npm run bench -- crowd [--seconds 6 --rate 8000]   (writes bench/results/crowd-<time>.md)
 // 1. The most this machine can generate (wrk, 100 connections, 5,000 participants): actions/s in,
 //    entries/s into Redis, bridge CPU.
 // 2. Open loop at R and 2R (Button presses): does the bridge's CPU stay flat as the rate doubles?
@@ -18,7 +18,7 @@ import { parseArgs } from 'node:util';
 import { Redis } from 'ioredis';
 import { Agent as HttpAgent, request as httpRequest } from 'node:http';
 import { CrowdTable, type CrowdValue } from '../schemas/crowd-merge.js';
-import { DEMO_LAYOUT_FILE } from '../gateway/demo/seed.js';
+import { DEMO_LAYOUT_FILE } from '../schemas/demo-layout.js';
 import { decodeStreamEntry } from '../schemas/action-entry.js';
 import { actionStreamKey } from '../schemas/redis-keys.js';
 import { cpuSeconds, percentiles, pinProcess, pinnedRedis, spawnPinnedGateway, stopChild, wrkLoad } from './harness.js';
@@ -209,7 +209,7 @@ async function main(): Promise<void> {
   const text = `${lines.join('\n')}\n`;
   mkdirSync('bench/results', { recursive: true });
   const file = `bench/results/crowd-${new Date().toISOString().replace(/[:.]/g, '-')}.md`;
-  writeFileSync(file, `# bench:crowd\n\n${text}`);
+  writeFileSync(file, `# bench -- crowd\n\n${text}`);
   process.stdout.write(`${text}\nwritten: ${file}\n`);
 }
 

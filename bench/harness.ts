@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import autocannon from 'autocannon';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { freePort, startRedisServer, type RedisServer } from '../gateway/dev/redis-server.js';
+import { freePort, startRedisServer, type RedisServer } from '../dev/redis-server.js';
 import { BENCH_LIMITS } from './limits.js';
 import { GATEWAY_NODE_FLAGS } from '../gateway/node-flags.js';
 import { ensureKekFile } from '../gateway/store/signing-kek.js';

@@ -1,4 +1,4 @@
-// The action load of bench:live: `connections` raw live sockets (live-raw-socket.ts) that send
+// The action load of bench -- live: `connections` raw live sockets (live-raw-socket.ts) that send
 // action frames and count their answers at the byte level. The frames are made once, and every
 // answer a socket reads is replaced by a new frame in one write for the whole read. A `ws` client
 // costs a syscall and a mask per frame, and on the core it shares with Redis it could not keep

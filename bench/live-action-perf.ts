@@ -1,5 +1,5 @@
 // Where each server's CPU goes per socket action, with native code and the kernel included. The
-// gateway and the bare uWS socket ack run under bench:live's action load (each on core 0, Redis
+// gateway and the bare uWS socket ack run under the live scenario's action load (each on core 0, Redis
 // and the load on core 1, 100 sockets, 8 actions in flight each) in interleaved rounds. In each
 // round, `perf record -e cpu-clock` samples the server (bench/perf-report.ts), and both servers run
 // with --perf-basic-prof so the JavaScript has names. A symbol's µs per action is its share of the
@@ -9,7 +9,7 @@
 // With --bare-loads-gateway the floor runs with the gateway's modules loaded (BARE_LOADS_GATEWAY) and
 // unused: the same work in a process as big as the gateway's, which tells the cost of the
 // gateway's size (a larger heap and string table) from the cost of its code on the hot path.
-//   npm run bench:live-perf [-- --seconds 6 --rounds 3 --top 30 --rate 0 --window 8 --bare-loads-gateway]
+//   npm run bench:lab -- live-perf [--seconds 6 --rounds 3 --top 30 --rate 0 --window 8 --bare-loads-gateway]
 import { cpus, tmpdir } from 'node:os';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
@@ -158,6 +158,6 @@ async function main(): Promise<void> {
 }
 
 main().catch((e: unknown) => {
-  process.stderr.write(`bench:live-perf: ${e instanceof Error ? e.message : String(e)}\n`);
+  process.stderr.write(`bench:lab -- live-perf: ${e instanceof Error ? e.message : String(e)}\n`);
   process.exit(1);
 });

@@ -15,7 +15,7 @@
 // With BARE_STORE_URL=redis://... (the storing floor) each frame is appended to
 // the stream BARE_STORE_KEY before its ack (live-bare-store.ts): the least a server that stores
 // every action before it acks can do.
-// With BARE_LOADS_GATEWAY=1 (bench:live-perf --bare-loads-gateway) it first loads the gateway's
+// With BARE_LOADS_GATEWAY=1 (bench:lab -- live-perf --bare-loads-gateway) it first loads the gateway's
 // whole module graph and leaves it unused: the same work in a process as big as the gateway's.
 //   node dist/bench/live-bare-uws.js <port> <first page frame>
 import { createInterface } from 'node:readline';

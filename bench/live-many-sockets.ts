@@ -1,4 +1,4 @@
-// Part 2 of bench:live: many sockets on the gateway and on bare uWebSockets.js, held at the same
+// Part 2 of bench -- live: many sockets on the gateway and on bare uWebSockets.js, held at the same
 // time, each target from generator processes of its own on loopback source addresses (one address
 // reaches about 28,000 connections to one port). Page switches alternate between the targets in
 // ABBA pairs, so both meet the same machine within seconds; phases minutes apart differed by more

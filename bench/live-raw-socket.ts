@@ -1,4 +1,4 @@
-// A live socket of bench:live's loads on a raw TCP socket: it does the WebSocket handshake itself
+// A live socket of the live scenario's loads on a raw TCP socket: it does the WebSocket handshake itself
 // and reads the server's frames at the byte level, so a load costs little beside the server it
 // measures. A `ws` client parses, unmasks and emits each frame in JavaScript; with tens of thousands
 // of sockets on the 2 cores the servers share, that client is what a measurement would time.

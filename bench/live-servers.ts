@@ -1,11 +1,11 @@
-// What bench:live loads with many sockets: the gateway (GATEWAY_WORKERS processes, a layout with an
+// What bench -- live loads with many sockets: the gateway (GATEWAY_WORKERS processes, a layout with an
 // aggregated slider), or the floor beside it, as many bare uWebSockets.js processes on one port
 // (bench/live-bare-uws.ts). Both switch pages and send crowd values at 4 Hz on request, so one
 // measurement reads both.
 import type { ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { DEMO_LAYOUT_FILE } from '../gateway/demo/seed.js';
+import { DEMO_LAYOUT_FILE } from '../schemas/demo-layout.js';
 import { GATEWAY_NODE_FLAGS } from '../gateway/node-flags.js';
 import { createStores } from '../gateway/store/stores.js';
 import { createRedisClient } from '../runtime/redis.js';

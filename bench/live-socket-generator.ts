@@ -1,4 +1,4 @@
-// One load generator of bench:live (a child process): opens `count` live sockets from one loopback
+// One load generator of bench -- live (a child process): opens `count` live sockets from one loopback
 // source address, sharing the given tokens, and tells its parent on stdout (one JSON line each):
 // {"opened"} once every socket has its first page; on stdin "report <pageId>" the arrival times of
 // the page frames showing that page, the crowd frames received, and per light frame (by its id)

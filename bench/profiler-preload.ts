@@ -1,4 +1,4 @@
-// Preloaded into the gateway by `npm run bench:profile`: V8's CPU profiler, or its sampling heap
+// Preloaded into the gateway by `npm run bench:lab -- profile`: V8's CPU profiler, or its sampling heap
 // profiler counting objects the garbage collector already took too (what a request allocates, not
 // what is still alive), or with PROFILE_KIND=promoted only the objects that outlived the young
 // generation. It starts on SIGUSR2, after the warm-up (minting and first verifications stay out of

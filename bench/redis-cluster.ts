@@ -6,7 +6,7 @@ import { spawn, execFile, type ChildProcess } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
-import { freePort, waitForRedis } from '../gateway/dev/redis-server.js';
+import { freePort, waitForRedis } from '../dev/redis-server.js';
 
 export interface ClusterNode {
   port: number;

@@ -3,7 +3,7 @@
 // against a real deployment. bench/scenarios/bench-show.json: 2,000 phones arrive, play, vote on
 // a page switch, come back, reconnect in a storm and play on; a bridge sends the layout to the
 // tool's venue end (--osc-listen), so String actions are timed to the display.
-//   npm run bench:rehearsal [-- --parts 2 --workers 2]   (writes bench/results/rehearsal-<time>.md and .json)
+//   npm run bench -- rehearsal [--parts 2 --workers 2]   (writes bench/results/rehearsal-<time>.md and .json)
 // The gateway runs GATEWAY_WORKERS processes over both cores; Redis and the bridge on core 1; the
 // tool as `parts` processes (--part k/n), each from its own source address 127.0.0.2, .3, ...,
 // merged into one result. The bench is the operator: it switches the page at each cue phase.
@@ -85,7 +85,7 @@ async function main(): Promise<void> {
       summaryText(merged).trimEnd(),
       '```',
     ].join('\n');
-    writeFileSync(json.replace(/\.json$/, '.md'), `# bench:rehearsal\n\n${text}\n`);
+    writeFileSync(json.replace(/\.json$/, '.md'), `# bench -- rehearsal\n\n${text}\n`);
     process.stdout.write(`${text}\n\nresult: ${json}\n`);
   } finally {
     await stopChild(bridge.child);

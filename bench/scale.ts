@@ -4,7 +4,7 @@
 // connections, control mix over 2,000 tokens). What a 2-core machine can show:
 // wrk and Redis need a core too, so two workers compete with them for the same two cores; the
 // figures say what a worker process costs and that the paths work, not how far a big host scales.
-//   npm run bench:scale [-- --seconds 10]
+//   npm run bench -- scale [--seconds 10]
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { startRedisCluster } from './redis-cluster.js';
-import { freePort } from '../gateway/dev/redis-server.js';
+import { freePort } from '../dev/redis-server.js';
 import { GATEWAY_NODE_FLAGS } from '../gateway/node-flags.js';
 import { RedisKeys } from '../gateway/store/keys.js';
 import { runScript } from '../gateway/store/scripts.js';

@@ -4,7 +4,7 @@
 // the entry is cached); the second is all hits. Between them, garbage is collected and the heap's
 // growth is divided by N: the bytes one cached token takes. Runs in one Node process with
 // --expose-gc, no Redis (the signing key is held in memory, as the keyring holds it once loaded).
-//   npm run bench:token-cache [-- --tokens 100000]
+//   npm run bench:lab -- token-cache [--tokens 100000]
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';

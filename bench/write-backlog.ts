@@ -1,5 +1,5 @@
 // Writes a backlog of discrete actions (Index) to a layout stream, from a process of its own, as
-// the gateway would: bench:bridge runs the bridge in its own process, and a backlog written from
+// the gateway would: bench -- bridge runs the bridge in its own process, and a backlog written from
 // there left the bridge a heap full of the writer's garbage, collected while it drained.
 // Creates the bridge's consumer group at 0 first, so every entry is undelivered.
 // Each entry's id is a random UUID, as the gateway makes them (gateway/actions/entry-id.ts). Ids of

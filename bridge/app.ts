@@ -59,7 +59,7 @@ export interface BridgeOptions {
   reclaimIdleMs?: number;
   /**
    * entries per stream read, at most (default 64): a reply is parsed in one go, so a larger read
-   * holds a tick back longer (bench:bridge at 100 Hz: lateness p99 4.5 to 4.9 ms with 256, 5.4 to
+   * holds a tick back longer (bench -- bridge at 100 Hz: lateness p99 4.5 to 4.9 ms with 256, 5.4 to
    * 6.3 with 1,000, at the same throughput; 64 against 256 at 1,000 Hz: 63,944 and 64,492 against
    * 59,845 and 59,183 messages/s, p99 2.00 and 2.41 against 2.21 and 3.60 ms; at 100 Hz p99 2.13,
    * 4.97, 4.61, 3.94 against 5.95, 4.81, 5.03, 5.74 ms at 3 % less throughput)
@@ -68,7 +68,7 @@ export interface BridgeOptions {
   /**
    * Before the schedule starts, make every thread but the event loop and the tick clock SCHED_IDLE,
    * or with the config's sendCpu give those two that CPU and the others the rest
-   * (thread-priority.ts). For the bridge's own process (main.ts, bench:bridge): it changes the
+   * (thread-priority.ts). For the bridge's own process (main.ts, bench -- bridge): it changes the
    * whole process, so a test that runs a bridge inside its runner leaves it off (the default).
    */
   prioritiseSendPath?: boolean;

@@ -2,7 +2,7 @@
 //
 // It used to be an LRU cache of the id strings (100,000 of them). Every finished id then lived
 // long enough to be copied by the young generation's collector and promoted: while draining a
-// backlog that was most of what each scavenge copied (about 1.8 MB a scavenge in bench:bridge at
+// backlog that was most of what each scavenge copied (about 1.8 MB a scavenge in bench -- bridge at
 // 1,000 Hz), and the scavenges, 2 to 5 ms each, made ticks late. Here an id leaves nothing on the
 // heap: it is reduced to a 63-bit fingerprint (cyrb53's two 32-bit lanes, public domain, by bryc)
 // kept in two fixed open-addressing tables (linear probing) of `capacity` ids each. When the

@@ -13,13 +13,13 @@
 // core lost 12 to 16 slices of 0.5 to 4 ms in 5 s while the other core was busy, and none while it
 // was idle (bench/README.md). Draining a backlog at 1,000 Hz just after a start, tick lateness p99
 // was 2.30 and 3.13 ms with V8's helpers on the send path's core, 0.98 and 0.54 ms with them on
-// the other core (bench:bridge, interleaved).
+// the other core (bench -- bridge, interleaved).
 //
 // Off the send path's CPU the helpers keep the normal policy, because the event loop sometimes
 // waits for them: V8 stops every thread that holds the heap (its compiler threads) before it
 // collects, and without --single-threaded-gc (node-flags.ts) waits for its helpers to finish their
 // share of each young collection. A SCHED_IDLE helper on a CPU another process kept busy (Redis,
-// in bench:bridge) ran tens of milliseconds late, and the event loop with it: young collections of
+// in bench -- bridge) ran tens of milliseconds late, and the event loop with it: young collections of
 // 15 to 42 ms and ticks as late, the event loop asleep in a futex until that helper ran (perf).
 //
 // Demoting the helpers is safe only when V8 collects on the event loop's thread alone: run without

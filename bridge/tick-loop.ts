@@ -38,7 +38,7 @@ export class TickLoop {
    * Resolves once the next tick has run: a reader with work left lets the send schedule go first.
    * A tick already due is started at once (the reader is awake and keeps the time itself: the
    * clock's thread, woken on a core this thread keeps busy, was late by up to 10 ms at the 99th
-   * percentile while draining a backlog at 100 Hz in bench:bridge). The reader never waits for a
+   * percentile while draining a backlog at 100 Hz in bench -- bridge). The reader never waits for a
    * tick in idle turns: that took 30 % of the core at 1,000 Hz and made the young generation fill faster.
    */
   afterNext(): Promise<void> {

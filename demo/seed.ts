@@ -4,13 +4,10 @@
 // (var/demo.json, readable by its owner only): a second start on the same Redis reuses them, and the
 // tokens already handed out keep working.
 import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { generatePassword } from '../admin/passwords.js';
-import type { Stores } from '../store/stores.js';
-
-export const DEMO_LAYOUT_FILE = join(dirname(fileURLToPath(import.meta.url)), 'demo-layout.json');
-export const DEMO_LAYOUT_ID = 'demo-show';
+import { dirname } from 'node:path';
+import { generatePassword } from '../gateway/admin/passwords.js';
+import type { Stores } from '../gateway/store/stores.js';
+import { DEMO_LAYOUT_FILE, DEMO_LAYOUT_ID } from '../schemas/demo-layout.js';
 const DEMO_TEAM_NAME = 'Demo team';
 const DEMO_KEY_NAME = 'demo walk-through';
 export const DEMO_ADMIN_EMAIL = 'admin@demo.example';

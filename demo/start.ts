@@ -8,20 +8,20 @@ import { readFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { startGateway } from '../app.js';
-import { ConfigError, loadConfig, redisTarget } from '../config.js';
+import { startGateway } from '../gateway/app.js';
+import { ConfigError, loadConfig, redisTarget } from '../gateway/config.js';
 import { describeTaken, takenPorts, type PortNeed } from '../dev/ports.js';
 import { startRedisServer, type RedisServer } from '../dev/redis-server.js';
-import { createLogger } from '../../runtime/log.js';
-import { parseClusterNodes } from '../../runtime/redis.js';
-import { settledWithin, stopSignal } from '../../runtime/signals.js';
-import { connectToolRedis, redactUrl } from '../store/redis.js';
-import { ensureKekFile, loadKek } from '../store/signing-kek.js';
-import { createStores } from '../store/stores.js';
+import { createLogger } from '../runtime/log.js';
+import { parseClusterNodes } from '../runtime/redis.js';
+import { settledWithin, stopSignal } from '../runtime/signals.js';
+import { connectToolRedis, redactUrl } from '../gateway/store/redis.js';
+import { ensureKekFile, loadKek } from '../gateway/store/signing-kek.js';
+import { createStores } from '../gateway/store/stores.js';
 import { DEMO_ADMIN_EMAIL, seedDemo } from './seed.js';
 import { walkthrough } from './walkthrough.js';
 
-const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../../..');
+const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 /** Where the demo keeps its data: the embedded Redis's files, and demo.json (its key and password). */
 const varDir = () => resolve(process.env.AUDIENCE_VAR_DIR ?? join(ROOT, 'var'));
 /** What the demo started, as Ctrl-C reports it stopped. */
@@ -147,7 +147,7 @@ async function main(): Promise<void> {
   const minted = await fetch(`${api}/token`, { method: 'POST', headers: { 'x-api-key': seed.apiKey, 'content-type': 'application/json' }, body: JSON.stringify({ layoutId: seed.layoutId }) });
   const { token } = (await minted.json()) as { token: string };
   if (stopping) return; // Ctrl-C came during the start
-  process.stdout.write(walkthrough({ api, ...redis, redisNote, apiKey: seed.apiKey, layoutId: seed.layoutId, teamId: seed.teamId, osc, adminEmail: DEMO_ADMIN_EMAIL, adminPassword: seed.adminPassword, cli: fileURLToPath(new URL('../cli/main.js', import.meta.url)), play: `${api}/play/#token=${token}`, tokenHours: config.tokenTtlSeconds / 3600, reused: seed.reused, loadtest: join(ROOT, 'dist/loadtest/main.js'), crowdScenario: join(ROOT, 'bench/scenarios/demo-crowd.json') }));
+  process.stdout.write(walkthrough({ api, ...redis, redisNote, apiKey: seed.apiKey, layoutId: seed.layoutId, teamId: seed.teamId, osc, adminEmail: DEMO_ADMIN_EMAIL, adminPassword: seed.adminPassword, cli: fileURLToPath(new URL('../gateway/cli/main.js', import.meta.url)), play: `${api}/play/#token=${token}`, tokenHours: config.tokenTtlSeconds / 3600, reused: seed.reused, loadtest: join(ROOT, 'dist/loadtest/main.js'), crowdScenario: join(ROOT, 'bench/scenarios/demo-crowd.json') }));
 
 }
 

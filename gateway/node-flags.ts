@@ -6,7 +6,7 @@
 // more CPU in two of three interleaved wrk pairs; 2 x 8 MB: 0 and 9 % in two pairs (noise here).
 // --single-threaded-gc: V8's GC helper threads (parallel scavenging, concurrent marking) compete
 // with the main thread when the process has a core to itself, as each of GATEWAY_WORKERS should;
-// without them the half-load p99 was 10.6 ms instead of 22 to 24 (bench:gc, ABBA, 2026-11-22) at
+// without them the half-load p99 was 10.6 ms instead of 22 to 24 (a GC trace probe since removed from the tree, ABBA, 2026-11-22) at
 // the same CPU per request (the action ablation bench, since removed: 0.0 µs, pairs 0.2, -0.2, -0.1).
 // The shebang of main.ts, the systemd unit's ExecStart and the bench all use this list; a test
 // checks the first two.

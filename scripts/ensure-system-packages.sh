@@ -31,14 +31,14 @@ if [ "$job" = test ]; then
   need+=([podman]=podman)       # deploy/Containerfile built and run as a pod
   need+=([runc]=runc)           # podman's runtime here (crun refuses this host's hybrid cgroups)
   need+=([catatonit]=catatonit) # the pause process of a pod's infra container
-  need+=([perf]=linux-perf)     # bench:live-perf's sampler, checked against a real process
+  need+=([perf]=linux-perf)     # bench:lab -- live-perf's sampler, checked against a real process
   need+=([olad]=ola)            # a real lighting desk (olad, ola_streaming_client) sending sACN to the bridge, and the rig receiving its DMX
   need+=([tshark]=tshark)       # Wireshark's dissectors decode the bridge's sACN and Art-Net frames
 fi
 if [ "$job" = bench ]; then
   need+=([redis-cli]=redis-tools) # the scaling bench starts a Redis Cluster
   need+=([wrk]=wrk)             # saturates a server from one core, where autocannon cannot
-  need+=([perf]=linux-perf)     # bench:live-perf samples each server, native code and the kernel included
+  need+=([perf]=linux-perf)     # bench:lab -- live-perf samples each server, native code and the kernel included
 fi
 
 missing=()

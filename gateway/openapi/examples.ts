@@ -3,7 +3,7 @@
 // each one to a running gateway and checks the documented answer.
 import { readFileSync } from 'node:fs';
 import { routeKey } from '../auth/token-claims.js';
-import { DEMO_LAYOUT_FILE } from '../demo/seed.js';
+import { DEMO_LAYOUT_FILE } from '../../schemas/demo-layout.js';
 import { ERRORS, type ErrorCode } from '../errors.js';
 
 export type Json = Record<string, unknown>;

@@ -1,6 +1,6 @@
 // Entry ids: random UUIDs (version 4), made without the garbage crypto.randomUUID leaves per call.
 // Node's builds each id from 20 string pieces (about 600 bytes for the young generation to collect,
-// measured with `npm run bench:profile -- --heap`); this one takes its 16 random bytes from a pool
+// measured with `npm run bench:lab -- profile --heap`); this one takes its 16 random bytes from a pool
 // filled by the same CSPRNG (randomFillSync) and writes the 36 characters into a buffer: a scratch
 // one read out as a string, or straight into the stream entry's bytes (entry-batch.ts).
 import { randomFillSync } from 'node:crypto';

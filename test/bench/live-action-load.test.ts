@@ -1,4 +1,4 @@
-// bench:live's action load speaks WebSocket at the byte level (bench/live-action-load.ts): it must
+// the live scenario's action load speaks WebSocket at the byte level (bench/live-action-load.ts): it must
 // be a client a real server accepts, and it must count every answer it reads, whether a frame
 // comes whole, split over two reads, or behind a page frame too long for a 7- or 16-bit length.
 import { once } from 'node:events';
@@ -15,7 +15,7 @@ afterEach(async () => {
   server = null;
 });
 
-describe("bench:live's byte-level action load", () => {
+describe("the live scenario's byte-level action load", () => {
   it('is accepted by a WebSocket server, counts every ack it reads, behind a 70 KB page, and measures the kernel part of the server CPU', async () => {
     const page = JSON.stringify({ op: 'page', controls: 'x'.repeat(70_000) });
     let received = 0;

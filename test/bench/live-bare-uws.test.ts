@@ -1,4 +1,4 @@
-// bench:live judges the live channel against bare uWebSockets.js doing the least the same job
+// bench -- live judges the live channel against bare uWebSockets.js doing the least the same job
 // takes (bench/live-bare-uws.ts). The floor must do that job: ack each frame with its own ref, and
 // send the crowd's newest value once per 4 Hz tick, never every value told to it since the last
 // (a floor that replays what it missed batches stale frames into one write and flatters itself).
@@ -40,7 +40,7 @@ async function socketOn(port: number) {
 
 const residentKb = (pid: number) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]);
 
-describe('the bare uWS floor of bench:live', () => {
+describe('the bare uWS floor of bench -- live', () => {
   it('acks every frame with its ref, and sends the newest crowd value once per tick', async () => {
     const { child, port } = await floor();
     const frames: string[] = [];
@@ -59,7 +59,7 @@ describe('the bare uWS floor of bench:live', () => {
     expect(crowd.at(-1)).toBe('{"op":"crowd","lid":2,"value":39}');
   });
 
-  // bench:live-perf --bare-loads-gateway: the same floor in a process that holds the gateway's code
+  // bench:lab -- live-perf --bare-loads-gateway: the same floor in a process that holds the gateway's code
   it("with the gateway's modules loaded, holds them and still acks every frame", async () => {
     const plain = await floor();
     const loaded = await floor({ BARE_LOADS_GATEWAY: '1' });

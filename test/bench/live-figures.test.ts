@@ -1,11 +1,11 @@
-// `npm run bench` reads the live channel's CPU per action back from bench:live's output for the
+// `npm run bench` reads the live channel's CPU per action back from the live scenario's output for the
 // figures and sizing tables. The action table is written and read by one module; when a column was
 // added to the table and not to the reader, the whole suite ended without a table ("no per-unit
 // figure liveActionCpuUs").
 import { describe, expect, it } from 'vitest';
 import { ACTION_PATH, actionTable, liveFigures } from '../../bench/live-figures.js';
 
-describe("bench:live's action table, as npm run bench reads it", () => {
+describe("the live scenario's action table, as npm run bench reads it", () => {
   it('gives back each path\'s µs an action, with or without the kernel\'s part', () => {
     const load = '100 sockets, 8 in flight each, plain controls; median of 3';
     const text = [

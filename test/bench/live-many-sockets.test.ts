@@ -1,4 +1,4 @@
-// bench:live holds the gateway's sockets and the floor's at once and switches pages on each in turn
+// bench -- live holds the gateway's sockets and the floor's at once and switches pages on each in turn
 // (bench/live-many-sockets.ts). Each switch must be timed on its own target's sockets only, every
 // target must get the same switches, and the crowd's frames must be counted per target.
 import { fileURLToPath } from 'node:url';
@@ -8,7 +8,7 @@ import type * as Servers from '../../bench/live-servers.js';
 
 const dist = (file: string) => fileURLToPath(new URL(`../../dist/bench/${file}`, import.meta.url));
 
-describe("bench:live's sockets held on two targets at once", () => {
+describe("the live scenario's sockets held on two targets at once", () => {
   it("times each page switch on its own target's sockets, the targets in turn", async () => {
     // from dist: the targets start the built floor (dist/bench/live-bare-uws.js) beside them
     const { bareTarget } = (await import(dist('live-servers.js'))) as typeof Servers;

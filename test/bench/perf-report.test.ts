@@ -1,4 +1,4 @@
-// bench:live-perf's sampler against a real process: perf records a Node process that spends its
+// the live-perf lab tool's sampler against a real process: perf records a Node process that spends its
 // time in one named JavaScript function, and the report names that function as JIT code.
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';

@@ -1,4 +1,4 @@
-// bench:bridge drains two backlogs against one UDP sink (bench/udp-counter.ts) and measures each
+// bench -- bridge drains two backlogs against one UDP sink (bench/udp-counter.ts) and measures each
 // drain's messages/s from the sink's counts: the line `reset` must zero them, or the second drain
 // would be measured from the first one's first datagram.
 import { spawn } from 'node:child_process';

@@ -10,7 +10,7 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DestinationCounts } from '../../gateway/layouts/destinations.js';
 import { RedisKeys } from '../../gateway/store/keys.js';
-import { freePort } from '../../gateway/dev/redis-server.js';
+import { freePort } from '../../dev/redis-server.js';
 import { presenceKey } from '../../schemas/redis-keys.js';
 import { configFile, spawnBridge, stopProcess } from '../helpers/bridge.js';
 import { eventually } from '../helpers/gateway.js';

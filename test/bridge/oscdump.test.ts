@@ -3,7 +3,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Bridge } from '../../bridge/app.js';
 import { timetag } from '../../bridge/osc.js';
-import { freePort } from '../../gateway/dev/redis-server.js';
+import { freePort } from '../../dev/redis-server.js';
 import { startTestBridge } from '../helpers/bridge.js';
 import { eventually, mintToken, postAction, startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { useRedis } from '../helpers/redis.js';

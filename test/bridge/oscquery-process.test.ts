@@ -14,7 +14,7 @@ import { fromBuffer, type OscPacketOutput } from 'osc-min';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { Ajv } from 'ajv';
-import { freePort } from '../../gateway/dev/redis-server.js';
+import { freePort } from '../../dev/redis-server.js';
 import { bridgeAclRules } from '../../gateway/store/bridge-acl.js';
 import { createStores } from '../../gateway/store/stores.js';
 import type { LayoutDefinition } from '../../schemas/types.js';

@@ -9,7 +9,7 @@ import type { ChildProcess } from 'node:child_process';
 import { createServer, type Server, type Socket } from 'node:net';
 import { fromBuffer, type OscPacketOutput } from 'osc-min';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freePort } from '../../gateway/dev/redis-server.js';
+import { freePort } from '../../dev/redis-server.js';
 import type { LayoutDefinition } from '../../schemas/types.js';
 import { configFile, spawnBridge, stopProcess } from '../helpers/bridge.js';
 import { eventually, mintToken, postAction } from '../helpers/gateway.js';

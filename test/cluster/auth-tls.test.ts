@@ -6,7 +6,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { freePort } from '../../gateway/dev/redis-server.js';
+import { freePort } from '../../dev/redis-server.js';
 import { stopProcess } from '../helpers/bridge.js';
 import { audiencectl, audiencectlJson } from '../helpers/cli.js';
 import { spawnGateway } from '../helpers/gateway-process.js';

@@ -9,7 +9,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { freePort, startRedisServer } from '../../gateway/dev/redis-server.js';
+import { freePort, startRedisServer } from '../../dev/redis-server.js';
 import { eventually } from '../helpers/gateway.js';
 
 const alive = (pid: number) => {
@@ -53,7 +53,7 @@ describe('startRedisServer', () => {
     // a bench or a demo that crashed used to leave its Redis running, holding the stderr it inherited:
     // a parent waiting for that pipe to close (npm run bench) waited for ever
     const dir = mkdtempSync(join(tmpdir(), 'ac-redis-orphan-'));
-    const module = new URL('../../dist/gateway/dev/redis-server.js', import.meta.url).href; // built by the global setup
+    const module = new URL('../../dist/dev/redis-server.js', import.meta.url).href; // built by the global setup
     const starter = spawn(process.execPath, ['--input-type=module', '-e', `const { startRedisServer } = await import(${JSON.stringify(module)}); const r = await startRedisServer({ dir: ${JSON.stringify(dir)}, appendOnly: false }); console.log('redis', r.pid); setInterval(() => {}, 1000);`], { stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
     starter.stdout.on('data', (d) => (out += d));

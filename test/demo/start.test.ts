@@ -8,12 +8,12 @@ import { fileURLToPath } from 'node:url';
 import { createSocket } from 'node:dgram';
 import { createServer, type Server } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { freePort, waitForRedis } from '../../gateway/dev/redis-server.js';
+import { freePort, waitForRedis } from '../../dev/redis-server.js';
 import { connectLive } from '../helpers/live.js';
 import { eventually } from '../helpers/gateway.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
-const START = join(ROOT, 'dist/gateway/demo/start.js');
+const START = join(ROOT, 'dist/demo/start.js');
 const running: ChildProcess[] = [];
 /** npm start runs in a process group of its own, so a failed test ends it with its embedded Redis and bridge. */
 function killGroup(c: ChildProcess): void {

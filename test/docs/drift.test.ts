@@ -53,7 +53,7 @@ describe('the docs against what owns each fact', () => {
   it("name in the README every target the figures table's run did not meet, and no other", () => {
     const rows = BENCH.split('\n').filter((l) => /^\| .* \| (yes|\*\*no\*\*) \|$/.test(l));
     expect(rows.length).toBeGreaterThan(5);
-    // a row's target by its first cell: 'live channel: CPU per socket action, gateway / bare ... (bench:live)' -> 'CPU per socket action'
+    // a row's target by its first cell: 'live channel: CPU per socket action, gateway / bare ... (bench -- live)' -> 'CPU per socket action'
     const what = (row: string) => row.split(' | ')[0]!.replace(/^\| /, '').replace(/ \(bench:[^)]*\)/, '').split(', ')[0]!.replace(/^[^:]*: /, '');
     const unmet = rows.filter((r) => r.endsWith('| **no** |')).map(what);
     const README = readFileSync('README.md', 'utf8').replace(/\s+/g, ' ');

@@ -21,7 +21,7 @@ const walk = (dir: string): string[] =>
     const p = join(dir, f);
     return statSync(p).isDirectory() ? walk(p) : [p];
   });
-const CODE = ['gateway', 'bridge', 'bench', 'loadtest', 'scripts', 'runtime', 'client', 'test/helpers', 'deploy'].flatMap((d) => walk(join(ROOT, d))).filter((p) => /\.(ts|mjs|sh)$/.test(p)).map((p) => readFileSync(p, 'utf8'));
+const CODE = ['gateway', 'bridge', 'demo', 'dev', 'bench', 'loadtest', 'scripts', 'runtime', 'client', 'test/helpers', 'deploy'].flatMap((d) => walk(join(ROOT, d))).filter((p) => /\.(ts|mjs|sh)$/.test(p)).map((p) => readFileSync(p, 'utf8'));
 const DOCS = ['README.md', 'bench/README.md', ...readdirSync(join(ROOT, 'docs')).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`)].map((d) => ({ doc: d, text: readFileSync(join(ROOT, d), 'utf8') }));
 
 /** Each name in `found` that `known` lacks, with the pages that name it. */

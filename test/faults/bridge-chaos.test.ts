@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
-import { startRedisServer } from '../../gateway/dev/redis-server.js';
+import { startRedisServer } from '../../dev/redis-server.js';
 import { ACTION_FIELD, encodeActionEntry } from '../../schemas/action-entry.js';
 import { actionStreamKey } from '../../schemas/redis-keys.js';
 import type { ActionEntry } from '../../schemas/types.js';

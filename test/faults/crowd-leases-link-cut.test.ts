@@ -6,7 +6,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Bridge } from '../../bridge/app.js';
-import { freePort } from '../../gateway/dev/redis-server.js';
+import { freePort } from '../../dev/redis-server.js';
 import { CROWD_LEASE_MS } from '../../schemas/aggregate.js';
 import { startTestBridge } from '../helpers/bridge.js';
 import { CROWD_LAYOUT, LAYOUT } from '../helpers/crowd.js';

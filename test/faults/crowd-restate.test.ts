@@ -9,7 +9,7 @@ import WebSocket from 'ws';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Bridge } from '../../bridge/app.js';
 import { LiveClient } from '../../client/live-client.js';
-import { freePort } from '../../gateway/dev/redis-server.js';
+import { freePort } from '../../dev/redis-server.js';
 import { CROWD_LEASE_MS } from '../../schemas/aggregate.js';
 import { startTestBridge, stopProcess } from '../helpers/bridge.js';
 import { CROWD_LAYOUT, LAYOUT } from '../helpers/crowd.js';

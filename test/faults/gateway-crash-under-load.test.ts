@@ -2,7 +2,7 @@
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { freePort } from '../../gateway/dev/redis-server.js';
+import { freePort } from '../../dev/redis-server.js';
 import { recordFigure } from '../helpers/figures.js';
 import { UNLIMITED_ENV } from '../helpers/gateway-process.js';
 import { eventually, mintToken, postAction, testKekFile, useGatewayWithToken } from '../helpers/gateway.js';

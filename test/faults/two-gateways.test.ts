@@ -4,7 +4,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
-import { freePort } from '../../gateway/dev/redis-server.js';
+import { freePort } from '../../dev/redis-server.js';
 import { recordFigure } from '../helpers/figures.js';
 import { eventually, mintToken, NO_RECHECK, postAction, testKekFile, useGatewayWithToken } from '../helpers/gateway.js';
 import { LOADED_MACHINE_MS } from '../helpers/loaded-machine.js';

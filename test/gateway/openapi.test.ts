@@ -10,7 +10,7 @@ import { ERRORS } from '../../gateway/errors.js';
 import { buildOpenApiDocument } from '../../gateway/openapi/document.js';
 import { EXAMPLE_API_KEY, EXAMPLE_TOKEN } from '../../gateway/openapi/examples.js';
 import { call, mintToken, useGatewayWithToken } from '../helpers/gateway.js';
-import { DEMO_LAYOUT_FILE } from '../../gateway/demo/seed.js';
+import { DEMO_LAYOUT_FILE } from '../../schemas/demo-layout.js';
 import type { LayoutDefinition } from '../../schemas/types.js';
 import { useRedis } from '../helpers/redis.js';
 
@@ -18,7 +18,7 @@ type Json = Record<string, any>;
 
 const COMMITTED = JSON.parse(readFileSync('schemas/openapi.json', 'utf8')) as Json;
 const redis = useRedis();
-// the examples are the demo's (gateway/demo/demo-layout.json): its gateway serves that layout
+// the examples are the demo's (schemas/demo-layout.json): its gateway serves that layout
 const g = useGatewayWithToken(() => redis.get().server.url, { layout: JSON.parse(readFileSync(DEMO_LAYOUT_FILE, 'utf8')) as LayoutDefinition });
 
 /** An Ajv that knows the document, so `#/components/...` refs resolve as they do for a reader. */

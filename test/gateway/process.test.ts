@@ -5,7 +5,7 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, configProperties, loadConfig } from '../../gateway/config.js';
-import { freePort } from '../../gateway/dev/redis-server.js';
+import { freePort } from '../../dev/redis-server.js';
 import { glibcVersion } from '../../gateway/http/uws.js';
 import { eventually, testKekFile } from '../helpers/gateway.js';
 import { spawnGateway } from '../helpers/gateway-process.js';

@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startRedisServer, type RedisServer } from '../../gateway/dev/redis-server.js';
+import { startRedisServer, type RedisServer } from '../../dev/redis-server.js';
 import { DEMO_LAYOUT, eventually, postAction, postJson, startTestGateway, type TestGateway } from '../helpers/gateway.js';
 
 let server: RedisServer;

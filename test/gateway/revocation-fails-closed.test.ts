@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { afterAll, describe, expect, it } from 'vitest';
-import { startRedisServer, type RedisServer } from '../../gateway/dev/redis-server.js';
+import { startRedisServer, type RedisServer } from '../../dev/redis-server.js';
 import { eventually, mintToken, postAction, startTestGateway } from '../helpers/gateway.js';
 import { useRedis } from '../helpers/redis.js';
 

@@ -6,7 +6,7 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { freePort } from '../../gateway/dev/redis-server.js';
+import { freePort } from '../../dev/redis-server.js';
 import { stopGraceMs } from '../../gateway/workers/supervisor.js';
 import { loadConfig } from '../../gateway/config.js';
 import { afterAll, describe, expect, it } from 'vitest';

@@ -62,11 +62,11 @@ export function defaultDrifts(file: string, text: string, defaults: ReadonlyMap<
 /** A figure of a sentence: a number with a unit of measure (ms, µs, %, ×, MiB, KB, B, a second...). */
 const FIGURE = /(?<![\w.])(\d[\d,]*(?:\.\d+)?)\s?(µs|us|ms|%|×|x\b|MiB|KiB|KB|MB|GB|B\b|bytes)/g;
 
-/** The sentences of a page (a period, a colon or a semicolon that ends a clause, or a blank line). */
+/** The sentences of a page (a period, a colon or a semicolon that ends a clause, a blank line, or a table's row). */
 function sentences(text: string): string[] {
   return text
     .replace(/```[\s\S]*?```/g, '')
-    .split(/\n\s*\n|(?<=[.;:])\s+(?=[A-Z(`*-])/)
+    .split(/\n\s*\n|\n(?=\|)|(?<=[.;:])\s+(?=[A-Z(`*-])/)
     .map((s) => s.replace(/\s+/g, ' '));
 }
 

@@ -4,7 +4,7 @@ import { request } from 'node:http';
 import { fileURLToPath } from 'node:url';
 import { BENCH_LIMITS } from '../../bench/limits.js';
 import { Redis } from 'ioredis';
-import { freePort } from '../../gateway/dev/redis-server.js';
+import { freePort } from '../../dev/redis-server.js';
 import { createStores } from '../../gateway/store/stores.js';
 import { testKekFile } from './gateway.js';
 import { randomPrefix } from './redis.js';

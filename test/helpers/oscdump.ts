@@ -1,7 +1,7 @@
 // liblo's oscdump (an independent OSC decoder) listening on a free port, as a display would: every
 // line it prints, parsed, with when it came (Date.now), and the last one for an address.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { freePort } from '../../gateway/dev/redis-server.js';
+import { freePort } from '../../dev/redis-server.js';
 
 export interface OscLine {
   at: number;

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll } from 'vitest';
-import { startRedisServer, type RedisServer } from '../../gateway/dev/redis-server.js';
+import { startRedisServer, type RedisServer } from '../../dev/redis-server.js';
 
 export interface TestRedis {
   server: RedisServer;

@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freePort } from '../../gateway/dev/redis-server.js';
+import { freePort } from '../../dev/redis-server.js';
 import type { LoadtestResult } from '../../loadtest/result.js';
 import { configFile, spawnBridge } from '../helpers/bridge.js';
 import { CROWD_LAYOUT } from '../helpers/crowd.js';

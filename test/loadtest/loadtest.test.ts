@@ -14,7 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { LoadtestResult } from '../../loadtest/result.js';
 import { eventually, startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { spawnGateway, type GatewayProcess } from '../helpers/gateway-process.js';
-import { freePort } from '../../gateway/dev/redis-server.js';
+import { freePort } from '../../dev/redis-server.js';
 import { configFile, spawnBridge } from '../helpers/bridge.js';
 import { killAfterEach } from '../helpers/processes.js';
 import { FaultProxy } from '../helpers/fault-proxy.js';

@@ -5,7 +5,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { loadScenario } from '../../loadtest/scenario.js';
-import { DEMO_LAYOUT_FILE } from '../../gateway/demo/seed.js';
+import { DEMO_LAYOUT_FILE } from '../../schemas/demo-layout.js';
 
 const DIR = fileURLToPath(new URL('../../bench/scenarios/', import.meta.url));
 const demo = JSON.parse(readFileSync(DEMO_LAYOUT_FILE, 'utf8')) as { layoutId: string; pages: { pageId: string }[] };

@@ -12,7 +12,7 @@ import { request } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freePort } from '../../gateway/dev/redis-server.js';
+import { freePort } from '../../dev/redis-server.js';
 import { stopProcess } from '../helpers/bridge.js';
 import { FaultProxy } from '../helpers/fault-proxy.js';
 import { DEMO_LAYOUT, eventually } from '../helpers/gateway.js';

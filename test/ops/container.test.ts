@@ -11,12 +11,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CLOSE } from '../../schemas/live-protocol.js';
-import { freePort } from '../../gateway/dev/redis-server.js';
+import { freePort } from '../../dev/redis-server.js';
 import { call, eventually, mintToken, postAction } from '../helpers/gateway.js';
 import { connectLive, type LiveClient } from '../helpers/live.js';
 import { imageOfHostPrograms, podman, run } from '../helpers/podman.js';
 
-const LAYOUT = 'gateway/demo/demo-layout.json';
+const LAYOUT = 'schemas/demo-layout.json';
 const LAYOUT_ID = 'demo-show';
 const tag = `ac-test-${process.pid}`;
 const IMAGE = `localhost/${tag}:latest`;

@@ -19,7 +19,7 @@ import { PodMonitor, PrometheusRule } from '@kubernetes-models/prometheus-operat
 import { parse, parseAllDocuments } from 'yaml';
 import { afterAll, describe, expect, it } from 'vitest';
 import { configProperties, loadConfig } from '../../gateway/config.js';
-import { freePort } from '../../gateway/dev/redis-server.js';
+import { freePort } from '../../dev/redis-server.js';
 import { stopProcess } from '../helpers/bridge.js';
 import { seedLayout, spawnGateway } from '../helpers/gateway-process.js';
 import { DEMO_LAYOUT } from '../helpers/gateway.js';

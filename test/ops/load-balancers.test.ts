@@ -17,7 +17,7 @@ import WebSocket from 'ws';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { LayoutDefinition } from '../../schemas/types.js';
 import { createStores } from '../../gateway/store/stores.js';
-import { freePort } from '../../gateway/dev/redis-server.js';
+import { freePort } from '../../dev/redis-server.js';
 import { stopProcess } from '../helpers/bridge.js';
 import { seedLayout, spawnGateway, type GatewayProcess } from '../helpers/gateway-process.js';
 import { eventually } from '../helpers/gateway.js';

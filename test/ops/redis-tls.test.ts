@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freePort, startRedisServer, type RedisServer } from '../../gateway/dev/redis-server.js';
+import { freePort, startRedisServer, type RedisServer } from '../../dev/redis-server.js';
 import { ACTION_FIELD, encodeActionEntry } from '../../schemas/action-entry.js';
 import { actionStreamKey } from '../../schemas/redis-keys.js';
 import { configFile, runBridge, spawnBridge, stopProcess } from '../helpers/bridge.js';

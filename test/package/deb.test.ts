@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freePort } from '../../gateway/dev/redis-server.js';
+import { freePort } from '../../dev/redis-server.js';
 import { ACTION_FIELD, encodeActionEntry } from '../../schemas/action-entry.js';
 import { actionStreamKey } from '../../schemas/redis-keys.js';
 import { spawnBridge, stopProcess } from '../helpers/bridge.js';

@@ -110,7 +110,7 @@ setTimeout(step, 300);`;
     // Young objects made fast, a third kept for a while: V8 alone gives its helper threads part of
     // every scavenge (about 120 ms of their CPU time here), and the main thread waits at the end of
     // each for the helpers to finish. The bridge's helpers may be starved on a busy CPU (a 42 ms
-    // scavenge in bench:bridge), so its flags keep all of it on the main thread. CPU time from
+    // scavenge in bench -- bridge), so its flags keep all of it on the main thread. CPU time from
     // /proc in clock ticks (10 ms); the helpers may still compile a little.
     const script = `const fs = require('node:fs');
 const keep = [];
