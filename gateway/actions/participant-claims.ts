@@ -53,13 +53,17 @@ export interface BudgetHolder {
   takeOver(layoutId: string, sub: string, handed: HandedBudget, spent: number, spentStrings: number): void;
 }
 
+/** The live sockets of this process, as the claims ask after them (the live channel, once it is there). */
+export interface ParticipantSockets {
+  /** whether this process holds live sockets of the participant on the layout (they keep its claim) */
+  hasParticipant(layoutId: string, sub: string): boolean;
+  /** another process opened a socket of the participant: this process's sockets of it close (CLOSE.replaced) */
+  replaced(layoutId: string, sub: string): void;
+}
+
 export interface ParticipantClaimsOptions {
   /** an aggregated control of the layout's cached definition, by lid (a hand-over names its controls by lid) */
   controlOf: (layoutId: string, lid: number) => AggregatedControl | undefined;
-  /** whether this process holds live sockets of the participant on the layout (they keep its claim) */
-  hasSockets: (layoutId: string, sub: string) => boolean;
-  /** another process opened a socket of the participant: this process's sockets of it close (CLOSE.replaced) */
-  replaced: (layoutId: string, sub: string) => void;
   /** a claim, subscription or hand-over that Redis refused or did not answer: counted */
   onUnavailable: (what: string) => void;
   /** a claim took the participant from another process; `handedOver` false: its hand-over did not come in time */
@@ -107,6 +111,8 @@ export class ParticipantClaims {
   /** a check of the claims waiting or under way (coalesced), and its tries left */
   private recheckTimer: NodeJS.Timeout | null = null;
   private recheckTries = 0;
+  /** the live sockets (none until the live channel attaches them: no socket then holds a claim) */
+  private sockets: ParticipantSockets | null = null;
 
   constructor(
     private readonly redis: RedisClient,
@@ -129,6 +135,11 @@ export class ParticipantClaims {
     redis.on('+node', () => this.recheckSoon(RECHECK_AFTER_MS));
     this.sweeper = setInterval(() => this.sweep(), SWEEP_MS);
     this.sweeper.unref();
+  }
+
+  /** The live channel's sockets: they keep their participants' claims, and close when another process takes one. */
+  attachSockets(sockets: ParticipantSockets): void {
+    this.sockets = sockets;
   }
 
   /**
@@ -287,7 +298,7 @@ export class ParticipantClaims {
     if (to === this.source) return;
     const c = this.claims.get(layoutId)?.get(sub);
     if (!c) {
-      if (socket && this.o.hasSockets(layoutId, sub)) this.o.replaced(layoutId, sub);
+      if (socket && this.sockets?.hasParticipant(layoutId, sub)) this.sockets.replaced(layoutId, sub);
       return;
     }
     if (c.pending) {
@@ -300,7 +311,7 @@ export class ParticipantClaims {
   /** Takes the participant out of this process and hands what it held to the process that has it now. */
   private letGo(layoutId: string, sub: string, to: string, seq: number, socket: boolean): void {
     this.claims.get(layoutId)?.delete(sub);
-    if (socket) this.o.replaced(layoutId, sub);
+    if (socket) this.sockets?.replaced(layoutId, sub);
     const values = this.crowd.release(layoutId, sub);
     const budget = this.budgets.handOff(sub);
     // sent even when empty: the process the participant moved to waits for it before taking its actions
@@ -368,7 +379,7 @@ export class ParticipantClaims {
     for (const [layoutId, layout] of this.claims) {
       for (const [sub, c] of layout) {
         if (c.pending) continue;
-        const sockets = this.o.hasSockets(layoutId, sub);
+        const sockets = this.sockets?.hasParticipant(layoutId, sub) ?? false;
         if (sockets && now - c.claimedAt >= CLAIM_REFRESH_MS) void this.claim(layoutId, sub, c, now, 'refresh');
         else if (!sockets && c.lastAt < now - FORGET_AFTER_MS) layout.delete(sub);
       }

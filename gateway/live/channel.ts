@@ -73,6 +73,10 @@ export class LiveChannel {
       o,
     );
     this.frames = new ActionFrames(s, this.registry, () => this.lifecycle, o);
+    // the channel follows what feeds it: the crowd's values, the light's looks, and the claims, which ask after its sockets
+    crowd?.follow((layoutId, values) => this.crowdChanged(layoutId, values));
+    light?.follow(this);
+    s.claims?.attachSockets(this);
     this.lifecycle = new TokenLifecycle(
       this.registry,
       s,

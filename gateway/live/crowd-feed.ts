@@ -27,8 +27,6 @@ export const PEEK_HOLD_MS = 30_000;
 const RESUBSCRIBE_MS = 500;
 
 export interface CrowdFeedOptions {
-  /** values of a layout that changed (or ran out) since the last tick */
-  onChanged: (layoutId: string, values: CrowdValue[]) => void;
   /** a subscribe or unsubscribe that failed (Redis away), or a subscription found deaf and made again: counted */
   onUnavailable: (what: string) => void;
   /** SPUBLISHes a probe on a channel (through a client that is not the subscriber) */
@@ -51,6 +49,8 @@ export class CrowdFeed {
   private readonly tables = new Map<string, Watched>();
   private probes = 0;
   private timer: NodeJS.Timeout | null = null;
+  /** told of the values of a layout that changed (or ran out) since the last tick: the live channel, once it follows */
+  private onChanged: (layoutId: string, values: CrowdValue[]) => void = () => {};
 
   constructor(
     private readonly subscriber: RedisClient,
@@ -149,6 +149,11 @@ export class CrowdFeed {
     return this.tables.get(this.keys.liveChannel(layoutId))?.table.current() ?? [];
   }
 
+  /** Who is told of each layout's changed values (the live channel's sockets). */
+  follow(onChanged: (layoutId: string, values: CrowdValue[]) => void): void {
+    this.onChanged = onChanged;
+  }
+
   private tick(): void {
     const now = this.o.now();
     for (const [channel, held] of this.tables) {
@@ -159,7 +164,7 @@ export class CrowdFeed {
       }
       this.checkSubscription(channel, held, now);
       const changed = table.changed(now);
-      if (changed.length > 0) this.o.onChanged(layoutId, changed);
+      if (changed.length > 0) this.onChanged(layoutId, changed);
     }
   }
 

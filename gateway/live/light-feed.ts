@@ -22,15 +22,19 @@ const SCENE_SCAN = 1000;
 /** Looks one XREAD returns at most. */
 const READ_COUNT = 256;
 
+/** Where the looks go: the live channel, once it follows the feed. */
+export interface LightSink {
+  /** whether sockets of the layout are still held here (a watch that waited for the canvas may come after the last one left) */
+  holds(layoutId: string): boolean;
+  /** a zone's new look (zone * for every zone), as its frame's text */
+  lightLook(layoutId: string, zone: string, text: string): void;
+}
+
 export interface LightFeedOptions {
   /** a connection of its own for one layout's blocking reads */
   connect: () => Promise<RedisClient>;
   /** the layout's canvas now (null: none, or the layout is gone) */
   canvas: (layoutId: string) => Promise<LightCanvas | null>;
-  /** whether sockets of the layout are still held here (a watch that waited for the canvas may come after the last one left) */
-  held: (layoutId: string) => boolean;
-  /** a zone's new look (zone * for every zone), as its frame's text */
-  onLook: (layoutId: string, zone: string, text: string) => void;
   /** Redis away (a read or connect failed): counted */
   onUnavailable: (what: string) => void;
   /** an entry that is no look for this canvas (a bad look, a zone it does not light): counted, skipped */
@@ -50,11 +54,18 @@ interface Reader {
 
 export class LightFeed {
   private readonly readers = new Map<string, Reader>();
+  /** the live channel (none yet: nothing is held, so nothing is read) */
+  private sink: LightSink | null = null;
 
   constructor(
     private readonly keys: RedisKeys,
     private readonly o: LightFeedOptions,
   ) {}
+
+  /** The live channel follows the feed: it says which layouts it holds and gets their looks. */
+  follow(sink: LightSink): void {
+    this.sink = sink;
+  }
 
   /**
    * A layout is held here (its first socket) or changed: its looks are read while it has a canvas.
@@ -63,7 +74,7 @@ export class LightFeed {
   async watch(layoutId: string): Promise<void> {
     const canvas = await this.o.canvas(layoutId);
     if (!canvas) return this.unwatch(layoutId);
-    if (this.readers.has(layoutId) || !this.o.held(layoutId)) return;
+    if (this.readers.has(layoutId) || !this.sink?.holds(layoutId)) return;
     const reader: Reader = { layoutId, scene: new Map(), redis: null, running: true };
     this.readers.set(layoutId, reader);
     void this.run(reader);
@@ -138,7 +149,7 @@ export class LightFeed {
         changed.set(look.zone, frame); // in order: a * look goes out before the zones' looks after it
       }
     }
-    for (const [zone, { text }] of changed) this.o.onLook(r.layoutId, zone, text);
+    for (const [zone, { text }] of changed) this.sink?.lightLook(r.layoutId, zone, text);
   }
 
   stop(): void {

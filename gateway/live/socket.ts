@@ -51,7 +51,11 @@ export interface LiveServices {
   };
   cors: { allows(origin: string): boolean };
   /** which process holds each participant: a socket opened here claims it; resolves with its opens this minute over every process (0: unknown) */
-  claims?: { opened(layoutId: string, sub: string): Promise<{ opens: number; older: boolean }> };
+  claims?: {
+    opened(layoutId: string, sub: string): Promise<{ opens: number; older: boolean }>;
+    /** the live channel's sockets, which keep their participants' claims and close when another process takes one */
+    attachSockets(sockets: { hasParticipant(layoutId: string, sub: string): boolean; replaced(layoutId: string, sub: string): void }): void;
+  };
   /** one participant's action, as POST /action takes it */
   intake: {
     accept(body: ActionRequest, claims: AudienceClaims, once: string, at: number, waiter: IntakeWaiter): void;

@@ -28,10 +28,10 @@ function feed() {
   const misses: string[] = [];
   const f = new CrowdFeed(subscriber, keys, {
     now: Date.now,
-    onChanged: (_layoutId, values) => seen.push(...values),
     onUnavailable: (what) => misses.push(what),
     probe: (channel, text) => publisher.spublish(channel, text),
   });
+  f.follow((_layoutId, values) => seen.push(...values));
   cleanups.push(() => {
     f.stop();
     publisher.disconnect();
