@@ -1,21 +1,16 @@
-// `npm run bench:lab -- <tool> [options]`: the lab tools, each a question about one part that the
-// figures table does not ask. None feeds the table; each prints its own figures, and a page that
-// cites one names the tool, its options and the date it ran.
+// `npm run bench:lab -- <tool> [options]`: the lab tools, each a question about the gateway's CPU
+// that the figures table leaves open (where the socket action spends beyond its floor). None feeds
+// the table; each prints its own figures. A probe whose question is answered leaves the tree (git
+// keeps it), and a page that cites its figures names it and the date it ran.
 //   npm run bench:lab                          lists the tools
-//   npm run bench:lab -- token-cache --tokens 100000
+//   npm run bench:lab -- profile --live --seconds 8
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 
 /** Each tool: its script (compiled beside this file) and the question it answers. */
 export const LAB_TOOLS: Record<string, { script: string; what: string }> = {
-  action: { script: 'action.js', what: 'POST /action against the bare uWS reply, with its options: fresh Idempotency-Keys, each Redis fsync policy [--seconds 10 --connections 100 --tokens 2000 --generator wrk|autocannon --appendfsync everysec,always]' },
   profile: { script: 'profile.js', what: "where the gateway's CPU or allocations go under POST /action or live action load (V8 profiler) [--seconds 8 --heap | --promoted --live]" },
   'live-perf': { script: 'live-action-perf.js', what: 'where each server spends its CPU per socket action, kernel and native code included (perf record) [--seconds 6 --rounds 3 --top 30]' },
-  'token-cache': { script: 'token-cache.js', what: 'what the verified-token cache costs in memory and saves in CPU [--tokens 100000]' },
-  'crowd-moves': { script: 'crowd-moves.js', what: 'what counting every participant once costs Redis when participants move between processes [--participants 50000 --seconds 60 --every 20]' },
-  'crowd-memory': { script: 'crowd-memory.js', what: "what the crowd's fold and rate budgets take in a gateway's memory [--participants 200000]" },
-  node: { script: 'node-versions.js', what: 'the bare uWS reply and POST /action on Node 20 and Node 22, side by side [--seconds 10]' },
-  moderation: { script: 'moderation.js', what: 'CPU per String checked by each moderation policy, and Redis memory per show record entry [--texts 20000 --entries 20000]' },
 };
 
 function main(): void {

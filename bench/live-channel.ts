@@ -1,6 +1,6 @@
 // The live channel's costs, measured side by side in one run on this machine.
 //  1. An action over a socket against POST /action: the gateway pinned to core 0, Redis and the
-//     load on core 1; gateway CPU µs per answered action (as bench:lab -- action measures it). The
+//     load on core 1; gateway CPU µs per answered action (as the action probe, now in git history, measured it). The
 //     socket action is judged against the storing floor (bare uWS that appends each frame to a
 //     Redis stream before its ack, bench/live-bare-store.ts), and reported against the bare ack.
 //  2. Many sockets (default 50,000) on GATEWAY_WORKERS gateway processes (each holds at most

@@ -27,7 +27,7 @@ export const MAX_BATCH = 256;
  * Calls in flight per stream (on one connection, so Redis runs them in the order sent). With one,
  * the gateway idled while its call was out: 0.88 to 0.90 of its core under wrk and 0.41 to 0.42x
  * the bare reply; with two, 0.96 to 0.97 of the core and 0.43 to 0.46x, at the same CPU per action
- * (bench:lab -- action, interleaved, 2026-11-23). Three did no better.
+ * (the action probe, bench/action.ts in git history, interleaved, 2026-11-23). Three did no better.
  */
 export const MAX_IN_FLIGHT = 2;
 

@@ -1,5 +1,5 @@
 // Verifying an audience token, with a cache. jose's jwtVerify costs far more CPU than a lookup (what
-// each costs: `npm run bench:lab -- token-cache`, docs/configuration.md), so a verified token is kept
+// each costs: docs/configuration.md, measured by bench/token-cache.ts, a probe now only in git history), so a verified token is kept
 // (bounded LRU) and each hit only re-checks what can change after verification: expiry, the minting
 // key's revocation and the signing key's retirement.
 //

@@ -219,7 +219,7 @@ export class TextPolicy {
 const policies = new WeakMap<Control, TextPolicy>();
 /**
  * Policies by their JSON: a layout re-loaded (every page switch) brings new control objects, and
- * compiling a policy's lists takes milliseconds (bench:lab -- moderation), so one that did not change is
+ * compiling a policy's lists takes milliseconds (the moderation probe, bench/moderation.ts in git history), so one that did not change is
  * not compiled again.
  */
 const byText = new LRUCache<string, TextPolicy>({ max: 1000 });
