@@ -54,10 +54,19 @@ class Started {
     this.stops.push(stop);
   }
 
+  /** Stops every step, also past one whose stop throws; then throws the first such error. */
   async stopAll(drainMs: number): Promise<void> {
-    for (const s of this.stops) s.stopping?.();
-    for (const s of [...this.stops].reverse()) await s.stop(drainMs);
-    this.stops.length = 0;
+    const stops = this.stops.splice(0).reverse();
+    for (const s of stops) s.stopping?.();
+    let failed: { error: unknown } | null = null;
+    for (const s of stops) {
+      try {
+        await s.stop(drainMs);
+      } catch (e) {
+        failed ??= { error: e };
+      }
+    }
+    if (failed) throw failed.error;
   }
 }
 
@@ -88,8 +97,8 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
     started.add({ stop: () => ops.close() });
     return { port, opsPort: ops.port, ready, note, stores, deps: services.deps, close: (drainMs = DRAIN_MS) => started.stopAll(drainMs) };
   } catch (e) {
-    // no half-started gateway: what started stops, at once
-    await started.stopAll(0);
+    // no half-started gateway: what started stops, at once; the start's own error is the one thrown
+    await started.stopAll(0).catch((stopError: unknown) => log.error({ err: stopError }, 'a step of a failed start did not stop cleanly'));
     throw e;
   }
 }
