@@ -2,7 +2,8 @@
 // and the left zone's phones (the client library over real sockets) get it, the right zone's do
 // not; Off hands their screens back. The phones report their clock uncertainty on their time
 // exchanges: the gateway's histogram per layout and zone counts each report, and the sync panel
-// shows, per zone, within how many ms 95 % of the phones are. axe-core finds nothing to fix.
+// shows, per zone, within how many ms 95 % of the phones are (from reports of uncertainties the test
+// picks, as loopback under load has no fixed round trip). axe-core finds nothing to fix.
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
@@ -10,7 +11,7 @@ import { LiveClient, type Light } from '../../client/live-client.js';
 import type { LayoutDefinition } from '../../schemas/types.js';
 import { axeViolations } from '../helpers/axe.js';
 import { DEMO_LAYOUT, eventually, postJson, startTestGateway, type TestGateway } from '../helpers/gateway.js';
-import { liveUrl } from '../helpers/live.js';
+import { connectLive, liveUrl } from '../helpers/live.js';
 import { sample } from '../helpers/metrics.js';
 import { useRedis } from '../helpers/redis.js';
 
@@ -75,19 +76,29 @@ describe("the team page's light panel", () => {
   });
 
   it('shows within how many ms 95 % of each zone\'s phones are synced, from the reports the histogram counts', async () => {
-    await phone('left');
-    await phone('right');
-    // each phone's second and later time exchanges carry its uncertainty (loopback: well under a ms)
+    // the client library's phones report their uncertainty on their second and later time exchanges: the histogram counts them
     await eventually(() => phones.every((p) => Number.isFinite(p.clockUncertaintyMs())), 5000);
-    const metrics = await (await fetch(`http://127.0.0.1:${t.gw.opsPort}/metrics`)).text();
-    expect(sample(metrics, `audience_gateway_live_clock_uncertainty_seconds_count{layout="${LAYOUT.layoutId}",zone="left"}`)).toBeGreaterThanOrEqual(2);
-    expect(sample(metrics, `audience_gateway_live_clock_uncertainty_seconds_bucket{le="0.016",layout="${LAYOUT.layoutId}",zone="left"}`)).toBeGreaterThanOrEqual(2);
-    const sync = panel().locator('[data-sync] li');
-    await expect.poll(() => sync.allTextContents(), { timeout: 20_000 }).toEqual([
-      expect.stringMatching(/^left: 95 % of phones within (1|2|4) ms, half within (1|2|4) ms \(2 phones\)$/),
-      expect.stringMatching(/^right: 95 % of phones within (1|2|4) ms, half within (1|2|4) ms \(2 phones\)$/),
-    ]);
-    expect(await axeViolations(page)).toEqual([]);
+    const leftCount = async () => sample(await (await fetch(`http://127.0.0.1:${t.gw.opsPort}/metrics`)).text(), `audience_gateway_live_clock_uncertainty_seconds_count{layout="${LAYOUT.layoutId}",zone="left"}`);
+    await expect.poll(leftCount, { timeout: 5000 }).toBeGreaterThanOrEqual(2);
+    // the panel's figures, from phones whose reports the test chooses (a loaded machine's loopback has no fixed round trip)
+    for (const p of phones.splice(0)) p.stop();
+    const reporting = async (zone: string, uncertaintyMs: number) => {
+      const s = await connectLive(t.url, (await postJson(`${t.url}/token`, { layoutId: LAYOUT.layoutId, zone }, { 'x-api-key': t.apiKey })).body.token as string);
+      s.send({ op: 'time', ref: 't1', uncertaintyMs });
+      await s.next('time');
+      return s;
+    };
+    const sockets = [await reporting('left', 0.4), await reporting('left', 3.1), await reporting('right', 0.8), await reporting('right', 12.5)];
+    try {
+      const sync = panel().locator('[data-sync] li');
+      await expect.poll(() => sync.allTextContents(), { timeout: 20_000 }).toEqual([
+        'left: 95 % of phones within 4 ms, half within 1 ms (2 phones)',
+        'right: 95 % of phones within 16 ms, half within 1 ms (2 phones)',
+      ]);
+      expect(await axeViolations(page)).toEqual([]);
+    } finally {
+      for (const s of sockets) s.ws.close();
+    }
   });
 
   it('refuses what it cannot play with the stable codes of audiencectl light', async () => {
