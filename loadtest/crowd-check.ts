@@ -8,7 +8,9 @@
 // During the run it samples each control's `n` as shown beside the range the phones' stored actions
 // gave it over the last CROWD_SAMPLE_LAG_MS (what is stored reaches the display that much later at
 // most): a sample outside it counts in `crowd_samples_off`, so a double count while phones move is
-// seen when it happens, not only at the end.
+// seen when it happens, not only at the end. An action sent and not yet answered may be stored and
+// shown before its ack comes back (a loaded phone's ack can trail the display): the range's top
+// counts its phone too.
 
 /** An aggregated control as discovery and page frames give it. */
 export interface CheckedControl {
@@ -62,8 +64,11 @@ export class CrowdCheck {
   /** by lid and phone: the second of its last counted press, and how many counted in it */
   private readonly pressSeconds = new Map<number, Map<number, [number, number]>>();
 
-  /** by lid: the expected n at each sample within the lag, oldest first */
-  private readonly recent = new Map<number, { now: number; n: number }[]>();
+  /** by lid: the phones with an action on it sent and not yet answered (it may be stored and shown already) */
+  private readonly unanswered = new Map<number, Set<number>>();
+
+  /** by lid: the expected n at each sample within the lag, and the most it may be with the unanswered actions stored, oldest first */
+  private readonly recent = new Map<number, { now: number; n: number; most: number }[]>();
 
   /**
    * Samples every aggregated control at `now` (the run's clock; `at` is the wall clock the sample
@@ -75,16 +80,29 @@ export class CrowdCheck {
       .map((c) => {
         let ring = this.recent.get(c.lid);
         if (!ring) this.recent.set(c.lid, (ring = []));
-        ring.push({ now, n: this.expected(c, now).n });
+        ring.push({ now, n: this.expected(c, now).n, most: this.mostN(c, now) });
         while (ring.length > 1 && ring[0]!.now < now - CROWD_SAMPLE_LAG_MS) ring.shift();
-        const ns = ring.map((r) => r.n);
-        return { at, lid: c.lid, shown: shownN(`${c.address}/n`), expected: [Math.min(...ns), Math.max(...ns)] };
+        return { at, lid: c.lid, shown: shownN(`${c.address}/n`), expected: [Math.min(...ring.map((r) => r.n)), Math.max(...ring.map((r) => r.most))] };
       });
+  }
+
+  /** A phone sent an action on an aggregated control (its first send; resends keep its key). */
+  sent(phone: number, control: CheckedControl): void {
+    if (!control.aggregate) return;
+    let phones = this.unanswered.get(control.lid);
+    if (!phones) this.unanswered.set(control.lid, (phones = new Set<number>()));
+    phones.add(phone);
+  }
+
+  /** A phone's action on an aggregated control was refused, or the run gave up on it. */
+  refused(phone: number, control: CheckedControl): void {
+    this.unanswered.get(control.lid)?.delete(phone);
   }
 
   /** A phone's action on an aggregated control was stored at `at` (its ack). */
   stored(phone: number, control: CheckedControl, value: unknown, at: number): void {
     if (!control.aggregate) return;
+    this.unanswered.get(control.lid)?.delete(phone);
     let byPhone = this.latest.get(control.lid);
     if (!byPhone) this.latest.set(control.lid, (byPhone = new Map<number, Latest>()));
     byPhone.delete(phone); // oldest first
@@ -101,6 +119,13 @@ export class CrowdCheck {
       if (!p) this.presses.set(control.lid, (p = []));
       p.push(at);
     }
+  }
+
+  /** The most `n` may be at `now`: the phones counted, and those whose unanswered action may be stored already. */
+  private mostN(control: CheckedControl, now: number): number {
+    const windowMs = control.aggregate!.windowMs ?? WINDOW_DEFAULTS[control.aggregate!.mode] ?? 5000;
+    const counted = [...(this.latest.get(control.lid) ?? [])].filter(([, l]) => l.at > now - windowMs).map(([phone]) => phone);
+    return new Set([...counted, ...(this.unanswered.get(control.lid) ?? [])]).size;
   }
 
   /** What the display should show for the control at `now`. */

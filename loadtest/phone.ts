@@ -46,8 +46,12 @@ export interface PhoneEnv {
   stopping: () => boolean;
   /** with --osc-listen: String actions are tagged and looked for at the display */
   display: DisplayWatch | null;
+  /** an action of this phone was sent (its first send; the crowd check) */
+  sent?: (phone: Phone, action: PlayAction) => void;
   /** an action of this phone was stored (acked) at `at` (the crowd check) */
   stored?: (phone: Phone, action: PlayAction, at: number) => void;
+  /** an action of this phone was refused by the gateway (an error answer: not stored) */
+  refused?: (phone: Phone, action: PlayAction) => void;
   /** a socket lost without this phone closing it is live again: its new page came at `wallAt` (ms since the epoch) */
   back?: (wallAt: number) => void;
   /** a new token of the same participant (POST /token with renew), as the app's backend mints it */
@@ -313,6 +317,7 @@ export class Phone {
       }
       p = { action, intendedAt, sentAt, ref, tag, sends: 1 };
       this.env.metrics.count('actions');
+      this.env.sent?.(this, action);
     }
     this.inFlight = p;
     const idempotencyKey = `${this.env.runId ?? 'run'}.${this.id}.${p.ref}`;
@@ -355,7 +360,10 @@ export class Phone {
       this.env.metrics.count('acks');
       this.env.metrics.record('ack_ms', now - p.intendedAt, labels);
       this.env.metrics.record('ack_service_ms', now - p.sentAt, labels);
-    } else this.env.metrics.error(errorCode);
+    } else {
+      if (errorCode !== 'network') this.env.refused?.(this, p.action); // no answer at all: it may be stored
+      this.env.metrics.error(errorCode);
+    }
     this.flush();
   }
 

@@ -90,9 +90,17 @@ export async function runScenario(o: RunOptions): Promise<RunOutcome> {
     runId: randomBytes(6).toString('hex'),
     renew: (token: string) => renew(o.target, o.apiKey, scenario.layoutId, token),
     back: (wallAt: number) => socketsBackAt.push(wallAt),
+    sent: (phone: Phone, action: { lid: number }) => {
+      const control = checkedControl(phone, action.lid);
+      if (control && check) check.sent(phone.id, control);
+    },
     stored: (phone: Phone, action: { lid: number; value?: unknown }, at: number) => {
-      const control = phone.page?.controls.find((c) => c.lid === action.lid) as CheckedControl | undefined;
+      const control = checkedControl(phone, action.lid);
       if (control && check) check.stored(phone.id, control, action.value, at);
+    },
+    refused: (phone: Phone, action: { lid: number }) => {
+      const control = checkedControl(phone, action.lid);
+      if (control && check) check.refused(phone.id, control);
     },
     sawPage: (phone: Phone, page: LivePage, at: number, wallAt: number) => {
       if (!cue || page.pageId !== cue.phase.onPage || cue.seen.has(phone)) return;
@@ -101,6 +109,10 @@ export async function runScenario(o: RunOptions): Promise<RunOutcome> {
       onCue(cue, phone, at, page.changedAt === undefined);
     },
   };
+
+  function checkedControl(phone: Phone, lid: number): CheckedControl | undefined {
+    return phone.page?.controls.find((c) => c.lid === lid) as CheckedControl | undefined;
+  }
 
   /** A phone saw the cue's page; `fromFirst`: its fan-out counts from the first phone that saw it (no changedAt). */
   function onCue(c: Cue, phone: Phone, at: number, fromFirst: boolean): void {
