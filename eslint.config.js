@@ -3,7 +3,7 @@
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['dist/**', 'client/dist/**', 'node_modules/**', 'var/**', 'bench/results/**', 'test-artifacts/**', 'test/fixtures/openapi-client/**', 'packages/**'] },
+  { ignores: ['dist/**', 'client/dist/**', 'node_modules/**', 'var/**', 'bench/results/**', 'test-artifacts/**', 'test/fixtures/openapi-client/**', 'packages/**', 'schemas/generated/*.js'] },
   ...tseslint.configs.recommendedTypeChecked,
   {
     languageOptions: {

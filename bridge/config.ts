@@ -5,7 +5,8 @@ import { hostname } from 'node:os';
 import { checkTlsSettings, parseClusterNodes, type RedisTarget } from '../runtime/redis.js';
 import { redisTlsFromEnv, RedisTlsError, type RedisTlsFiles } from '../runtime/redis-tls.js';
 import type { ErrorObject } from 'ajv';
-import { createAjv, jsonPointerToPath } from '../schemas/validators.js';
+import { bridgeConfig as validate } from '../schemas/generated/defaults.js';
+import { jsonPointerToPath } from '../schemas/validators.js';
 import type { BooleanMode } from './osc.js';
 import { routeProblems, type RouteConfig, type Unrouted } from './routes.js';
 import { dmxRouteProblems, type DmxRouteConfig } from './dmx/dmx-routes.js';
@@ -174,8 +175,6 @@ export function loadBridgeConfig(flags: BridgeFlags, env: NodeJS.ProcessEnv = pr
   const tlsFromEnv = redisTlsFromEnv(env);
   if (raw.redisTls === undefined && tlsFromEnv) raw.redisTls = tlsFromEnv;
 
-  const validate = createAjv({ defaults: true }).getSchema('bridge-config.schema.json');
-  if (!validate) throw new Error('bridge-config.schema.json missing');
   if (!validate(raw)) throw new BridgeConfigError(`${whichTarget(raw, validate.errors?.[0]?.instancePath ?? '')}${inWords(validate.errors?.[0])}`);
   splitDmxTargets(raw.layouts as Record<string, unknown>[]);
   for (const layout of raw.layouts as BridgeLayout[]) {

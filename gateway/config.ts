@@ -5,7 +5,8 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { checkTlsSettings, parseClusterNodes, type RedisTarget } from '../runtime/redis.js';
 import { hasTlsSettings, RedisTlsError } from '../runtime/redis-tls.js';
-import { createAjv, SCHEMA_DIR } from '../schemas/validators.js';
+import { gatewayConfig as validateConfig } from '../schemas/generated/coerce.js';
+import { SCHEMA_DIR } from '../schemas/schema-dir.js';
 
 export interface GatewayConfig {
   readonly port: number;
@@ -106,10 +107,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     if (v !== undefined && v !== '') raw[key] = v;
   }
   Object.assign(raw, overrides);
-  const validate = createAjv({ coerce: true }).getSchema(SCHEMA_ID);
-  if (!validate) throw new Error(`${SCHEMA_ID} missing`);
-  if (!validate(raw)) {
-    const e = validate.errors?.[0];
+  if (!validateConfig(raw)) {
+    const e = validateConfig.errors?.[0];
     const key = e?.keyword === 'additionalProperties' ? String(e.params.additionalProperty) : (e?.instancePath.slice(1) ?? '');
     const envName = props[key]?.['x-env'];
     const where = envName ? `${key} (${envName})` : key;

@@ -2,8 +2,8 @@
 // its thresholds parsed, and its phases checked for what a schema cannot say. Any fault is a
 // configuration error that names the field.
 import { readFileSync } from 'node:fs';
-import type { ValidateFunction } from 'ajv';
-import { createAjv, describeFirstError } from '../schemas/validators.js';
+import { loadtestScenario } from '../schemas/generated/defaults.js';
+import { describeFirstError, type Validator } from '../schemas/validators.js';
 import { LoadtestError } from './errors.js';
 import { parseThresholds, type Threshold } from './thresholds.js';
 
@@ -30,7 +30,7 @@ export interface Scenario {
   thresholds: Record<string, string>;
 }
 
-const validate = createAjv({ defaults: true }).getSchema('loadtest-scenario.schema.json') as ValidateFunction<Scenario>;
+const validate = loadtestScenario as Validator<Scenario>;
 
 /** A scenario from its JSON text (`source` names it in errors), with its parsed thresholds. */
 export function parseScenario(text: string, source: string): { scenario: Scenario; thresholds: Threshold[] } {

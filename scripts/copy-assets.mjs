@@ -1,4 +1,4 @@
-// Build step: copies the files tsc does not emit (JSON Schemas, Lua scripts and the show record's shared Lua, the admin and audience pages' static files, the demo layout) into dist/.
+// Build step: copies the files tsc does not emit (JSON Schemas, the validators' generated code, Lua scripts and the show record's shared Lua, the admin and audience pages' static files, the demo layout) into dist/.
 // With --clean (run before tsc) it empties dist/ and client/dist/ instead, so no file of a deleted source lingers there.
 import { cpSync, existsSync, mkdirSync, readdirSync, rmSync } from 'node:fs';
 
@@ -10,6 +10,8 @@ if (process.argv.includes('--clean')) {
 
 const copies = [
   ['schemas', 'dist/schemas', (f) => f.endsWith('.json') || f.endsWith('.lua')],
+  // the validators' standalone code, written by the build's dist/dev/write-validators.js
+  ['schemas/generated', 'dist/schemas/generated', (f) => f.endsWith('.js')],
   ['gateway/store/lua', 'dist/gateway/store/lua', (f) => f.endsWith('.lua')],
   ['gateway/admin/static', 'dist/gateway/admin/static', () => true],
   ['gateway/play/static', 'dist/gateway/play/static', () => true],

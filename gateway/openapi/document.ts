@@ -5,7 +5,7 @@
 // are in examples.ts.
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { SCHEMA_DIR } from '../../schemas/validators.js';
+import { SCHEMA_DIR } from '../../schemas/schema-dir.js';
 import { CONTROL_TYPES } from '../../schemas/types.js';
 import { ERRORS, type ErrorCode } from '../errors.js';
 import { actionExamples, attachExamples, layoutExamples, preflightExamples, tokenExamples, type Json } from './examples.js';

@@ -5,7 +5,7 @@
 // Nothing secret: any origin may read them.
 import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { SCHEMA_DIR } from '../../schemas/validators.js';
+import { SCHEMA_DIR } from '../../schemas/schema-dir.js';
 import { AppError } from '../errors.js';
 import { errorReply, type Reply } from '../http/reply.js';
 import type { Route } from '../http/route.js';

@@ -6,7 +6,7 @@ import { Parser } from '@asyncapi/parser';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildLiveTypes, LIVE_TYPES_FILE } from '../../gateway/openapi/live-types.js';
 import { buildAsyncApiDocument } from '../../gateway/openapi/asyncapi.js';
-import { createAjv } from '../../schemas/validators.js';
+import { createAjv } from '../../schemas/ajv.js';
 import { CROWD_LAYOUT } from '../helpers/crowd.js';
 import { call, eventually, mintToken, startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { connectLive } from '../helpers/live.js';

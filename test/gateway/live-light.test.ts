@@ -6,7 +6,7 @@
 // stream is skipped and the looks after it still arrive, also after the reader's connection is cut.
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createAjv } from '../../schemas/validators.js';
+import { createAjv } from '../../schemas/ajv.js';
 import { createStores } from '../../gateway/store/stores.js';
 import type { LayoutDefinition } from '../../schemas/types.js';
 import { audiencectl, audiencectlJson } from '../helpers/cli.js';

@@ -10,7 +10,7 @@ import WebSocket from 'ws';
 import { LiveClient } from '../../client/live-client.js';
 import { ServerClock } from '../../client/server-clock.js';
 import { FRAME_LIMITS } from '../../schemas/live-protocol.js';
-import { createAjv } from '../../schemas/validators.js';
+import { createAjv } from '../../schemas/ajv.js';
 import { spawnGateway, seedLayout, type GatewayProcess } from '../helpers/gateway-process.js';
 import { DEMO_LAYOUT, eventually, mintToken } from '../helpers/gateway.js';
 import { connectLive, type LiveClient as TestSocket } from '../helpers/live.js';

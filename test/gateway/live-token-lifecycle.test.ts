@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CLOSE, FRAME_LIMITS } from '../../schemas/live-protocol.js';
 import { FLOOD_CLOSE_AFTER } from '../../gateway/live/channel.js';
-import { createAjv } from '../../schemas/validators.js';
+import { createAjv } from '../../schemas/ajv.js';
 import { eventually, mintToken, postJson, startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { connectLive } from '../helpers/live.js';
 import { useRedis } from '../helpers/redis.js';
