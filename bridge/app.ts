@@ -132,8 +132,8 @@ export async function startBridge(config: BridgeConfig, opts: BridgeOptions): Pr
       now,
     );
     await consumer.ensureGroup();
-    cues.push(new LayoutCues(ops, config.redisPrefix, layout.layoutId, config.bridgeId, scheduler, log, now));
-    records.push(new CrowdRecord(ops, config.redisPrefix, layout.layoutId, () => scheduler.crowdValues(), log, now));
+    cues.push(new LayoutCues(ops, config.redisPrefix, layout.layoutId, config.bridgeId, scheduler.crowd, log, now));
+    records.push(new CrowdRecord(ops, config.redisPrefix, layout.layoutId, () => scheduler.crowd.crowdValues(), log, now));
     schedulers.push(scheduler);
     consumers.push(consumer);
   }
@@ -161,7 +161,7 @@ export async function startBridge(config: BridgeConfig, opts: BridgeOptions): Pr
     prefix: config.redisPrefix,
     bridgeId: config.bridgeId,
     layouts: config.layouts.map((l) => l.layoutId),
-    crowd: schedulers.map((sc, i) => ({ layoutId: sc.settings.layoutId, values: () => sc.crowdValues(), cues: cues[i]! })),
+    crowd: schedulers.map((sc, i) => ({ layoutId: sc.settings.layoutId, values: () => sc.crowd.crowdValues(), cues: cues[i]! })),
     newestRead: () => counters.newestRead,
     pending: pendingOf,
     lastHeartbeat: () => presence.lastBeat,

@@ -230,7 +230,7 @@ export class LayoutConsumer {
     const entries = (await this.bounded(current, this.s.readTimeoutMs))?.[0]?.[1] ?? [];
     await this.handle(entries);
     // what the stream told of the gateways: up to now when nothing more waits, else up to the last entry read
-    this.scheduler.heard(entries.length < this.s.count ? this.now() : Number(entries.at(-1)![0].split('-')[0]), this.s.blockMs + LEASE_READ_SLACK_MS);
+    this.scheduler.crowd.heard(entries.length < this.s.count ? this.now() : Number(entries.at(-1)![0].split('-')[0]), this.s.blockMs + LEASE_READ_SLACK_MS);
   }
 
 
@@ -346,7 +346,7 @@ export class LayoutConsumer {
     if ('summary' in decoded) {
       const s = decoded.summary;
       if (s.ts + s.windowMs <= now) return { kind: 'stale' }; // everything in it has left its window
-      this.scheduler.offerSummary(id, s);
+      this.scheduler.crowd.offerSummary(id, s);
       return { kind: 'offered', ts: s.ts };
     }
     const { entry } = decoded;

@@ -7,26 +7,20 @@
 // counted once: sent if any target sent it, else coalesced, else stale. Entries are checked for
 // what OSC can carry when offered, so one it refuses never reaches a tick; each tick encodes its
 // messages straight into the datagrams it sends. Acks go through an AckQueue
-// (bounded retries). The ticks' schedule is a TickLoop (tick-loop.ts); no error leaves it.
+// (bounded retries). The ticks' schedule is a TickLoop (tick-loop.ts); no error leaves it. The
+// same ticks send the crowd's changed values and fired cues (crowd-lanes.ts); the targets'
+// transports, routers and send counting are target-lanes.ts.
 import type { ActionEntry } from '../schemas/types.js';
-import type { CrowdSummary } from '../schemas/aggregate.js';
 import { AckQueue } from './ack-queue.js';
-import type { CrowdValue } from '../schemas/crowd-merge.js';
-import { crowdDatagrams } from './crowd.js';
-import { CrowdOutbox } from './crowd-outbox.js';
 import type { BridgeCounters, LayoutCounters } from './counters.js';
+import { CrowdLanes } from './crowd-lanes.js';
 import type { Logger } from '../runtime/log.js';
-import { messageArgs, oscRefusal, packDatagrams, playoutGroups, timetag, type BooleanMode, type OscArg } from './osc.js';
-import { Router, type RouteConfig, type Unrouted } from './routes.js';
+import { messageArgs, oscRefusal, packDatagrams, playoutGroups, type OscArg } from './osc.js';
 import { SeenIds } from './seen-ids.js';
-import { UdpTarget, type OscTarget } from './sender.js';
-import { TcpTarget, type TcpFraming } from './tcp-target.js';
-import { TargetQueue, type Delivery } from './target-queue.js';
+import { MAX_DATAGRAM_BYTES, TargetLanes, type TargetLane, type TargetSettings } from './target-lanes.js';
+import type { Delivery } from './target-queue.js';
 import { TickLoop } from './tick-loop.js';
 import type { DmxLane } from './dmx/dmx-lane.js';
-
-export const MAX_DATAGRAM_BYTES = 1400;
-const LOG_EVERY_MS = 5000;
 
 /** What became of an offered entry. */
 export type Offered =
@@ -46,22 +40,12 @@ export interface LayoutSettings {
   playoutDelayMs: number;
   maxAgeMs: number;
   maxMessagesPerTick: number;
-  targets: readonly { readonly host: string; readonly port: number; readonly booleans: BooleanMode; readonly routes?: readonly RouteConfig[]; readonly unrouted?: Unrouted; readonly transport?: 'udp' | TcpFraming }[];
-}
-
-interface TargetLane {
-  /** the display, over UDP or TCP */
-  target: OscTarget;
-  booleans: BooleanMode;
-  /** this target's addresses and values (bridge/routes.ts) */
-  router: Router;
-  queue: TargetQueue;
-  /** the last batch sent, awaiting the next tick to learn whether the display refused it */
-  unconfirmed: { ds: Delivery[]; refusals: number } | null;
+  targets: readonly TargetSettings[];
 }
 
 export class LayoutScheduler {
-  private readonly lanes: TargetLane[];
+  private readonly targets: TargetLanes;
+  private readonly lanes: readonly TargetLane[];
   /** deliveries not yet finished, by action id */
   private readonly queued = new Map<string, Delivery>();
   /** the stream ids those deliveries carry (their own and their duplicates') */
@@ -70,13 +54,10 @@ export class LayoutScheduler {
   private readonly done = new SeenIds(100_000);
   private readonly c: LayoutCounters;
   private readonly acks: AckQueue;
-  /** crowd aggregation: the merged values and the cues owed to each target */
-  private readonly crowd: CrowdOutbox;
-  /** how far the crowd's leases may run (heard()); null: no read yet, they run with the clock */
-  private leasesRunUntil: number | null = null;
+  /** the layout's crowd: the merged values and the cues owed to each target (the consumer offers summaries, cues.ts sends cues) */
+  readonly crowd: CrowdLanes;
   /** the ticks' schedule; a reader with work left yields to a due tick through it (consumer.ts) */
   readonly clock: TickLoop;
-  private lastErrorLog = 0;
   /** last time the tick loop completed a tick (for the watchdog) */
   lastProgress = 0;
   /** the layout's DMX universes (bridge/dmx): each action, crowd value and cue also goes to them */
@@ -93,10 +74,11 @@ export class LayoutScheduler {
     /** a time in `now`'s clock (Redis's) in this host's, which its displays share: for timetags */
     private readonly toLocal: (ms: number) => number = (ms) => ms,
   ) {
-    this.lanes = settings.targets.map((t) => ({ target: t.transport === undefined || t.transport === 'udp' ? new UdpTarget(t, now) : new TcpTarget(t, t.transport, now), booleans: t.booleans, router: new Router(t.routes, t.unrouted), queue: new TargetQueue(), unconfirmed: null }));
-    this.crowd = new CrowdOutbox(this.lanes.length);
+    this.targets = new TargetLanes(settings.targets, settings.layoutId, counters, log, now);
+    this.lanes = this.targets.all;
     this.c = counters.layout(settings.layoutId);
     this.acks = new AckQueue(ack, this.c, log, settings.layoutId, now);
+    this.crowd = new CrowdLanes(this.targets, () => this.dmx, this.acks, this.c, settings.playoutDelayMs, now, toLocal);
     this.clock = new TickLoop(settings.tickHz, () => this.tick(), { late: (ms) => counters.recordLateness(ms), failed: (e) => this.tickFailed(e), now });
   }
 
@@ -172,70 +154,6 @@ export class LayoutScheduler {
     this.acks.add(streamId);
   }
 
-  /**
-   * The stream told this bridge what the gateways wrote up to `at` (Redis's clock), and a read
-   * comes back within `graceMs` while all is well: the crowd's leases run until `at + graceMs` and
-   * no further. A bridge that cannot read (its link cut, the layout's master failing over) learns
-   * nothing of the gateways, so their silence then ends no lease; nor while it catches up on
-   * entries written meanwhile.
-   */
-  heard(at: number, graceMs: number): void {
-    this.leasesRunUntil = Math.max(this.leasesRunUntil ?? -Infinity, at + graceMs);
-  }
-
-  /** Takes a crowd summary (acked with the next tick: it is state, not a message to deliver). */
-  offerSummary(streamId: string, summary: CrowdSummary): void {
-    this.crowd.offer(summary);
-    for (const u of this.dmx) u.summary(summary.lid);
-    this.c.summaries++;
-    this.acks.add(streamId);
-  }
-
-  /** The layout's merged crowd values now (what the displays were last sent). */
-  crowdValues(): CrowdValue[] {
-    return this.crowd.values();
-  }
-
-  /** A crowd cue fired: to every target with the next tick (kept for a target that is backing off). */
-  sendCue(lid: number, address: string, value: number): void {
-    this.crowd.cue({ lid, address, value });
-    for (const u of this.dmx) u.cue(lid);
-  }
-
-  /** Sends target `i` the crowd values changed and the cues fired, in one bundle (one per control if they do not fit a datagram). */
-  private async sendCrowd(lane: TargetLane, i: number): Promise<void> {
-    if (!lane.target.ready()) return;
-    const owed = this.crowd.take(i);
-    if (!owed) return;
-    const { playoutDelayMs } = this.settings;
-    const perValue = this.counted(lane, () => lane.router.owed(owed));
-    if (perValue.length === 0) return;
-    try {
-      const { datagrams, messages } = crowdDatagrams(perValue, timetag(playoutDelayMs > 0 ? this.toLocal(this.now()) + playoutDelayMs : null), MAX_DATAGRAM_BYTES);
-      await this.transmit(lane, datagrams, messages, datagrams.length);
-    } catch (e) {
-      this.crowd.putBack(i, owed); // sent again when the target is back
-      this.logSendError(lane, (e as Error).message);
-      return;
-    }
-    this.onPlayed?.(i, perValue.flat());
-  }
-
-  /** Sends datagrams to a target and counts them; a failure is counted and thrown for the caller to requeue. */
-  private async transmit(lane: TargetLane, datagrams: Buffer[], messages: number, bundles: number): Promise<void> {
-    const c = this.counters.target(lane.target.name);
-    try {
-      await lane.target.send(datagrams);
-    } catch (e) {
-      c.sendErrors++;
-      throw e;
-    }
-    c.messages += messages;
-    c.bundles += bundles;
-    c.datagrams += datagrams.length;
-    c.bytes += datagrams.reduce((n, d) => n + d.length, 0);
-  }
-
   /** One target is done with a delivery; the last one counts its outcome and queues its ack. */
   private finish(d: Delivery, outcome: Outcome): void {
     if (d.outcome === undefined || RANK[outcome] > RANK[d.outcome]) d.outcome = outcome;
@@ -257,18 +175,11 @@ export class LayoutScheduler {
     if (lane.target.refusals > batch.refusals) {
       this.counters.target(lane.target.name).sendErrors++;
       lane.queue.requeue(batch.ds);
-      this.logSendError(lane, 'the display refused the datagrams (ECONNREFUSED)');
+      this.targets.sendFailed(lane, 'the display refused the datagrams (ECONNREFUSED)');
     } else {
       lane.target.confirmed();
       for (const d of batch.ds) this.finish(d, 'sent');
     }
-  }
-
-  private logSendError(lane: TargetLane, err: string): void {
-    const now = this.now();
-    if (now - this.lastErrorLog < 5000) return;
-    this.lastErrorLog = now;
-    this.log.warn({ target: lane.target.name, layoutId: this.settings.layoutId, err }, 'send failed; retrying with backoff');
   }
 
   private async sendLane(lane: TargetLane, i: number): Promise<void> {
@@ -286,7 +197,7 @@ export class LayoutScheduler {
       lane.queue.requeue(fresh);
       return;
     }
-    const groups = this.counted(lane, () => lane.router.groups(playoutGroups(fresh, this.settings.playoutDelayMs, this.toLocal)));
+    const groups = this.targets.counted(lane, () => lane.router.groups(playoutGroups(fresh, this.settings.playoutDelayMs, this.toLocal)));
     if (groups.length === 0) {
       for (const d of fresh) this.finish(d, 'sent'); // routed to nothing on this target (unrouted: drop)
       return;
@@ -294,22 +205,14 @@ export class LayoutScheduler {
     const { datagrams, bundles } = packDatagrams(groups, lane.booleans, MAX_DATAGRAM_BYTES);
     const refusals = lane.target.refusals;
     try {
-      await this.transmit(lane, datagrams, fresh.length, bundles);
+      await this.targets.transmit(lane, datagrams, fresh.length, bundles);
       lane.unconfirmed = { ds: fresh, refusals };
     } catch (e) {
       lane.queue.requeue(fresh);
-      this.logSendError(lane, (e as Error).message);
+      this.targets.sendFailed(lane, (e as Error).message);
       return;
     }
     if (this.onPlayed) this.onPlayed(i, groups.flatMap((g) => g.entries.map((m) => ({ address: m.address, args: messageArgs(m, lane.booleans) }))));
-  }
-
-  /** What a target's router makes; what it drops (unrouted: drop) is counted. */
-  private counted<T>(lane: TargetLane, route: () => T): T {
-    const before = lane.router.dropped;
-    const out = route();
-    this.counters.target(lane.target.name).unrouted += lane.router.dropped - before;
-    return out;
   }
 
   /** Each target's name and whether its display is reachable, as its transport can tell. */
@@ -317,13 +220,14 @@ export class LayoutScheduler {
     return [...this.lanes.map((l) => ({ target: l.target.name, up: l.target.up() })), ...this.dmx.map((d) => ({ target: d.name, up: d.up() }))];
   }
 
+  private async sendCrowd(lane: TargetLane, i: number): Promise<void> {
+    const sent = await this.crowd.send(lane, i);
+    if (sent) this.onPlayed?.(i, sent);
+  }
+
   /** One tick: every target's due messages, then one XACK for everything finished (not awaited). */
   async tick(): Promise<void> {
-    this.crowd.collect(Math.min(this.now(), this.leasesRunUntil ?? Infinity));
-    if (this.dmx.length > 0) {
-      const values = this.crowd.values();
-      for (const u of this.dmx) u.crowd(values);
-    }
+    this.crowd.collect();
     for (const l of this.lanes) l.target.probe();
     await Promise.all(this.lanes.map((l, i) => Promise.all([this.sendLane(l, i), this.sendCrowd(l, i)])));
     this.acks.flush();
@@ -339,11 +243,7 @@ export class LayoutScheduler {
   /** A tick that threw: counted and logged; the loop goes on, and the watchdog sees no progress while it fails. */
   private tickFailed(e: unknown): void {
     this.c.tickErrors++;
-    const now = this.now();
-    if (now - this.lastErrorLog >= LOG_EVERY_MS) {
-      this.lastErrorLog = now;
-      this.log.error({ layoutId: this.settings.layoutId, err: e }, 'send tick failed');
-    }
+    if (this.targets.shouldLog()) this.log.error({ layoutId: this.settings.layoutId, err: e }, 'send tick failed');
   }
 
   start(): void {
