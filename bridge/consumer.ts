@@ -5,23 +5,19 @@
 // send: a second blocking read is always queued behind the one in flight on the reader's
 // connection (Redis starts it the moment the first replies, and replies keep their order), and
 // the count of entries trimmed unread runs on its own timer on the shared connection.
-// Each entry is settled on its own, and nothing it holds can stop the loop:
-// - data trimmed or deleted while pending (nil fields): acked, counted as lost, logged with its id;
-// - cannot be decoded, validated or encoded: copied to the dead-letter stream with the reason, acked;
-// - older than maxAgeMs: dropped as stale, acked; more than maxAgeMs in the future: dead-lettered;
-// - otherwise: handed to the scheduler, which acks after sending.
+// Each entry is settled on its own (entry-settler.ts), and nothing it holds can stop the loop.
 // A missing group or stream (Redis lost its data) is created again from the oldest entry left.
 // For the watchdog (alive()), the loop lives while it completes iterations or waits on something
 // bounded: a read within its timeout, or a wait for a Redis it cannot reach (a restart would not
 // bring Redis back). It stops only for a loop that is stuck or whose reads Redis answers with errors.
 import { isCommandTimeout, type RedisClient } from '../runtime/redis.js';
 import { ReplyError } from 'ioredis';
-import { decodeStreamEntry } from '../schemas/action-entry.js';
 import { actionStreamKey, deadLetterKey } from '../schemas/redis-keys.js';
 import type { BridgeCounters, LayoutCounters } from './counters.js';
 import type { Logger } from '../runtime/log.js';
 import type { LayoutScheduler } from './scheduler.js';
-import { DeadLetters, type DeadEntry } from './dead-letters.js';
+import { DeadLetters } from './dead-letters.js';
+import { EntrySettler, type RawEntry } from './entry-settler.js';
 import { LostEntries } from './lost-entries.js';
 import { createGroup, groupName, isMissingGroup } from './stream-group.js';
 import { sendStreamCommand } from './stream-command.js';
@@ -43,12 +39,7 @@ export interface ConsumerSettings {
   deadLetterMaxLen: number;
 }
 
-/** An entry as XREADGROUP and XAUTOCLAIM return it: fields are nil when its data is gone. */
-type RawEntry = [string, string[] | null];
 type StreamReply = [string, RawEntry[]][] | null;
-
-/** What the reader decided for one entry: `stale` is a crowd summary past its window; `settled`, an action the scheduler counted and acks itself (too old to send). */
-type Verdict = { kind: 'offered'; ts: number } | { kind: 'stale' } | { kind: 'settled' } | { kind: 'dead'; reason: string };
 
 const LOG_EVERY_MS = 5000;
 /** A read comes back within its BLOCK and this while the link is well: the crowd's leases run no further past the last read. */
@@ -75,7 +66,8 @@ export class LayoutConsumer {
   private queuedRead: Promise<StreamReply> | null = null;
   /** what was trimmed before it was sent, or before it was read */
   private readonly losses: LostEntries;
-  private readonly deadLetters: DeadLetters;
+  /** what becomes of each entry read */
+  private readonly entries: EntrySettler;
   /** ends the wait after a failed read early (the reader's connection is back) */
   private wake: (() => void) | null = null;
   private readonly onReaderReady = () => this.wake?.();
@@ -87,7 +79,7 @@ export class LayoutConsumer {
     private readonly ops: RedisClient,
     private readonly scheduler: LayoutScheduler,
     private readonly s: ConsumerSettings,
-    private readonly counters: BridgeCounters,
+    counters: BridgeCounters,
     private readonly log: Logger,
     private readonly now: () => number = Date.now,
   ) {
@@ -96,7 +88,8 @@ export class LayoutConsumer {
     this.group = groupName(s.bridgeId);
     this.c = counters.layout(this.layoutId);
     this.losses = new LostEntries(ops, this.stream, this.group, this.layoutId, this.c, log, now, (id) => scheduler.settled(id));
-    this.deadLetters = new DeadLetters(ops, deadLetterKey(s.prefix, this.layoutId), { maxLen: s.deadLetterMaxLen, bridgeId: s.bridgeId }, this.layoutId, this.c, log, now);
+    const deadLetters = new DeadLetters(ops, deadLetterKey(s.prefix, this.layoutId), { maxLen: s.deadLetterMaxLen, bridgeId: s.bridgeId }, this.layoutId, this.c, log, now);
+    this.entries = new EntrySettler(scheduler, counters, this.losses, deadLetters, log, now);
   }
 
   /**
@@ -228,7 +221,7 @@ export class LayoutConsumer {
       this.queuedRead.catch(() => {});
     }
     const entries = (await this.bounded(current, this.s.readTimeoutMs))?.[0]?.[1] ?? [];
-    await this.handle(entries);
+    await this.entries.handle(entries);
     // what the stream told of the gateways: up to now when nothing more waits, else up to the last entry read
     this.scheduler.crowd.heard(entries.length < this.s.count ? this.now() : Number(entries.at(-1)![0].split('-')[0]), this.s.blockMs + LEASE_READ_SLACK_MS);
   }
@@ -264,7 +257,7 @@ export class LayoutConsumer {
 
   private async read(from: string, block: boolean): Promise<RawEntry[]> {
     const entries = (await this.bounded(this.sendRead(from, block), this.s.readTimeoutMs))?.[0]?.[1] ?? [];
-    await this.handle(entries);
+    await this.entries.handle(entries);
     return entries;
   }
 
@@ -284,78 +277,6 @@ export class LayoutConsumer {
     this.claimCursor = reply[0];
     // Redis 7 drops claimed entries whose data is gone from the pending list and names them here.
     this.losses.found(reply[2] ?? []);
-    await this.handle(reply[1]);
-  }
-
-  /**
-   * Settles each entry on its own. Good entries are offered to the scheduler at once; the unusable
-   * ones are then copied to the dead-letter stream in one pipeline, so they never hold up the good
-   * ones. `read` is counted with each entry's outcome, so a failure half-way (the pipeline, say)
-   * leaves the counters adding up, and what was not settled is read again.
-   */
-  private async handle(entries: RawEntry[]): Promise<void> {
-    const now = this.now();
-    const trimmed: string[] = [];
-    const dead: DeadEntry[] = [];
-    let newest = this.counters.newestRead.get(this.layoutId) ?? 0;
-    for (let i = 0; i < entries.length; i++) {
-      // Sending on time wins over reading: once a tick is due, it runs before the next entry.
-      if (this.scheduler.clock.due()) await this.scheduler.clock.afterNext();
-      const [id, fields] = entries[i]!;
-      if (this.scheduler.holds(id)) continue; // read again after an outage: already on its way
-      if (fields === null) {
-        trimmed.push(id);
-        continue;
-      }
-      let verdict: Verdict;
-      try {
-        verdict = this.settle(id, fields, now);
-      } catch (e) {
-        // a bug, not the entry's fault alone: still this entry's problem only, never the loop's
-        verdict = { kind: 'dead', reason: `the bridge could not handle it: ${(e as Error).message}` };
-        this.log.error({ layoutId: this.layoutId, streamId: id, err: e }, 'unexpected error while handling an entry');
-      }
-      if (verdict.kind === 'dead') {
-        dead.push({ id, fields, reason: verdict.reason });
-        continue;
-      }
-      if (verdict.kind === 'stale') {
-        this.c.droppedStale++;
-        this.scheduler.ackLater(id);
-      } else if (verdict.kind === 'offered') newest = Math.max(newest, verdict.ts);
-      this.c.read++;
-    }
-    if (newest > 0) this.counters.newestRead.set(this.layoutId, newest);
-    this.losses.found(trimmed);
-    for (const id of trimmed) this.scheduler.ackLater(id);
-    if (dead.length > 0) {
-      await this.deadLetters.write(dead);
-      for (const { id } of dead) this.scheduler.ackLater(id);
-    }
-  }
-
-  /** What to do with one entry (synchronous: it only decides, and offers a good entry to the scheduler). */
-  private settle(id: string, fields: readonly string[], now: number): Verdict {
-    const { maxAgeMs } = this.scheduler.settings;
-    const decoded = decodeStreamEntry(fields);
-    if (!decoded.ok) return { kind: 'dead', reason: decoded.reason };
-    // The same checks for an action and a crowd summary: whose layout, and a clock in step.
-    const item = 'summary' in decoded ? decoded.summary : decoded.entry;
-    if (item.layoutId !== this.layoutId) return { kind: 'dead', reason: `${'summary' in decoded ? 'summary' : 'entry'} is for layout "${item.layoutId}"` };
-    if (item.ts - now > maxAgeMs) return { kind: 'dead', reason: `ts is ${item.ts - now} ms in the future (more than maxAgeMs ${maxAgeMs}; are the clocks in step?)` };
-    if ('summary' in decoded) {
-      const s = decoded.summary;
-      if (s.ts + s.windowMs <= now) return { kind: 'stale' }; // everything in it has left its window
-      this.scheduler.crowd.offerSummary(id, s);
-      return { kind: 'offered', ts: s.ts };
-    }
-    const { entry } = decoded;
-    if (now - entry.ts > maxAgeMs) {
-      this.scheduler.dropStale(id, entry);
-      return { kind: 'settled' };
-    }
-    const offered = this.scheduler.offer(id, entry);
-    if (offered.kind === 'unencodable') return { kind: 'dead', reason: offered.reason };
-    return { kind: 'offered', ts: entry.ts };
+    await this.entries.handle(reply[1]);
   }
 }
