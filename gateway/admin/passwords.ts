@@ -18,6 +18,15 @@ export async function hashPassword(password: string): Promise<string> {
   return ['scrypt', PARAMS.N, PARAMS.r, PARAMS.p, salt.toString('base64url'), key.toString('base64url')].join('$');
 }
 
+/**
+ * A stored hash that no password matches, at the current cost: an unknown email's sign-in is checked
+ * against it, so it costs one scrypt as a known one's does. Made of random bytes, not hashed: a
+ * process start spends nothing on it.
+ */
+export function unmatchableHash(): string {
+  return ['scrypt', PARAMS.N, PARAMS.r, PARAMS.p, randomBytes(16).toString('base64url'), randomBytes(KEY_LEN).toString('base64url')].join('$');
+}
+
 /** Constant-time check of a password against a stored hash (false for a malformed hash). */
 export async function verifyPassword(password: string, stored: string): Promise<boolean> {
   const [kind, n, r, p, salt, hash] = stored.split('$');

@@ -8,7 +8,7 @@ import { ActionIntake } from '../actions/intake.js';
 import { ParticipantClaims } from '../actions/participant-claims.js';
 import { LoginLimiter } from '../admin/login-limiter.js';
 import { AdminGuard } from '../admin/guard.js';
-import { hashPassword } from '../admin/passwords.js';
+import { unmatchableHash } from '../admin/passwords.js';
 import { SessionStore } from '../admin/sessions.js';
 import { AudienceTokens } from '../auth/audience-tokens.js';
 import type { GatewayConfig } from '../config.js';
@@ -150,7 +150,7 @@ export async function startServices(c: Connections, stores: Stores, caches: Cach
       guard: new AdminGuard(sessions, config),
       limiter: new LoginLimiter(redis, stores.keys, { windowSeconds: config.adminLoginWindowSeconds, maxPerAccount: config.adminLoginMaxPerAccount, maxPerAddress: config.adminLoginMaxPerAddress, maxInFlight: config.adminLoginMaxInFlight }),
       destinations: deps.destinations,
-      dummyPasswordHash: await hashPassword(`unknown-${Math.random()}`),
+      dummyPasswordHash: unmatchableHash(),
       now,
     },
     moderationAdmin: {
