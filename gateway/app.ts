@@ -81,7 +81,7 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
     const { stores, keyring } = await migrateAndSeal(connections.redis, config, kek, log);
     const caches = await loadCaches(connections, stores, keyring, config, metrics, log);
     started.add(caches);
-    const services = await startServices(connections, stores, caches, config, metrics, log);
+    const services = startServices(connections, stores, caches, config, metrics, log);
     started.add(services);
     const server = httpServer(config, services, metrics, log, connections.now);
     const live = startLive(connections, stores, caches, services, server, config, metrics, log);

@@ -56,7 +56,7 @@ export interface Services {
   stop(): Promise<void>;
 }
 
-export async function startServices(c: Connections, stores: Stores, caches: Caches, config: GatewayConfig, metrics: GatewayMetrics, log: Logger): Promise<Services> {
+export function startServices(c: Connections, stores: Stores, caches: Caches, config: GatewayConfig, metrics: GatewayMetrics, log: Logger): Services {
   const { redis, now } = c;
   const { layouts } = caches;
   const timed = <T>(command: string, p: Promise<T>) => metrics.redis(command, p);
