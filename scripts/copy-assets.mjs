@@ -10,7 +10,7 @@ if (process.argv.includes('--clean')) {
 
 const copies = [
   ['schemas', 'dist/schemas', (f) => f.endsWith('.json') || f.endsWith('.lua')],
-  // the validators' standalone code, written by the build's dist/dev/write-validators.js
+  // the validators' standalone code, written by the build's scripts/write-validators.mjs
   ['schemas/generated', 'dist/schemas/generated', (f) => f.endsWith('.js')],
   ['gateway/store/lua', 'dist/gateway/store/lua', (f) => f.endsWith('.lua')],
   ['gateway/admin/static', 'dist/gateway/admin/static', () => true],
