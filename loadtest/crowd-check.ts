@@ -29,6 +29,11 @@ const TOLERANCE: Record<string, number> = { median: 0.011, 'trimmed-mean': 0.011
 const PRESSES_PER_SECOND_MAX = 10;
 const FLOAT_TOLERANCE = 1e-3;
 
+/** How long a value of the control counts: its window, or its mode's default. */
+function windowOf(control: CheckedControl): number {
+  return control.aggregate!.windowMs ?? WINDOW_DEFAULTS[control.aggregate!.mode] ?? 5000;
+}
+
 export interface CrowdCheckRow {
   lid: number;
   address: string;
@@ -123,15 +128,14 @@ export class CrowdCheck {
 
   /** The most `n` may be at `now`: the phones counted, and those whose unanswered action may be stored already. */
   private mostN(control: CheckedControl, now: number): number {
-    const windowMs = control.aggregate!.windowMs ?? WINDOW_DEFAULTS[control.aggregate!.mode] ?? 5000;
-    const counted = [...(this.latest.get(control.lid) ?? [])].filter(([, l]) => l.at > now - windowMs).map(([phone]) => phone);
+    const counted = [...(this.latest.get(control.lid) ?? [])].filter(([, l]) => l.at > now - windowOf(control)).map(([phone]) => phone);
     return new Set([...counted, ...(this.unanswered.get(control.lid) ?? [])]).size;
   }
 
   /** What the display should show for the control at `now`. */
   expected(control: CheckedControl, now: number): { value: number[]; n: number } {
     const mode = control.aggregate!.mode;
-    const windowMs = control.aggregate!.windowMs ?? WINDOW_DEFAULTS[mode] ?? 5000;
+    const windowMs = windowOf(control);
     const from = now - windowMs;
     const values = [...(this.latest.get(control.lid)?.values() ?? [])].filter((l) => l.at > from).map((l) => l.value);
     const n = values.length;
