@@ -10,7 +10,7 @@ import { fileURLToPath } from 'node:url';
 /** Each tool: its script (compiled beside this file) and the question it answers. */
 export const LAB_TOOLS: Record<string, { script: string; what: string }> = {
   profile: { script: 'profile.js', what: "where the gateway's CPU or allocations go under POST /action or live action load (V8 profiler) [--seconds 8 --heap | --promoted --live]" },
-  'live-perf': { script: 'live-action-perf.js', what: 'where each server spends its CPU per socket action, kernel and native code included (perf record) [--seconds 6 --rounds 3 --top 30]' },
+  'live-perf': { script: 'live-action-perf.js', what: 'where each server spends its CPU per socket action, kernel and native code included (perf record), against the bare ack or with --storing the storing floor [--seconds 6 --rounds 3 --top 30 --rate 0 --storing]' },
 };
 
 function main(): void {

@@ -9,7 +9,9 @@
 // With --bare-loads-gateway the floor runs with the gateway's modules loaded (BARE_LOADS_GATEWAY) and
 // unused: the same work in a process as big as the gateway's, which tells the cost of the
 // gateway's size (a larger heap and string table) from the cost of its code on the hot path.
-//   npm run bench:lab -- live-perf [--seconds 6 --rounds 3 --top 30 --rate 0 --window 8 --bare-loads-gateway]
+// With --storing the floor is the storing floor (live-bare-store.ts: each frame appended to a Redis
+// stream before its ack), the one the socket action's target is set against.
+//   npm run bench:lab -- live-perf [--seconds 6 --rounds 3 --top 30 --rate 0 --window 8 --bare-loads-gateway --storing]
 import { cpus, tmpdir } from 'node:os';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
@@ -30,6 +32,7 @@ const { values } = parseArgs({
     rate: { type: 'string', default: '0' },
     window: { type: 'string', default: '8' },
     'bare-loads-gateway': { type: 'boolean', default: false },
+    storing: { type: 'boolean', default: false },
   },
 });
 const SECONDS = Number(values.seconds);
@@ -131,13 +134,17 @@ async function main(): Promise<void> {
       const { layoutId: _, ...b } = JSON.parse(r.body!) as Record<string, unknown>;
       return b;
     });
-    const bareEnv: Record<string, string> = values['bare-loads-gateway'] ? { BARE_LOADS_GATEWAY: '1' } : {};
+    const bareEnv: Record<string, string> = {
+      ...(values['bare-loads-gateway'] ? { BARE_LOADS_GATEWAY: '1' } : {}),
+      ...(values.storing ? { BARE_STORE_URL: redis.url, BARE_STORE_KEY: 'storing-floor' } : {}),
+    };
     const bareWs = await spawnPinned(0, BARE, ['0'], bareEnv, /listening (\d+)/, ['--perf-basic-prof'], process.execPath, true);
     stops.push(async () => {
       await stopChild(bareWs.child);
       removePerfMap(bareWs.child.pid!);
     });
-    const bare: Side = { name: values['bare-loads-gateway'] ? "bare uWS socket ack, the gateway's modules loaded" : 'bare uWS socket ack', url: `http://127.0.0.1:${bareWs.match[1]!}`, pid: bareWs.child.pid!, rounds: [] };
+    const floorName = values.storing ? 'storing floor' : 'bare uWS socket ack';
+    const bare: Side = { name: values['bare-loads-gateway'] ? `${floorName}, the gateway's modules loaded` : floorName, url: `http://127.0.0.1:${bareWs.match[1]!}`, pid: bareWs.child.pid!, rounds: [] };
     const gw: Side = { name: 'gateway', url: gateway.url, pid: gateway.child.pid!, rounds: [] };
     const inFlight = Number(values.window);
     const load = { tokens, bodies, connections: 100, seconds: SECONDS, inFlight, rate: Number(values.rate), perWrite: inFlight };
