@@ -38,7 +38,8 @@ const ALONE = [
 /**
  * Files that hold a latency to a bound but spend most of their time waiting at a fixed pace (a
  * minute of texts at show pace, a 30 s link cut) and use under a quarter of a core: they run one
- * at a time beside the ALONE files, not beside the busy rest. Their bounds hold with margin there:
+ * at a time beside the ALONE files, not beside the busy rest, each in a worker thread (their
+ * gateways and bridges are processes of their own). Their bounds hold with margin there:
  * moderation's approval-to-display p99 measured 13 to 18 ms against its 60 ms, the bridge's
  * added WAN delay 1x against 1.5x (npm test, 2026-12-06).
  */
@@ -70,7 +71,8 @@ export default defineConfig({
     projects: [
       { extends: true, test: { name: 'tests', include: ['test/**/*.test.ts'], exclude: [...configDefaults.exclude, ...ALONE, ...PACED], sequence: { groupOrder: 0 } } },
       { extends: true, test: { name: 'alone', include: ALONE, poolOptions: { forks: { singleFork: true } }, sequence: { groupOrder: 1 } } },
-      { extends: true, test: { name: 'paced', include: PACED, poolOptions: { forks: { singleFork: true } }, sequence: { groupOrder: 1 } } },
+      // a pool of its own: the ALONE files' single fork would take these in turn after its own
+      { extends: true, test: { name: 'paced', include: PACED, pool: 'threads', poolOptions: { threads: { singleThread: true } }, sequence: { groupOrder: 1 } } },
     ],
   },
 });
