@@ -50,9 +50,7 @@ const PACED = [
 
 /**
  * The other files run two at a time (each in its own process): most of a file's time is spent
- * waiting on its processes, its Redis and its sockets, so two share the 2-core machine well. Three
- * took 10 % less time once and failed a dozen files the next time (processes and Chromium that did
- * not start within their bounds; npm test, 2026-12-06).
+ * waiting on its processes, its Redis and its sockets, so two share the 2-core machine well.
  */
 const FORKS = 2;
 

@@ -191,8 +191,10 @@ describe.each(['nginx', 'HAProxy'])('behind %s with TLS', (name) => {
     }
     const got = (await Promise.all(gateways.map(accepted))).map((n, i) => n - was[i]!);
     expect([...got].sort()).toEqual([0, 20]);
+    const socketsOf = () => Promise.all(gateways.map((g) => metric(g, 'audience_gateway_live_sockets')));
+    const open = await socketsOf(); // the balancers' idle sockets
     const live = await openWss(lb(), token);
-    const sockets = await Promise.all(gateways.map((g) => metric(g, 'audience_gateway_live_sockets')));
+    const sockets = (await socketsOf()).map((n, i) => n - open[i]!);
     expect(sockets).toEqual(got.map((n) => (n === 20 ? 1 : 0)));
     live.ws.close();
     await live.closed;
