@@ -157,8 +157,9 @@ describe('the audience page (/play/)', () => {
       await phone.screenshot({ path: `${ARTIFACTS}/restarting.png`, fullPage: true });
       t = await startTestGateway({ redisUrl: redis.get().server.url, sameDataAs: previous });
       target = t.gw.port;
-      await expect.poll(() => phone.locator('#state').textContent(), { timeout: 40_000 }).toBe('Live');
-      expect(await phone.locator('#next').textContent()).toBe('');
+      // read together: a socket uWS drops right after its upgrade (uNetworking/uWebSockets#1928)
+      // takes the page off live again for a moment, with its next attempt beside it
+      await expect.poll(() => Promise.all([phone.locator('#state').textContent(), phone.locator('#next').textContent()]), { timeout: 40_000 }).toEqual(['Live', '']);
       await phone.screenshot({ path: `${ARTIFACTS}/back.png`, fullPage: true });
       await t.admin.layouts.revokeTokens(t.layoutId, { before: Date.now() + 1 }); // the end of the show for every phone: 4001, and this page has no renewal
       await expect.poll(() => phone.locator('#state').textContent()).toBe('Your access has ended. Ask for a new link.');
