@@ -128,7 +128,8 @@ export class CrowdCheck {
 
   /** The most `n` may be at `now`: the phones counted, and those whose unanswered action may be stored already. */
   private mostN(control: CheckedControl, now: number): number {
-    const counted = [...(this.latest.get(control.lid) ?? [])].filter(([, l]) => l.at > now - windowOf(control)).map(([phone]) => phone);
+    const from = now - windowOf(control);
+    const counted = [...(this.latest.get(control.lid) ?? [])].filter(([, l]) => l.at > from).map(([phone]) => phone);
     return new Set([...counted, ...(this.unanswered.get(control.lid) ?? [])]).size;
   }
 
