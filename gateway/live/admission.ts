@@ -4,7 +4,11 @@
 // one participant's opens a minute (429 with Retry-After, at the cost of the token check alone,
 // which a reconnect finds cached), so one token cannot churn a process's sockets, and each peer
 // address's refused upgrades (past them 429 for any token not checked here yet, so a flood of bad
-// upgrades costs neither the process's budget nor a verify each).
+// upgrades costs neither the process's budget nor a verify each). A process whose event loop has
+// been in one turn for BUSY_TURN_MS refuses new upgrades at the door too (503 with Retry-After):
+// the upgrades that arrive together in a reconnect storm are all worked in the turn they arrive
+// in, and unbounded they held a worker's loop for seconds, past the supervisor's heartbeat timeout.
+import { performance } from 'node:perf_hooks';
 import type { AudienceClaims } from '../auth/token-claims.js';
 import { AppError } from '../errors.js';
 import { TokenBuckets } from '../limits/token-buckets.js';
@@ -13,6 +17,10 @@ import { TokenBuckets } from '../limits/token-buckets.js';
 const PARTICIPANTS_TRACKED = 100_000;
 /** Peer addresses whose refusals are remembered at once, likewise. */
 const ADDRESSES_TRACKED = 100_000;
+/** How long one turn of the event loop may have run before new upgrades are refused at the door (ms). */
+export const BUSY_TURN_MS = 250;
+/** How often a timer marks that the loop turns (ms): a turn has run for at most the time since the last mark. */
+const TURN_MARK_MS = 50;
 
 export class Admission {
   /** the upgrades accepted lately (one bucket: this process's) */
@@ -22,6 +30,9 @@ export class Admission {
   /** each peer address's refused upgrades lately */
   private readonly refusals = new TokenBuckets(ADDRESSES_TRACKED);
   private readonly sweeper: NodeJS.Timeout;
+  /** when a timer last ran (performance.now()): the loop has turned since */
+  private turnMark = performance.now();
+  private readonly marker: NodeJS.Timeout;
 
   constructor(
     private readonly o: {
@@ -39,11 +50,14 @@ export class Admission {
       this.refusals.sweep(this.o.now());
     }, 10_000);
     this.sweeper.unref();
+    this.marker = setInterval(() => (this.turnMark = performance.now()), TURN_MARK_MS);
+    this.marker.unref();
   }
 
-  /** Before anything else is spent on an upgrade: a process at its socket cap refuses at the door (503). */
+  /** Before anything else is spent on an upgrade: a process at its socket cap, or in a turn of its loop BUSY_TURN_MS long, refuses at the door (503). */
   process(): void {
     if (this.held() >= this.o.maxSockets) throw new AppError('unavailable', 'This gateway holds as many live sockets as it may; connect again (to another gateway).', undefined, [['retry-after', '1']]);
+    if (performance.now() - this.turnMark > BUSY_TURN_MS) throw new AppError('unavailable', 'This gateway is busy with the sockets opening now; connect again shortly.', undefined, [['retry-after', '1']]);
   }
 
   /** An upgrade whose token and layout passed: the process's new sockets a second (503), so a reconnect storm is spread. */
@@ -82,5 +96,6 @@ export class Admission {
 
   stop(): void {
     clearInterval(this.sweeper);
+    clearInterval(this.marker);
   }
 }
