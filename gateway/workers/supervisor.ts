@@ -13,7 +13,7 @@
 // worker's gauges are those of the last scrape it answered); the last counts of a worker that died
 // are kept, so summed counters never go backwards.
 import { fork, type ChildProcess } from 'node:child_process';
-import { AggregatorRegistry, Counter, Registry, type MetricObjectWithValues, type MetricValue } from 'prom-client';
+import { AggregatorRegistry, Counter, Histogram, Registry, type MetricObjectWithValues, type MetricValue } from 'prom-client';
 import type { Logger } from '../../runtime/log.js';
 import { startOpsServer } from '../../runtime/ops-server.js';
 import { SystemdNotifier } from '../../runtime/systemd.js';
@@ -59,6 +59,12 @@ export async function superviseWorkers(config: GatewayConfig, count: number, scr
   const workers = new Map<number, Worker>();
   const registry = new Registry();
   const restarts = new Counter({ name: 'audience_gateway_worker_restarts_total', help: 'Gateway workers the supervisor replaced after they exited or stopped sending heartbeats.', registers: [registry] });
+  const silences = new Histogram({
+    name: 'audience_gateway_worker_silence_seconds',
+    help: `Silences between a listening worker's messages (a heartbeat every ${HEARTBEAT_MS} ms while its event loop turns): how long the loop went without turning. One silent ${HEARTBEAT_TIMEOUT_MS / 1000} s is killed; its last silence is not observed.`,
+    buckets: [0.5, 1, 1.5, 2],
+    registers: [registry],
+  });
   const malformed = new Counter({ name: 'audience_gateway_worker_ipc_malformed_total', help: 'IPC messages from workers that were not of a known shape (ignored).', registers: [registry] });
   const failures = new Map<number, number>(); // consecutive early exits, for the backoff
   /** the cumulative counts of workers that died */
@@ -94,7 +100,9 @@ export async function superviseWorkers(config: GatewayConfig, count: number, scr
         malformed.inc();
         return;
       }
-      w.lastHeartbeat = Date.now();
+      const heard = Date.now();
+      if (w.listening) silences.observe((heard - w.lastHeartbeat) / 1000);
+      w.lastHeartbeat = heard;
       if (m.type === 'state') {
         const metrics = m.metrics as Metrics;
         if (m.scope === 'all') {

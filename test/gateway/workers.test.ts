@@ -118,7 +118,7 @@ describe('GATEWAY_WORKERS=2', () => {
     }
   }, 40_000);
 
-  it('a wedged worker (SIGSTOP): /readyz and /metrics answer within 100 ms, counters do not go back, and it is killed and replaced within about 2 s', async () => {
+  it('a worker silent for 1.3 s is counted in audience_gateway_worker_silence_seconds and kept; a wedged one (SIGSTOP): /readyz and /metrics answer within 100 ms, counters do not go back, and it is killed and replaced within about 2 s', async () => {
     const wedged = await spawnGateway({ REDIS_URL: redis.get().server.url, REDIS_PREFIX: seeded.config.redisPrefix, GATEWAY_WORKERS: '2' });
     try {
       const token = await mintToken(seeded, seeded.layoutId, seeded.apiKey);
@@ -126,6 +126,18 @@ describe('GATEWAY_WORKERS=2', () => {
       const served = () => scrape(wedged.opsPort).then((t) => sample(t, 'audience_gateway_http_requests_total{route="/action",status="200"}'));
       expect(await served()).toBe(100);
       const [victim] = listeners(wedged.port);
+      // first a silence shorter than the timeout (a storm's long turn, or a host short of CPU): counted, and the worker kept
+      const silentOverASecond = (t: string) => sample(t, 'audience_gateway_worker_silence_seconds_count') - sample(t, 'audience_gateway_worker_silence_seconds_bucket{le="1"}');
+      const before = silentOverASecond(await scrape(wedged.opsPort)); // a loaded host may have made one already
+      process.kill(victim!, 'SIGSTOP');
+      await new Promise((r) => setTimeout(r, 1300));
+      process.kill(victim!, 'SIGCONT');
+      await eventually(async () => silentOverASecond(await scrape(wedged.opsPort)) > before);
+      const paused = await scrape(wedged.opsPort);
+      expect(sample(paused, 'audience_gateway_worker_silence_seconds_bucket{le="2"}')).toBe(sample(paused, 'audience_gateway_worker_silence_seconds_count'));
+      expect(sample(paused, 'audience_gateway_worker_restarts_total')).toBe(0);
+      expect(listeners(wedged.port)).toContain(victim);
+      // then wedged for good
       process.kill(victim!, 'SIGSTOP');
       const stopped = Date.now();
       await new Promise((r) => setTimeout(r, 1200)); // it has missed its heartbeats for over a second now
