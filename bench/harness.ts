@@ -4,7 +4,8 @@
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
+import { createInterface } from 'node:readline';
 import autocannon from 'autocannon';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
@@ -34,11 +35,20 @@ export async function spawnPinned(core: number | string, file: string, args: str
   running.add(child);
   child.once('exit', () => running.delete(child));
   let out = '';
+  let matched = false;
   const match = await new Promise<RegExpMatchArray>((resolve, reject) => {
-    child.stdout!.on('data', (d) => {
-      out += String(d);
+    // once started, only its errors are said (a pino level of 50 or more: a worker killed, say); the rest is not kept
+    createInterface({ input: child.stdout! }).on('line', (line) => {
+      if (matched) {
+        if (/^\{"level":[56]0,/.test(line)) process.stderr.write(`bench: ${basename(file)}: ${line}\n`);
+        return;
+      }
+      out += `${line}\n`;
       const m = marker.exec(out);
-      if (m) resolve(m);
+      if (m) {
+        matched = true;
+        resolve(m);
+      }
     });
     child.once('exit', (code) => reject(new Error(`${file} exited with ${code}: ${out}`)));
   });
@@ -144,9 +154,22 @@ export function stealMeter(): () => number {
   };
 }
 
+/**
+ * A file of /proc/<pid>; a process gone is said as such (a gateway worker the supervisor replaced
+ * mid-run makes a figure of its pids meaningless, so the run stops there).
+ */
+function procFile(pid: number, file: string): string {
+  try {
+    return readFileSync(`/proc/${pid}/${file}`, 'utf8');
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') throw new Error(`process ${pid} is gone: a figure of it cannot be read (a gateway worker the supervisor killed and replaced? its log says)`);
+    throw e;
+  }
+}
+
 /** CPU seconds a process has used so far in user space and in the kernel, from /proc. */
 export function cpuSplit(pid: number): { user: number; system: number } {
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  const fields = procFile(pid, 'stat').split(') ')[1]!.split(' ');
   return { user: Number(fields[11]) / 100, system: Number(fields[12]) / 100 }; // utime, stime in clock ticks (USER_HZ = 100)
 }
 
@@ -305,6 +328,6 @@ export async function wrkLoad(spec: WrkSpec): Promise<LoadResult> {
 
 /** Resident memory of a process, in MiB (VmRSS). */
 export function rssMiB(pid: number): number {
-  const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  const m = /VmRSS:\s+(\d+) kB/.exec(procFile(pid, 'status'));
   return m ? Number(m[1]) / 1024 : NaN;
 }

@@ -208,6 +208,7 @@ async function main(): Promise<void> {
       if (bare) held.unshift(await HeldSockets.open(bare, socketCount, perGenerator, 2 + Math.ceil(socketCount / perGenerator)));
       const figures = await measureSockets(held, { seconds, switches: SWITCHES }); // bare uWS first, then the gateway
       say(figures.length === 2 ? socketTable(figures[0]!, figures[1]!) : JSON.stringify(figures[0]));
+      say(await gateway.health());
     } finally {
       for (const h of held) h.close();
       await gateway.stop();

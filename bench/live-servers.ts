@@ -64,12 +64,13 @@ function lightLooks(play: (look: { zone: string; color: string }, n: number) => 
 }
 
 /** The gateway on `workers` processes; crowd values come from 8 participants moving the slider, 80 moves a second. */
-export async function gatewayTarget(redisUrl: string, workers: number, tokenCount = 1000): Promise<LiveTarget> {
+/** The gateway as a target; `health`: a line on how its workers fared (replaced, and their silences). */
+export async function gatewayTarget(redisUrl: string, workers: number, tokenCount = 1000): Promise<LiveTarget & { health(): Promise<string> }> {
   const key = await seedDemo(redisUrl, 'ac:', [benchLayout()]);
   const port = 20000 + Math.floor(Math.random() * 20000);
   const env = { ...BENCH_LIMITS, REDIS_URL: redisUrl, PORT: String(port), OPS_PORT: '0', LOG_LEVEL: 'info', GATEWAY_WORKERS: String(workers), LIVE_MAX_SOCKETS: '18000', LIVE_NEW_SOCKETS_PER_SECOND: '5000' };
   // with the V8 flags it ships with (its workers inherit them), as every other bench runs it
-  const started = await spawnPinned('0-1', MAIN, [], env, /"pids":\[([\d,]+)\].*workers listening/, [...GATEWAY_NODE_FLAGS]);
+  const started = await spawnPinned('0-1', MAIN, [], env, /"opsPort":(\d+),"pids":\[([\d,]+)\].*workers listening/, [...GATEWAY_NODE_FLAGS]);
   const url = `http://127.0.0.1:${port}`;
   const admin = createRedisClient({ url: redisUrl }, { name: 'bench-admin', commandTimeoutMs: 5000, reconnectStepMs: 100, maxReconnectDelayMs: 100 });
   await admin.connect();
@@ -78,7 +79,7 @@ export async function gatewayTarget(redisUrl: string, workers: number, tokenCoun
   return {
     name: `gateway (${workers} workers)`,
     url,
-    pids: started.match[1]!.split(',').map(Number),
+    pids: started.match[2]!.split(',').map(Number),
     tokens,
     apiKey: key.apiKey,
     switchTo: (pageId) => stores.layouts.activate(LAYOUT, pageId).then(() => {}),
@@ -106,6 +107,13 @@ export async function gatewayTarget(redisUrl: string, workers: number, tokenCoun
     },
     // appended as audiencectl light does; every gateway process reads the stream and publishes each look to its sockets
     light: () => lightLooks((look) => stores.light.play(LAYOUT, look)),
+    async health() {
+      const text = await (await fetch(`http://127.0.0.1:${started.match[1]}/metrics`)).text();
+      const value = (series: string) => Number(new RegExp(`^${series.replace(/[{}"]/g, '\\$&')} (\\S+)$`, 'm').exec(text)?.[1] ?? NaN);
+      const silences = value('audience_gateway_worker_silence_seconds_count');
+      const over = (s: number) => silences - value(`audience_gateway_worker_silence_seconds_bucket{le="${s}"}`);
+      return `gateway workers replaced: ${value('audience_gateway_worker_restarts_total')}; their silences (a heartbeat every 250 ms, killed after 2 s): ${over(0.5)} over 0.5 s, ${over(1)} over 1 s, ${over(1.5)} over 1.5 s`;
+    },
     async stop() {
       admin.disconnect();
       await stopChild(started.child);
