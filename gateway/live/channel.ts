@@ -163,12 +163,12 @@ export class LiveChannel {
     return new Map(this.registry.layouts().map((l) => [l, clockSnapshot([...this.registry.ofLayout(l)].map(([, data]) => data))]));
   }
 
-  /** Whether sockets of the layout are open on this process. */
   /** The layouts this process holds sockets of. */
   layouts(): string[] {
     return this.registry.layouts();
   }
 
+  /** Whether sockets of the layout are open on this process. */
   holds(layoutId: string): boolean {
     return this.registry.hasLayout(layoutId);
   }
