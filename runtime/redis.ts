@@ -109,6 +109,9 @@ export function failFastRedisOptions(s: FailFastSettings): RedisOptions {
     // auto-pipelining wrapped each in a Pipeline of its own, a turn later: 3.2 µs of CPU per
     // /action (the action ablation bench, since removed, 3 ABBA pairs: 3.6, 4.6, 1.4; row auto-pipelining).
     enableAutoPipelining: false,
+    // RESP2, as every reply here was written against (ioredis 6 speaks RESP3 by default), and a
+    // restricted ACL user needs no HELLO
+    protocol: 2,
     enableOfflineQueue: s.subscriber ?? false,
     maxRetriesPerRequest: 0,
     autoResendUnfulfilledCommands: false,
