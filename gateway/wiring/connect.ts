@@ -92,8 +92,32 @@ export async function connect(config: GatewayConfig, log: Logger, metrics: Gatew
   };
 }
 
-/** Logs a lost connection (unless the gateway is closing) and calls `onRestored` when it is back. */
+/** A subscription refused on a connection made again is tried again this often (ms) until it holds. */
+const RESUBSCRIBE_EVERY_MS = 1000;
+
+/**
+ * Logs a lost connection (unless the gateway is closing) and calls `onRestored` when it is back.
+ * A subscriber's connection made again subscribes again to what it listened to, and Redis may
+ * refuse that (an ACL that no longer allows the channel, or the link lost again). The client tells
+ * it as an error naming the command, and forgets those channels: they are logged and subscribed
+ * to again every RESUBSCRIBE_EVERY_MS until it holds.
+ */
 function watchConnection(redis: RedisClient, log: Logger, what: string, closing: () => boolean, onRestored: () => Promise<void> = () => Promise.resolve()): void {
+  redis.on('error', (e: Error & { command?: { name?: string; args?: unknown[] } }) => {
+    const command = e.command?.name;
+    const channels = (e.command?.args ?? []).map(String);
+    if ((command !== 'subscribe' && command !== 'ssubscribe' && command !== 'psubscribe') || channels.length === 0 || closing()) return;
+    log.error({ err: e.message, command, channels }, `${what}: Redis refused the subscription made again after a reconnect; trying again every ${RESUBSCRIBE_EVERY_MS / 1000} s`);
+    const again = () => {
+      if (closing()) return;
+      const made = command === 'subscribe' ? redis.subscribe(...channels) : command === 'ssubscribe' ? redis.ssubscribe(...channels) : redis.psubscribe(...channels);
+      made.then(
+        () => log.info({ command, channels }, `${what}: subscribed again`),
+        () => setTimeout(again, RESUBSCRIBE_EVERY_MS).unref(),
+      );
+    };
+    setTimeout(again, RESUBSCRIBE_EVERY_MS).unref();
+  });
   let down = false;
   redis.on('close', () => {
     if (!down && !closing()) log.warn(`${what} connection lost; reconnecting`);
