@@ -29,7 +29,7 @@ export class FrameStore<W> {
     /** the frames of one call are stored: their acks go out */
     private readonly stored: (waiting: readonly W[]) => void,
   ) {
-    this.redis = new Redis(url) as StoreClient;
+    this.redis = new Redis(url, { protocol: 2 }) as StoreClient; // as the gateway's clients speak
     this.redis.defineCommand('appendEach', { numberOfKeys: 1, lua: APPEND_EACH });
   }
 
