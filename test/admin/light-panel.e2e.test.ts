@@ -83,7 +83,9 @@ describe("the team page's light panel", () => {
     // the panel's figures, from phones whose reports the test chooses (a loaded machine's loopback has no fixed round trip)
     for (const p of phones.splice(0)) p.stop();
     const reporting = async (zone: string, uncertaintyMs: number) => {
-      const s = await connectLive(t.url, (await postJson(`${t.url}/token`, { layoutId: LAYOUT.layoutId, zone }, { 'x-api-key': t.apiKey })).body.token as string);
+      const minted = await postJson(`${t.url}/token`, { layoutId: LAYOUT.layoutId, zone }, { 'x-api-key': t.apiKey });
+      expect(minted.status, JSON.stringify(minted.body)).toBe(200); // else its socket's 401 would hide why
+      const s = await connectLive(t.url, minted.body.token as string);
       s.send({ op: 'time', ref: 't1', uncertaintyMs });
       await s.next('time');
       return s;
