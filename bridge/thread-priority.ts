@@ -32,6 +32,7 @@
 // process's CPUs.
 import { execFile } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { stat } from 'node:fs/promises';
 import { setPriority } from 'node:os';
 import { promisify } from 'node:util';
 import { isMainThread } from 'node:worker_threads';
@@ -92,6 +93,10 @@ export async function prioritiseSendPath(clockThread: number, sendCpu?: number, 
   // Without the clock's id the clock would be demoted with the helpers: leave every thread as it is.
   if (!clockThread) return { ...none, skipped: "the tick clock's thread id is unknown" };
   if (!gcOnMainThread) return { ...none, skipped: 'V8 collects with helper threads (Node runs without --single-threaded-gc): the event loop waits for them in every young collection' };
+  // libuv starts its pool's threads, all of them, at the pool's first job (a file read, a DNS
+  // lookup), which may come after this: one job now, so they are here to be placed, not born later
+  // at the normal policy on the send path's CPU
+  await stat('/proc/self');
   const helpers = readdirSync('/proc/self/task')
     .map(Number)
     .filter((tid) => tid !== process.pid && tid !== clockThread);
