@@ -108,12 +108,18 @@ function watchConnection(redis: RedisClient, log: Logger, what: string, closing:
     const channels = (e.command?.args ?? []).map(String);
     if ((command !== 'subscribe' && command !== 'ssubscribe' && command !== 'psubscribe') || channels.length === 0 || closing()) return;
     log.error({ err: e.message, command, channels }, `${what}: Redis refused the subscription made again after a reconnect; trying again every ${RESUBSCRIBE_EVERY_MS / 1000} s`);
+    let reason = e.message; // a retry's failure is logged when its reason changes (the ACL still refusing is said once)
     const again = () => {
       if (closing()) return;
       const made = command === 'subscribe' ? redis.subscribe(...channels) : command === 'ssubscribe' ? redis.ssubscribe(...channels) : redis.psubscribe(...channels);
       made.then(
         () => log.info({ command, channels }, `${what}: subscribed again`),
-        () => setTimeout(again, RESUBSCRIBE_EVERY_MS).unref(),
+        (failed: unknown) => {
+          const now = failed instanceof Error ? failed.message : String(failed);
+          if (now !== reason) log.warn({ err: now, command, channels }, `${what}: the subscription is still refused; trying again every ${RESUBSCRIBE_EVERY_MS / 1000} s`);
+          reason = now;
+          setTimeout(again, RESUBSCRIBE_EVERY_MS).unref();
+        },
       );
     };
     setTimeout(again, RESUBSCRIBE_EVERY_MS).unref();
