@@ -58,7 +58,10 @@ export interface CrowdSample {
 
 interface Latest {
   value: unknown;
+  /** its ack (run clock) */
   at: number;
+  /** its first send: the gateway stored it at some moment from then to `at` */
+  sentAt: number;
 }
 
 export class CrowdCheck {
@@ -104,14 +107,14 @@ export class CrowdCheck {
     this.unanswered.get(control.lid)?.delete(phone);
   }
 
-  /** A phone's action on an aggregated control was stored at `at` (its ack). */
-  stored(phone: number, control: CheckedControl, value: unknown, at: number): void {
+  /** A phone's action on an aggregated control, first sent at `sentAt`, was stored at `at` (its ack). */
+  stored(phone: number, control: CheckedControl, value: unknown, at: number, sentAt = at): void {
     if (!control.aggregate) return;
     this.unanswered.get(control.lid)?.delete(phone);
     let byPhone = this.latest.get(control.lid);
     if (!byPhone) this.latest.set(control.lid, (byPhone = new Map<number, Latest>()));
     byPhone.delete(phone); // oldest first
-    byPhone.set(phone, { value, at });
+    byPhone.set(phone, { value, at, sentAt });
     if (control.aggregate.mode === 'rate') {
       let seconds = this.pressSeconds.get(control.lid);
       if (!seconds) this.pressSeconds.set(control.lid, (seconds = new Map<number, [number, number]>()));
@@ -124,6 +127,22 @@ export class CrowdCheck {
       if (!p) this.presses.set(control.lid, (p = []));
       p.push(at);
     }
+  }
+
+  /**
+   * Until when the control's figure at `now` is uncertain: a value leaves the gateway's window at
+   * its storing plus the window, a moment the run knows only to lie between its send and its ack,
+   * and the display shows it up to CROWD_SAMPLE_LAG_MS later. `now` itself when no value is in
+   * that band: a mismatch then is real.
+   */
+  unsettledUntil(control: CheckedControl, now: number): number {
+    const windowMs = windowOf(control);
+    let until = now;
+    for (const l of this.latest.get(control.lid)?.values() ?? []) {
+      const end = l.at + windowMs + CROWD_SAMPLE_LAG_MS;
+      if (l.sentAt + windowMs <= now && now < end) until = Math.max(until, end);
+    }
+    return until;
   }
 
   /** The most `n` may be at `now`: the phones counted, and those whose unanswered action may be stored already. */

@@ -48,8 +48,8 @@ export interface PhoneEnv {
   display: DisplayWatch | null;
   /** an action of this phone was sent (its first send; the crowd check) */
   sent?: (phone: Phone, action: PlayAction) => void;
-  /** an action of this phone was stored (acked) at `at` (the crowd check) */
-  stored?: (phone: Phone, action: PlayAction, at: number) => void;
+  /** an action of this phone, first sent at `sentAt`, was stored (acked) at `at` (the crowd check) */
+  stored?: (phone: Phone, action: PlayAction, at: number, sentAt: number) => void;
   /** an action of this phone was refused by the gateway (an error answer: not stored) */
   refused?: (phone: Phone, action: PlayAction) => void;
   /** a socket lost without this phone closing it is live again: its new page came at `wallAt` (ms since the epoch) */
@@ -63,7 +63,10 @@ export interface PhoneEnv {
 interface Pending {
   action: PlayAction;
   intendedAt: number;
+  /** its latest send */
   sentAt: number;
+  /** its first send: stored, it was stored once, at a moment from then to its ack */
+  firstSentAt: number;
   ref: string;
   /** the display tag of a String action (--osc-listen) */
   tag: string | null;
@@ -315,7 +318,7 @@ export class Phone {
         action = { ...action, value: `${String(action.value)} #${tag}` };
         display!.sent(tag, intendedAt);
       }
-      p = { action, intendedAt, sentAt, ref, tag, sends: 1 };
+      p = { action, intendedAt, sentAt, firstSentAt: sentAt, ref, tag, sends: 1 };
       this.env.metrics.count('actions');
       this.env.sent?.(this, action);
     }
@@ -356,7 +359,7 @@ export class Phone {
     if (errorCode === null) {
       if (p.tag !== null) this.env.display?.acked(p.tag);
       this.keepLatest(p);
-      this.env.stored?.(this, p.action, now);
+      this.env.stored?.(this, p.action, now, p.firstSentAt);
       this.env.metrics.count('acks');
       this.env.metrics.record('ack_ms', now - p.intendedAt, labels);
       this.env.metrics.record('ack_service_ms', now - p.sentAt, labels);

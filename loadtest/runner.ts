@@ -46,6 +46,8 @@ const DISPLAY_SETTLE_MS = 1000;
 /** A crowd check that does not match is looked at again this often, this many times: the display's last updates may be on their way. */
 const CROWD_RECHECK_MS = 250;
 const CROWD_RECHECKS = 4;
+/** ... and, while a mismatched control's figure is uncertain (CrowdCheck.unsettledUntil), for this long at most. */
+const CROWD_UNSETTLED_MAX_MS = 10_000;
 /** How often the count check samples each aggregated control's n during the run (--display). */
 const CROWD_SAMPLE_MS = 250;
 /** How often the phones' heartbeat (and renewals) are looked at. */
@@ -94,9 +96,9 @@ export async function runScenario(o: RunOptions): Promise<RunOutcome> {
       const control = checkedControl(phone, action.lid);
       if (control && check) check.sent(phone.id, control);
     },
-    stored: (phone: Phone, action: { lid: number; value?: unknown }, at: number) => {
+    stored: (phone: Phone, action: { lid: number; value?: unknown }, at: number, sentAt: number) => {
       const control = checkedControl(phone, action.lid);
-      if (control && check) check.stored(phone.id, control, action.value, at);
+      if (control && check) check.stored(phone.id, control, action.value, at, sentAt);
     },
     refused: (phone: Phone, action: { lid: number }) => {
       const control = checkedControl(phone, action.lid);
@@ -311,13 +313,21 @@ export async function runScenario(o: RunOptions): Promise<RunOutcome> {
 /**
  * The crowd check: the layout's live page read once more, and each aggregated control's expected
  * figure set beside what the display last received; a mismatch is looked at again a few times,
- * as the display's last updates may still be on their way.
+ * as the display's last updates may still be on their way, and while its figure is uncertain.
  */
 async function checkCrowd(check: CrowdCheck, display: DisplayWatch, o: RunOptions, now: () => number): Promise<CrowdCheckRow[]> {
   const page = await discover(o.target, o.apiKey, o.scenario.layoutId);
   const controls = page.controls as CheckedControl[];
+  const giveUpAt = now() + CROWD_UNSETTLED_MAX_MS;
+  const again = (i: number, rows: CrowdCheckRow[]) => {
+    const off = rows.filter((r) => !r.match);
+    if (off.length === 0) return false;
+    if (i < CROWD_RECHECKS) return true;
+    const t = now();
+    return t < giveUpAt && off.some((r) => check.unsettledUntil(controls.find((c) => c.lid === r.lid)!, t) > t);
+  };
   let rows = check.rows(controls, now(), (a) => display.shown(a));
-  for (let i = 0; i < CROWD_RECHECKS && rows.some((r) => !r.match); i++) {
+  for (let i = 0; again(i, rows); i++) {
     await new Promise((r) => setTimeout(r, CROWD_RECHECK_MS));
     rows = check.rows(controls, now(), (a) => display.shown(a));
   }
