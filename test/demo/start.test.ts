@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createSocket } from 'node:dgram';
-import { createServer, type Server } from 'node:net';
+import { createServer, type AddressInfo, type Server } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { freePort, waitForRedis } from '../../dev/redis-server.js';
 import { connectLive } from '../helpers/live.js';
@@ -155,15 +155,24 @@ describe('npm start', () => {
   });
 
   it('names every taken port and the variable that moves it in one message, before starting anything', async () => {
-    const env = { ...(await demoEnv()), OPS_PORT: String(await freePort()), DEMO_BRIDGE_OPS_PORT: String(await freePort()) };
+    // ports the kernel picks as this test takes them: one drawn free and then bound could be taken
+    // in between by a test running beside this one, and the bind would fail
     const servers = await Promise.all(
-      [env.PORT, env.OPS_PORT, env.DEMO_BRIDGE_OPS_PORT, env.EMBEDDED_REDIS_PORT].map((port) => {
+      [0, 1, 2, 3].map(() => {
         const server = createServer();
-        return new Promise<Server>((r) => server.listen(Number(port), '127.0.0.1', () => r(server)));
+        return new Promise<Server>((resolve, reject) => {
+          server.once('error', reject);
+          server.listen(0, '127.0.0.1', () => resolve(server));
+        });
       }),
     );
     const osc = createSocket('udp4');
-    await new Promise<void>((r) => osc.bind(Number(env.DEMO_OSC_PORT), '127.0.0.1', r));
+    await new Promise<void>((resolve, reject) => {
+      osc.once('error', reject);
+      osc.bind(0, '127.0.0.1', resolve);
+    });
+    const [port, ops, bridgeOps, redisPort] = servers.map((s) => String((s.address() as AddressInfo).port));
+    const env = { ...(await demoEnv()), PORT: port!, OPS_PORT: ops!, DEMO_BRIDGE_OPS_PORT: bridgeOps!, EMBEDDED_REDIS_PORT: redisPort!, DEMO_OSC_PORT: String(osc.address().port) };
     try {
       const { child, out } = spawnStart(env);
       const code = await new Promise<number | null>((r) => child.once('exit', r));
