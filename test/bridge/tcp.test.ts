@@ -9,7 +9,6 @@ import type { ChildProcess } from 'node:child_process';
 import { createServer, type Server, type Socket } from 'node:net';
 import { fromBuffer, type OscPacketOutput } from 'osc-min';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freePort } from '../../dev/redis-server.js';
 import type { LayoutDefinition } from '../../schemas/types.js';
 import { configFile, spawnBridge, stopProcess } from '../helpers/bridge.js';
 import { eventually, mintToken, postAction } from '../helpers/gateway.js';
@@ -38,8 +37,8 @@ const LAYOUT: LayoutDefinition = {
 const SLIP_BYTES = Buffer.from('3f40c0db', 'hex').readFloatBE(0);
 const PLAYOUT_MS = 50;
 
-/** An RFC 1055 receiver: bytes to packets (END ends one; ESC ESC_END is END, ESC ESC_ESC is ESC), each decoded by osc-min. */
-function slipServer(port: number): Promise<{ server: Server; packets: OscPacketOutput[] }> {
+/** An RFC 1055 receiver on a port the kernel picks: bytes to packets (END ends one; ESC ESC_END is END, ESC ESC_ESC is ESC), each decoded by osc-min. */
+function slipServer(): Promise<{ server: Server; packets: OscPacketOutput[] }> {
   const packets: OscPacketOutput[] = [];
   const server = createServer((socket: Socket) => {
     let packet: number[] = [];
@@ -57,7 +56,10 @@ function slipServer(port: number): Promise<{ server: Server; packets: OscPacketO
       }
     });
   });
-  return new Promise((resolve) => server.listen(port, '127.0.0.1', () => resolve({ server, packets })));
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => resolve({ server, packets }));
+  });
 }
 
 /** The messages of decoded packets, each with its bundle's timetag (ms since 1970, or null for immediately). */
@@ -87,7 +89,7 @@ beforeAll(async () => {
   ({ gateway, apiKey, prefix } = await gatewayWithLayout(redis.get().server.url, LAYOUT));
   lengthDump = await startOscdump({ tcp: true });
   slipDump = await startOscdump({ tcp: true });
-  slip = await slipServer(await freePort());
+  slip = await slipServer();
   const port = (slip.server.address() as { port: number }).port;
   const config = configFile({
     redisUrl: redis.get().server.url,
