@@ -13,7 +13,7 @@ import { build } from 'esbuild';
 import { readFile } from 'node:fs/promises';
 import { dirname, relative, resolve } from 'node:path';
 
-const PROGRAMS = ['dist/gateway/main.js', 'dist/gateway/cli/main.js'];
+const PROGRAMS = ['dist/gateway/main.js', 'dist/gateway/cli/main.js', 'dist/bridge/main.js'];
 
 /** import.meta.url, in a module bundled into `bundle`, as the module's own file URL. */
 function ownMetaUrl(bundle) {

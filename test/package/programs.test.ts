@@ -1,6 +1,6 @@
-// audience-gateway and audiencectl are started many times (a restart, each gateway worker, every
-// command an operator types): each is built as one file holding its whole module graph, so a start
-// links one module of its own, not hundreds (scripts/bundle-programs.mjs).
+// audience-gateway, audiencectl and audience-bridge are started many times (a restart, each gateway
+// worker, every command an operator types): each is built as one file holding its whole module
+// graph, so a start links one module of its own, not hundreds (scripts/bundle-programs.mjs).
 import { execFile } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { CLI } from '../helpers/cli.js';
+import { BRIDGE_BIN } from '../helpers/bridge.js';
 import { GATEWAY_BIN } from '../helpers/gateway-process.js';
 
 const RECORDER = fileURLToPath(new URL('../fixtures/record-modules.mjs', import.meta.url));
@@ -39,5 +40,12 @@ describe('the programs that are started many times', () => {
     const { version } = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
     expect(r.stdout).toBe(`audience-gateway ${version} (Node ${process.version})\n`);
     expect(r.modules).toEqual([pathToFileURL(GATEWAY_BIN).href]);
+  });
+
+  it('audience-bridge links its whole program as one module', async () => {
+    const r = await modulesLinked(BRIDGE_BIN, ['--help']);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain('audience-bridge');
+    expect(r.modules).toEqual([pathToFileURL(BRIDGE_BIN).href]);
   });
 });
