@@ -294,10 +294,19 @@ describe('a show across hosts (Redis Cluster on six hosts, three gateway hosts, 
 
     // every stored String played once, in the stream's order, through the failover and the cut;
     // every acked one was stored and played (display_lost 0)
-    const entries = (await cluster.xrange(actionStreamKey(prefix, LAYOUT_ID), '-', '+')).map(([, f]) => decodeActionEntry(f));
+    const raw = await cluster.xrange(actionStreamKey(prefix, LAYOUT_ID), '-', '+');
+    const entries = raw.map(([, f]) => decodeActionEntry(f));
     const stored = entries.flatMap((d) => (d.ok && d.entry.lid === 5 ? [/#(p\d+\.\d+)$/.exec(String(d.entry.value))![1]!] : []));
     const played = display.lines.filter((l) => l.address === '/005').map((l) => /#(p\d+\.\d+)/.exec(l.raw)?.[1]);
-    expect(new Set(stored).size).toBe(stored.length);
+    // a String stored twice: each of its entries' stream id, action id and receive time, against the faults' moments
+    const strings = raw.flatMap(([streamId], i) => {
+      const d = entries[i]!;
+      return d.ok && d.entry.lid === 5 ? [{ value: /#(p\d+\.\d+)$/.exec(String(d.entry.value))![1]!, text: `${String(d.entry.value)} ${streamId} ${d.entry.id} at ${when(d.entry.ts)}` }] : [];
+    });
+    const times = new Map<string, number>();
+    for (const e of strings) times.set(e.value, (times.get(e.value) ?? 0) + 1);
+    const twice = strings.filter((e) => times.get(e.value)! > 1).map((e) => e.text);
+    expect(new Set(stored).size, `${faults}; stored twice: ${twice.join(', ')}`).toBe(stored.length);
     expect(stored.length).toBeGreaterThanOrEqual(r.counts.display_seen);
     expect(played.length, 'Strings played').toBe(stored.length);
     expect(played).toEqual(stored);
