@@ -1,6 +1,6 @@
-// Build step, after tsc: audience-gateway (dist/gateway/main.js) and audiencectl
-// (dist/gateway/cli/main.js) are each rewritten in place as one file holding their whole module
-// graph, node_modules included, so a start reads and links one file instead of hundreds: half the
+// Build step, after tsc: audience-gateway (dist/gateway/main.js), audiencectl
+// (dist/gateway/cli/main.js) and audience-bridge (dist/bridge/main.js) are each rewritten in place
+// as one file holding their whole module graph, node_modules included, so a start reads and links one file instead of hundreds: half the
 // CPU of a start (docs/development.md has the figures). uWebSockets.js stays outside (a native
 // addon), and so does what the code loads by path at run time (the validators' ajv runtime, the
 // word lists, the pages' static files, the Lua scripts), which the build leaves in dist/ and
