@@ -296,13 +296,14 @@ describe('a show across hosts (Redis Cluster on six hosts, three gateway hosts, 
     // every acked one was stored and played (display_lost 0)
     const raw = await cluster.xrange(actionStreamKey(prefix, LAYOUT_ID), '-', '+');
     const entries = raw.map(([, f]) => decodeActionEntry(f));
-    const stored = entries.flatMap((d) => (d.ok && d.entry.lid === 5 ? [/#(p\d+\.\d+)$/.exec(String(d.entry.value))![1]!] : []));
-    const played = display.lines.filter((l) => l.address === '/005').map((l) => /#(p\d+\.\d+)/.exec(l.raw)?.[1]);
-    // a String stored twice: each of its entries' stream id, action id and receive time, against the faults' moments
+    // each stored String by its phone's number for it, with what names its entry (stream id, action id, receive time)
     const strings = raw.flatMap(([streamId], i) => {
       const d = entries[i]!;
       return d.ok && d.entry.lid === 5 ? [{ value: /#(p\d+\.\d+)$/.exec(String(d.entry.value))![1]!, text: `${String(d.entry.value)} ${streamId} ${d.entry.id} at ${when(d.entry.ts)}` }] : [];
     });
+    const stored = strings.map((e) => e.value);
+    const played = display.lines.filter((l) => l.address === '/005').map((l) => /#(p\d+\.\d+)/.exec(l.raw)?.[1]);
+    // a String stored twice, named against the faults' moments
     const times = new Map<string, number>();
     for (const e of strings) times.set(e.value, (times.get(e.value) ?? 0) + 1);
     const twice = strings.filter((e) => times.get(e.value)! > 1).map((e) => e.text);
