@@ -252,7 +252,9 @@ export class LiveClient {
       const timer = setTimeout(() => {
         this.pending.delete(ref);
         reject(new LiveError('timeout', `No answer within ${this.o.ackTimeoutMs} ms; it may have been stored: send it again with its idempotencyKey to know.`, undefined, idempotencyKey));
-        this.abandon(); // an open socket that answers nothing is a dead link (half-open): reconnect now
+        // An open socket that answers nothing is a dead link (half-open): reconnect now. One that
+        // heard something lately is not: it may have opened a moment ago, the action's resend on its way.
+        if (Date.now() - this.heardAt >= this.o.heartbeatDeadMs) this.abandon();
       }, this.o.ackTimeoutMs);
       this.pending.set(ref, { frame, action, sentAt: Date.now(), resolve, reject, timer });
       this.write(frame);

@@ -10,6 +10,7 @@ import { CROWD_LAYOUT } from '../helpers/crowd.js';
 import { liveUrl } from '../helpers/live.js';
 import { useRedis } from '../helpers/redis.js';
 import { CLOSE } from '../../schemas/live-protocol.js';
+import { FaultProxy } from '../helpers/fault-proxy.js';
 import { seededRandom } from '../helpers/seeded-random.js';
 
 const redis = useRedis();
@@ -104,6 +105,34 @@ describe('LiveClient', () => {
     expect(states, 'no reconnect').toEqual([]);
     expect(closes).toEqual([]);
     c.stop();
+  });
+  it('keeps a new socket when an action sent while the link was down times out just after it opened: only a socket that heard nothing for heartbeatDeadMs is left', async () => {
+    // 500 ms each way: the resent action's ack comes a second after the open, the timeout before it
+    const proxy = new FaultProxy({ targets: () => [t.gw.port], up: { latencyMs: 500 }, down: { latencyMs: 500 } });
+    await proxy.start();
+    const c = new LiveClient({ url: `ws://127.0.0.1:${proxy.port}/live`, token: await mintToken(t, t.layoutId, t.apiKey), WebSocket: WebSocket, baseDelayMs: 50, maxDelayMs: 100, ackTimeoutMs: 2500, maxFailedOpens: 1000 });
+    try {
+      await eventually(() => c.state === 'open' && c.page !== null);
+      proxy.cut();
+      await eventually(() => c.state !== 'open');
+      const sent = c.send({ lid: 5, type: 'String', value: 'sent while the link was down' });
+      const sentAt = Date.now();
+      await new Promise((r) => setTimeout(r, 1000));
+      const events: string[] = [];
+      c.on('state', (s) => events.push(s));
+      c.on('closed', (e) => events.push(`closed ${e.code} ${e.reason}`));
+      proxy.restore();
+      await eventually(() => c.state === 'open');
+      const openedAfter = Date.now() - sentAt;
+      await expect(sent).rejects.toMatchObject({ code: 'timeout' });
+      expect(openedAfter, 'the socket opened before the timeout').toBeLessThan(2500);
+      await new Promise((r) => setTimeout(r, 1500)); // the resend's ack, a time exchange: the socket answers
+      expect(events.filter((e) => e !== 'connecting' && e !== 'waiting'), 'the socket that opened is kept').toEqual(['open']);
+      expect(c.state).toBe('open');
+    } finally {
+      c.stop();
+      await proxy.stop();
+    }
   });
 });
 
