@@ -176,6 +176,8 @@ export class LiveClient {
   private socket: SocketLike | null = null;
   private token: string;
   private attempt = 0;
+  /** a socket dropped right after its open was retried at once; until a page comes, the next one waits out the backoff */
+  private retriedDropAtOpen = false;
   private failedOpens = 0;
   private refreshFailures = 0;
   /** the app's refreshToken callback under way */
@@ -413,6 +415,7 @@ export class LiveClient {
     if (saysOffline()) return this.setState('offline'); // the `online` event opens it
     this.setState('connecting');
     let opened = false;
+    let heard = false;
     const socket = new this.o.WebSocket(this.o.url, liveSubprotocols(this.token));
     this.socket = socket;
     socket.onopen = () => {
@@ -430,7 +433,10 @@ export class LiveClient {
       this.restate();
       for (const p of this.pending.values()) this.write(p.frame); // resends keep their idempotency keys
     };
-    socket.onmessage = (event: { data: unknown }) => this.received(String(event.data));
+    socket.onmessage = (event: { data: unknown }) => {
+      heard = true;
+      this.received(String(event.data));
+    };
     socket.onerror = () => {}; // a close follows
     let refused: Refusal | null = null;
     whenRefused(socket, (r) => (refused = r));
@@ -439,6 +445,13 @@ export class LiveClient {
       this.socket = null;
       this.stopHeartbeat();
       if (!opened) this.failedOpens++;
+      // Opened, then closed 1006 before its first frame: the link and the gateway answered, and the
+      // socket was lost at the upgrade (uWS drops one now and then: docs/live.md). It is tried again
+      // at once, not after the backoff of the outage before it; once until a page comes.
+      if (opened && !heard && event.code === 1006 && !this.retriedDropAtOpen) {
+        this.retriedDropAtOpen = true;
+        this.attempt = 0;
+      }
       this.closed(event.code, event.reason, refused);
     };
   }
@@ -458,6 +471,7 @@ export class LiveClient {
         const { op: _, ...page } = frame as unknown as PageFrame;
         if (this.page && page.version < this.page.version) return; // an older one overtaken
         this.attempt = 0; // a page: the connection works
+        this.retriedDropAtOpen = false;
         this.refreshFailures = 0;
         this.page = page;
         const onPage = new Set(page.controls.map((c: Control) => c.lid));

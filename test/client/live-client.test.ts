@@ -2,6 +2,7 @@
 // page as state and events, send() resolved by the ack and rejected with the API's code, a page
 // switch, a revoked token refreshed through the callback, a layout gone stopping it; and the
 // backoff curve (full jitter, capped).
+import { connect, createServer, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { LiveClient, LiveError, reconnectDelay } from '../../client/live-client.js';
@@ -132,6 +133,87 @@ describe('LiveClient', () => {
     } finally {
       c.stop();
       await proxy.stop();
+    }
+  });
+});
+
+/**
+ * A TCP hop in front of the gateway that plays each connection as `fate(n)` says (n counts from 0):
+ * `refuse` resets it at once (a failed open); `drop` passes the upgrade's 101 and nothing after it,
+ * then closes (a socket lost right after its open, as uWS loses one now and then); `pass` relays it.
+ */
+async function upgradeHop(fate: (n: number) => 'refuse' | 'drop' | 'pass'): Promise<{ url: string; connections: () => number; close: () => Promise<void> }> {
+  let n = 0;
+  const open = new Set<Socket>();
+  const server = createServer((phone) => {
+    open.add(phone);
+    phone.on('close', () => open.delete(phone));
+    phone.on('error', () => {});
+    const what = fate(n++);
+    if (what === 'refuse') return void phone.resetAndDestroy();
+    const gateway = connect(t.gw.port, '127.0.0.1');
+    open.add(gateway);
+    gateway.on('close', () => open.delete(gateway));
+    gateway.on('error', () => phone.destroy());
+    phone.pipe(gateway);
+    if (what === 'pass') return void gateway.pipe(phone);
+    let head = '';
+    gateway.on('data', (d: Buffer) => {
+      head += d.toString('latin1');
+      const end = head.indexOf('\r\n\r\n');
+      if (end < 0) return;
+      phone.end(Buffer.from(head.slice(0, end + 4), 'latin1')); // the 101, then FIN: no frame, no close frame
+      gateway.destroy();
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const { port } = server.address() as { port: number };
+  return {
+    url: `ws://127.0.0.1:${port}/live`,
+    connections: () => n,
+    close: async () => {
+      for (const s of open) s.destroy();
+      await new Promise((r) => server.close(r));
+    },
+  };
+}
+
+describe('LiveClient after a socket lost right after its open', () => {
+  // full jitter at its middle: the delay before attempt k is 10 ms * 2^k, up to 2.5 s
+  const backoff = { baseDelayMs: 20, maxDelayMs: 5000, random: () => 0.5, maxFailedOpens: 1000 };
+
+  it('tries again at once, not after the backoff of the outage before it, and is on the page', async () => {
+    // 8 failed opens (10 ms to 1.28 s apart), then a socket dropped right after its 101, then the gateway
+    const hop = await upgradeHop((n) => (n < 8 ? 'refuse' : n === 8 ? 'drop' : 'pass'));
+    const c = new LiveClient({ url: hop.url, token: await mintToken(t, t.layoutId, t.apiKey), WebSocket: WebSocket, ...backoff });
+    try {
+      const events: [number, string][] = [];
+      c.on('state', (s) => events.push([Date.now(), s]));
+      c.on('closed', (e) => events.push([Date.now(), `closed ${e.code}`]));
+      await eventually(() => c.state === 'open' && c.page !== null, 15_000);
+      expect(hop.connections()).toBe(10);
+      const dropped = events.findIndex(([, e], i) => e === 'closed 1006' && events[i - 1]?.[1] === 'open');
+      expect(dropped, 'a socket opened and was dropped').toBeGreaterThan(0);
+      const retried = events.slice(dropped).find(([, e]) => e === 'connecting')!;
+      // the backoff after 8 failed opens would wait 2.5 s; at once is 10 ms
+      expect(retried[0] - events[dropped]![0]).toBeLessThan(500);
+    } finally {
+      c.stop();
+      await hop.close();
+    }
+  });
+
+  it('does so once until a page comes: a gateway that drops every socket at its open is tried at the backoff\'s pace', async () => {
+    const hop = await upgradeHop(() => 'drop');
+    const c = new LiveClient({ url: hop.url, token: await mintToken(t, t.layoutId, t.apiKey), WebSocket: WebSocket, ...backoff });
+    try {
+      await new Promise((r) => setTimeout(r, 1500));
+      // delays of 10, 20, 40, ... 640 ms: 8 opens in 1.5 s (every one at once would be a hundred or more)
+      expect(hop.connections()).toBeGreaterThanOrEqual(5);
+      expect(hop.connections()).toBeLessThanOrEqual(10);
+    } finally {
+      c.stop();
+      await hop.close();
     }
   });
 });
