@@ -86,6 +86,8 @@ export class Phone {
   /** a socket opened and its first page has not come yet (connect_ms) */
   private awaitingPage = false;
   private ended = false;
+  /** the run's phases are over: only actions sent already (resends) go out */
+  private windingDown = false;
   /** the last crowd frame's arrival, by lid */
   private readonly crowdAt = new Map<number, number>();
   /** by lid: the latest acked value of each aggregated control (not a Button's press), and when it was sent (run clock): restated on a new socket, as the live client does */
@@ -205,6 +207,16 @@ export class Phone {
   /** Actions planned or in flight that were never answered. */
   get unanswered(): number {
     return this.queue.length + (this.inFlight ? 1 : 0);
+  }
+
+  /** The run is over: no planned action is sent any more, and an action sent already still goes again until answered. */
+  windDown(): void {
+    this.windingDown = true;
+  }
+
+  /** No action was sent and is still unanswered: whatever it sent is acked or refused, so what is stored is known. */
+  get settled(): boolean {
+    return this.ended || (!this.inFlight && !this.queue.some((q) => q.again));
   }
 
   private open(): void {
@@ -391,6 +403,8 @@ export class Phone {
   private flush(): void {
     if (this.inFlight || this.ended) return;
     if (this.transport === 'socket' && this.ws?.readyState !== WebSocket.OPEN) return;
+    // a resend waits at the front (lost()); while winding down nothing else goes
+    if (this.windingDown && !this.queue[0]?.again) return;
     const next = this.queue.shift();
     if (next) this.send(next.action, next.intendedAt, next.again);
   }

@@ -41,6 +41,8 @@ export interface RunOutcome {
 
 /** After the last phase, answers still on their way are waited for this long. */
 const SETTLE_MS = 2000;
+/** Then the actions sent already and not yet answered (a resend after a lost socket among them) are waited for this long at most. */
+const SENT_SETTLE_MS = 10_000;
 /** With --osc-listen, datagrams still on their way after the last ack are waited for this long. */
 const DISPLAY_SETTLE_MS = 1000;
 /** A crowd check that does not match is looked at again this often, this many times: the display's last updates may be on their way. */
@@ -290,7 +292,13 @@ export async function runScenario(o: RunOptions): Promise<RunOutcome> {
   finishCue();
   phaseIndex = scenario.phases.length;
   schedule.stop();
-  if (!interrupted) await settle(phones, SETTLE_MS, o.signal);
+  if (!interrupted) {
+    await settle(phones, SETTLE_MS, o.signal);
+    // what was sent may be stored: its answer, or its resend's, is waited for, so that acks and errors tell what is stored
+    for (const phone of phones) phone.windDown();
+    const until = Date.now() + SENT_SETTLE_MS;
+    while (Date.now() < until && !o.signal.aborted && phones.some((p) => !p.settled)) await new Promise((r) => setTimeout(r, 20));
+  }
   // what was stored reaches the displays a bridge tick and its playout delay later
   if (display && !interrupted) await new Promise((r) => setTimeout(r, DISPLAY_SETTLE_MS));
   if (sampler) clearInterval(sampler);

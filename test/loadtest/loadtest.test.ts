@@ -277,6 +277,29 @@ describe('phones on links that go silent', () => {
     }
   }, 40_000);
 
+  it('wait at the end for what they sent: with every answer held past the run\'s end, each action stored is acked, none left sent and unanswered', async () => {
+    const proxy = new FaultProxy({ targets: () => [gw.port] });
+    await proxy.start();
+    try {
+      const out = join(dir, 'held-end.json');
+      const stream = actionStreamKey(t.config.redisPrefix, t.layoutId);
+      const before = await redis.get().client.xlen(stream);
+      const scenario = { layoutId: t.layoutId, seed: 35, maxLagMs: 60_000, phases: [{ name: 'doors', durationS: 1, arrivalsPerS: 20 }, { name: 'play', durationS: 3, actionsPerPhonePerS: 2 }] };
+      // the network holds everything from shortly before the play ends until past the 2 s the
+      // phones have after it: the actions in flight then are stored once it lets them through
+      const run = await tool(['run', scenarioFile('held-end', scenario), '--target', `http://127.0.0.1:${proxy.port}`, '--out', out], { during: () => afterFirstSocket(2800, () => void proxy.stall(3500)) });
+      expect(run.code, run.stderr).toBe(0);
+      const r = readResult(out);
+      expect(r.counts.phones).toBeGreaterThan(5);
+      // every action sent is answered: nothing stored without its ack, nothing stored twice
+      expect((await redis.get().client.xlen(stream)) - before, JSON.stringify(r.counts)).toBe(r.counts.acks);
+      expect([r.counts.acks, r.counts.errors], JSON.stringify(r.errors)).toEqual([r.counts.actions, 0]);
+      expect(r.counts.resends).toBeGreaterThan(0); // the held links were found dead, and their actions went again on new ones
+    } finally {
+      await proxy.stop();
+    }
+  }, 40_000);
+
   it('keep the links that answered while the generator itself was stopped past the deadline (SIGSTOP for 1.5 s): no dead link, no reconnect', async () => {
     // 300 ms each way: every phone has an action or a ping waiting for its answer most of the time,
     // so the stop finds many of them waiting; their answers come while the tool is stopped
