@@ -6,6 +6,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { cpuSeconds } from '../../bench/harness.js';
 import { sleepUntil, wakeDue } from '../../bridge/tick-clock.js';
 import { configFile, spawnBridge, stopProcess } from '../helpers/bridge.js';
+import { recordFigure } from '../helpers/figures.js';
 import { sample, scrape } from '../helpers/metrics.js';
 import { randomPrefix, useRedis } from '../helpers/redis.js';
 
@@ -48,7 +49,10 @@ describe('the tick clock', () => {
     expect(woke).toEqual(['2 ms due', '20 ms due', '100 ms due']);
   });
 
-  it('an idle bridge at 1000 Hz sleeps between its ticks: under a quarter of a core over 2 s, while it ticks on', async () => {
+  // Waiting out each tick's last millisecond awake would take a whole core at 1000 Hz; sleeping
+  // costs about 0.1 (docs/venue.md, npm run bench -- bridge). The bound sits between the two, as
+  // the test runs beside others (0.29 once, beside a headless Chromium).
+  it('an idle bridge at 1000 Hz sleeps between its ticks: under half a core over 2 s, while it ticks on', async () => {
     const file = configFile({ redisUrl: redis.get().server.url, prefix: randomPrefix(), bridgeId: 'idle-clock', layouts: [{ layoutId: 'idle-show', tickHz: 1000, targets: [{ host: '127.0.0.1', port: 9 }] }] });
     const { child, output } = await spawnBridge(['--config', file]);
     children.push(child);
@@ -60,7 +64,8 @@ describe('the tick clock', () => {
     const [cpu1, ticks1, t1] = [cpuSeconds(child.pid!), await ticks(), performance.now()];
     const share = (cpu1 - cpu0) / ((t1 - t0) / 1000);
     expect(ticks1 - ticks0).toBeGreaterThan(1000); // it did tick (2,000 due; a loaded machine skips some)
-    expect(share).toBeLessThan(0.25);
+    recordFigure('idle_bridge_1000hz_core_share', Math.round(share * 1000) / 1000, 'cores', 'under 0.5 (awake between ticks: about 1)');
+    expect(share).toBeLessThan(0.5);
     expect(await stopProcess(child)).toBe(0);
   });
 });
