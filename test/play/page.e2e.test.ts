@@ -112,8 +112,10 @@ describe('the audience page (/play/)', () => {
     await page.locator('#c5').press('Enter');
     await expect.poll(() => page.locator('#problem').textContent()).toMatch(/^Too fast: wait \d+ s and try again\.$/);
     expect(await page.locator('#c5').inputValue()).toBe('and again at once'); // kept, to send again
-    const pad = (await page.locator('.pad').boundingBox())!;
-    await page.locator('.pad').click({ position: { x: pad.width * 0.25, y: pad.height * 0.75 } }); // scrolled into view first
+    // measured once it is on screen: a page frame that came meanwhile redraws the controls
+    let pad: { width: number; height: number } | null = null;
+    await expect.poll(async () => (pad = await page.locator('.pad').boundingBox())).not.toBeNull();
+    await page.locator('.pad').click({ position: { x: pad!.width * 0.25, y: pad!.height * 0.75 } }); // scrolled into view first
     await eventually(() => display.sink.messages.some((m) => m.address === '/006' && Math.abs(Number(m.args[0]!.value) - 0.25) < 0.02 && Math.abs(Number(m.args[1]!.value) - 0.75) < 0.02));
     await page.screenshot({ path: `${ARTIFACTS}/acted.png`, fullPage: true });
   });
