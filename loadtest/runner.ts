@@ -293,11 +293,10 @@ export async function runScenario(o: RunOptions): Promise<RunOutcome> {
   phaseIndex = scenario.phases.length;
   schedule.stop();
   if (!interrupted) {
-    await settle(phones, SETTLE_MS, o.signal);
+    await settle(SETTLE_MS, o.signal, () => phones.some((p) => p.unanswered > 0));
     // what was sent may be stored: its answer, or its resend's, is waited for, so that acks and errors tell what is stored
     for (const phone of phones) phone.windDown();
-    const until = Date.now() + SENT_SETTLE_MS;
-    while (Date.now() < until && !o.signal.aborted && phones.some((p) => !p.settled)) await new Promise((r) => setTimeout(r, 20));
+    await settle(SENT_SETTLE_MS, o.signal, () => phones.some((p) => !p.settled));
   }
   // what was stored reaches the displays a bridge tick and its playout delay later
   if (display && !interrupted) await new Promise((r) => setTimeout(r, DISPLAY_SETTLE_MS));
@@ -342,10 +341,10 @@ async function checkCrowd(check: CrowdCheck, display: DisplayWatch, o: RunOption
   return rows;
 }
 
-/** Waits until every phone's actions are answered, at most `ms` (or until aborted). */
-async function settle(phones: readonly Phone[], ms: number, signal: AbortSignal): Promise<void> {
+/** Waits while `waiting()` holds, at most `ms` (or until aborted). */
+async function settle(ms: number, signal: AbortSignal, waiting: () => boolean): Promise<void> {
   const until = Date.now() + ms;
-  while (Date.now() < until && !signal.aborted && phones.some((p) => p.unanswered > 0)) await new Promise((r) => setTimeout(r, 20));
+  while (Date.now() < until && !signal.aborted && waiting()) await new Promise((r) => setTimeout(r, 20));
 }
 
 interface Discovered {
