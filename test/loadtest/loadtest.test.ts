@@ -80,6 +80,13 @@ function scenarioFile(name: string, scenario: object): string {
   return file;
 }
 
+/** The test layout's action stream from now: a function that tells how many entries were added since. */
+async function storedFromNow(): Promise<() => Promise<number>> {
+  const stream = actionStreamKey(t.config.redisPrefix, t.layoutId);
+  const before = await redis.get().client.xlen(stream);
+  return async () => (await redis.get().client.xlen(stream)) - before;
+}
+
 const readResult = (file: string) => JSON.parse(readFileSync(file, 'utf8')) as LoadtestResult;
 /**
  * A short scenario. These tests judge the tool, not the machine under it: a loaded CI machine starts
@@ -244,8 +251,7 @@ describe('phones on links that go silent', () => {
     await proxy.start();
     try {
       const out = join(dir, 'silent.json');
-      const stream = actionStreamKey(t.config.redisPrefix, t.layoutId);
-      const before = await redis.get().client.xlen(stream);
+      const stored = await storedFromNow();
       const scenario = { layoutId: t.layoutId, seed: 33, maxLagMs: 60_000, renewEveryS: 2, phases: [{ name: 'doors', durationS: 1, arrivalsPerS: 20 }, { name: 'play', durationS: 6, actionsPerPhonePerS: 2 }] };
       // every link open 2 s after the first socket goes silent both ways (no FIN, no RST); new links work
       let silencedAt = 0;
@@ -270,7 +276,7 @@ describe('phones on links that go silent', () => {
       expect(r.counts.renewals).toBeGreaterThanOrEqual(r.counts.phones * 2);
       expect(r.counts.errors, JSON.stringify(r.errors)).toBe(0);
       // each acked action stored once, the resent ones among them
-      expect((await redis.get().client.xlen(stream)) - before).toBe(r.counts.acks);
+      expect(await stored()).toBe(r.counts.acks);
       expect(r.counts.acks).toBe(r.counts.actions);
     } finally {
       await proxy.stop();
@@ -282,8 +288,7 @@ describe('phones on links that go silent', () => {
     await proxy.start();
     try {
       const out = join(dir, 'held-end.json');
-      const stream = actionStreamKey(t.config.redisPrefix, t.layoutId);
-      const before = await redis.get().client.xlen(stream);
+      const stored = await storedFromNow();
       const scenario = { layoutId: t.layoutId, seed: 35, maxLagMs: 60_000, phases: [{ name: 'doors', durationS: 1, arrivalsPerS: 20 }, { name: 'play', durationS: 3, actionsPerPhonePerS: 2 }] };
       // the network holds everything from shortly before the play ends until past the 2 s the
       // phones have after it: the actions in flight then are stored once it lets them through
@@ -292,7 +297,7 @@ describe('phones on links that go silent', () => {
       const r = readResult(out);
       expect(r.counts.phones).toBeGreaterThan(5);
       // every action sent is answered: nothing stored without its ack, nothing stored twice
-      expect((await redis.get().client.xlen(stream)) - before, JSON.stringify(r.counts)).toBe(r.counts.acks);
+      expect(await stored(), JSON.stringify(r.counts)).toBe(r.counts.acks);
       expect([r.counts.acks, r.counts.errors], JSON.stringify(r.errors)).toEqual([r.counts.actions, 0]);
       expect(r.counts.resends).toBeGreaterThan(0); // the held links were found dead, and their actions went again on new ones
     } finally {
