@@ -5,7 +5,8 @@
 // An action's promise settles once the summary that contains it is stored, so its 200 comes at most
 // one fold tick (and one Redis round trip) later. Redis load per aggregated control is bounded by
 // fold ticks x gateway processes, whatever the crowd's size. Summaries are leases: refreshed every
-// LEASE_REFRESH_MS while a window holds participants, retracted when the process stops.
+// LEASE_REFRESH_MS while a window counts anything (participants, or presses made here by participants
+// who moved on), retracted when the process stops.
 import { windowMsOf, type CrowdSummary } from '../../schemas/aggregate.js';
 import { encodeCrowdSummary } from '../../schemas/action-entry.js';
 import type { ActionValue } from '../../schemas/types.js';
@@ -139,7 +140,7 @@ export class CrowdFold {
     for (const [key, w] of this.windows) {
       if (w.unpublished && now - w.publishedAt >= PUBLISH_MIN_MS) this.published(w, w.unpublished.seq, w.unpublished.payload, now);
       w.expire(now);
-      const leaseDue = w.participants > 0 && now - w.summarisedAt >= LEASE_REFRESH_MS;
+      const leaseDue = w.counts() && now - w.summarisedAt >= LEASE_REFRESH_MS;
       if (!w.dirty && !leaseDue) {
         if (w.waiters.length === 0 && w.summaryIsEmpty() && !w.unpublished) this.windows.delete(key);
         continue;
@@ -179,7 +180,7 @@ export class CrowdFold {
       for (const x of waiters) x.reject(e);
       return Promise.resolve();
     }
-    w.counted = summary.n > 0;
+    w.counted = summary.n > 0 || (summary.mode === 'rate' && (summary.sum ?? 0) > 0);
     w.pauseMs = payload.length > LARGE_SUMMARY_CHARS ? LARGE_SUMMARY_MS : 0;
     return this.log.appendPayload(w.layoutId, payload).then(
       () => {

@@ -98,9 +98,18 @@ export class ControlWindow {
     this.figures = new Figures(control.type, control.options?.length ?? 0);
   }
 
-  /** Nobody in the window (and the summary saying so is out, unless dirty). */
+  /** Nobody and nothing in the window (and the summary saying so is out, unless dirty). */
   summaryIsEmpty(): boolean {
-    return this.latest.size === 0 && this.pressers.size === 0;
+    return !this.counts();
+  }
+
+  /**
+   * Whether the window counts anything: participants, or presses made here by participants who
+   * have moved to another process since (they stay counted here until they leave the window, so
+   * their summary's lease is refreshed as long as theirs would be).
+   */
+  counts(): boolean {
+    return this.latest.size > 0 || this.pressers.size > 0 || this.presses.total > 0;
   }
 
   get mode(): AggregateMode {
@@ -269,7 +278,9 @@ export class ControlWindow {
       this.countPresser(zone, -1);
       this.dirty = true;
     });
+    const pressed = this.presses.total;
     this.presses.expire(from);
+    if (pressed > 0 && this.presses.total === 0) this.dirty = true; // the last presses left: zero now, not at the lease's end
     for (const [zone, z] of this.zonePresses) {
       z.expire(from);
       if (z.total === 0 && !this.zonePressers.has(zone)) this.zonePresses.delete(zone);

@@ -8,7 +8,7 @@ import { CrowdTable } from '../../schemas/crowd-merge.js';
 import { ActionLog } from '../../gateway/actions/action-log.js';
 import { CrowdFold, LARGE_SUMMARY_MS, LEASE_REFRESH_MS, PRESSES_PER_SECOND_MAX, type AggregatedControl, type CrowdFoldOptions } from '../../gateway/crowd/crowd-fold.js';
 import { RedisKeys } from '../../gateway/store/keys.js';
-import type { CrowdSummary } from '../../schemas/aggregate.js';
+import { CROWD_LEASE_MS, type CrowdSummary } from '../../schemas/aggregate.js';
 import { decodeStreamEntry } from '../../schemas/action-entry.js';
 import { CROWD_LAYOUT, CROWD_MODES, CROWD_WINDOW_MS, offlineCrowd, participantRounds, type CrowdAction } from '../helpers/crowd.js';
 import { randomPrefix, useRedis } from '../helpers/redis.js';
@@ -177,6 +177,26 @@ describe('crowd fold: leases, retraction, caps and size', () => {
       expect(summaries.at(-1)!.votes).toEqual([1, 0, 0]);
     } finally {
       fold.stop();
+    }
+  });
+
+  it('keeps the presses of a participant that moved to another process counted where they were made, past the lease, until they leave the window', async () => {
+    const button = { ...controls.get(1)!, aggregate: { mode: 'rate' as const, windowMs: 600_000 } };
+    const keys = new RedisKeys(randomPrefix());
+    const [left, came] = ['gw-left', 'gw-came'].map((source) => new CrowdFold(new ActionLog(client, keys, { maxLen: 1000, retentionMs: 600_000 }), source, FOLD_MS));
+    try {
+      await Promise.all([1, 2, 3, 4].map(() => left!.add('show', button, 'sub-1', null, Date.now())));
+      came!.adopt('show', 'sub-1', left!.release('show', 'sub-1'), () => button);
+      await came!.add('show', button, 'sub-1', null, Date.now());
+      await new Promise((r) => setTimeout(r, CROWD_LEASE_MS + 2 * LEASE_REFRESH_MS)); // past the lease of the process's last change
+      const table = new CrowdTable();
+      for (const s of await summariesIn(keys, 'show')) table.offer(s);
+      const merged = table.changed(Date.now()).find((v) => v.lid === 1);
+      // one presser (on the process it came to), five presses in the window: four made on the one it left
+      expect([merged?.n, merged?.value[0]]).toEqual([1, 5 / 600]);
+    } finally {
+      left!.stop();
+      came!.stop();
     }
   });
 
