@@ -280,7 +280,9 @@ export class ControlWindow {
     });
     const pressed = this.presses.total;
     this.presses.expire(from);
-    if (pressed > 0 && this.presses.total === 0) this.dirty = true; // the last presses left: zero now, not at the lease's end
+    // the last presses of pressers who moved on left: zero now, not at the lease's end (while pressers
+    // are here, their own leaving says it; their presses leave up to a bucket before them)
+    if (pressed > 0 && this.presses.total === 0 && this.pressers.size === 0) this.dirty = true;
     for (const [zone, z] of this.zonePresses) {
       z.expire(from);
       if (z.total === 0 && !this.zonePressers.has(zone)) this.zonePresses.delete(zone);

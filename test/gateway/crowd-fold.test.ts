@@ -200,6 +200,20 @@ describe('crowd fold: leases, retraction, caps and size', () => {
     }
   });
 
+  it('says zero once the presses of a participant that moved on leave the window, rather than leaving its last share to run out', async () => {
+    const button = { ...controls.get(1)!, aggregate: { mode: 'rate' as const, windowMs: 300 } };
+    await withFold('gw-left-short', async (fold, stored) => {
+      await Promise.all([fold.add('show', button, 'sub-1', null, Date.now()), fold.add('show', button, 'sub-1', null, Date.now())]);
+      expect(fold.release('show', 'sub-1').length).toBe(1);
+      await new Promise((r) => setTimeout(r, 300 + 200));
+      expect((await stored()).map((s) => [s.n, s.sum])).toEqual([
+        [1, 2],
+        [0, 2],
+        [0, 0],
+      ]);
+    });
+  });
+
   it('retracts at a graceful stop: the last summary of a window that counted someone counts nobody', async () => {
     await withFold('gw-retract', async (fold, stored) => {
       await fold.add('show', slider, 'sub-1', 0.5, Date.now());
