@@ -120,6 +120,17 @@ describe('the audience page (/play/)', () => {
     await page.screenshot({ path: `${ARTIFACTS}/acted.png`, fullPage: true });
   });
 
+  it('keeps what the phone is typing, and where, when the page on screen comes again (a reconnect, the same page made active again)', async () => {
+    const shown = await page.locator('#controls').getAttribute('data-version');
+    expect(shown).toMatch(/^\d+$/);
+    await page.locator('#c5').fill('half a thought');
+    await t.admin.layouts.activate(t.layoutId, 'main'); // the active page already: a page frame with the same controls
+    await expect.poll(() => page.locator('#controls').getAttribute('data-version')).not.toBe(shown);
+    expect(await page.locator('#c5').inputValue()).toBe('half a thought');
+    expect(await page.evaluate<string>('document.activeElement?.id')).toBe('c5');
+    await page.locator('#c5').fill('');
+  });
+
   it('shows a vote as bars with counts, and keeps the phone\'s own vote visible', async () => {
     await page.locator('input[type=radio][name=c4]').nth(1).check();
     await expect.poll(() => page.locator('#feedback').textContent()).toBe('✓ Voted: Green');

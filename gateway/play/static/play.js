@@ -348,9 +348,15 @@ if (!token) {
   live.on('state', showState);
   live.on('waiting', showState);
   setInterval(() => ($('next').textContent = nextAttempt(live)), 1000);
+  /** the page on screen: its id and controls (a page frame of the same page leaves them, and what is typed, as they are) */
+  let onScreen = '';
   live.on('page', (page) => {
     $('title').textContent = page.pageName ?? page.activePageId;
     const form = $('controls');
+    form.dataset.version = String(page.version);
+    const shown = JSON.stringify([page.activePageId, page.controls]);
+    if (shown === onScreen) return;
+    onScreen = shown;
     crowdShown.clear();
     form.replaceChildren();
     for (const control of page.controls) {
