@@ -142,7 +142,7 @@ export class CrowdFold {
       w.expire(now);
       const leaseDue = w.counts() && now - w.summarisedAt >= LEASE_REFRESH_MS;
       if (!w.dirty && !leaseDue) {
-        if (w.waiters.length === 0 && w.summaryIsEmpty() && !w.unpublished) this.windows.delete(key);
+        if (w.waiters.length === 0 && !w.counts() && !w.unpublished) this.windows.delete(key);
         continue;
       }
       if (now < w.summarisedAt + w.pauseMs) continue; // a large summary waits its turn; its actions wait with it

@@ -98,15 +98,11 @@ export class ControlWindow {
     this.figures = new Figures(control.type, control.options?.length ?? 0);
   }
 
-  /** Nobody and nothing in the window (and the summary saying so is out, unless dirty). */
-  summaryIsEmpty(): boolean {
-    return !this.counts();
-  }
-
   /**
    * Whether the window counts anything: participants, or presses made here by participants who
    * have moved to another process since (they stay counted here until they leave the window, so
-   * their summary's lease is refreshed as long as theirs would be).
+   * their summary's lease is refreshed as long as theirs would be). One that counts nothing, and
+   * whose summary saying so is out, is dropped.
    */
   counts(): boolean {
     return this.latest.size > 0 || this.pressers.size > 0 || this.presses.total > 0;
