@@ -30,7 +30,7 @@ async function drainBurst(layoutId: string, total: number, maxMessagesPerTick: n
   // taken for a reply, and ioredis threw "Command queue state error" (seen once on Node 22).
   // So every client of this Redis is ready, and quiet, before the monitor starts.
   await Promise.all([c.ping(), redis.get().client.ping()]);
-  const monitor = await c.duplicate().monitor();
+  const monitor = await c.monitor(); // a connection of its own
   const counts: number[] = [];
   monitor.on('monitor', (_time: string, args: string[]) => {
     if (args[0]?.toLowerCase() === 'xreadgroup' && args.includes(key)) counts.push(Number(args[args.findIndex((a) => a.toUpperCase() === 'COUNT') + 1]));

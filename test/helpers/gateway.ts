@@ -74,7 +74,10 @@ export async function startTestGateway(o: TestGatewayOptions): Promise<TestGatew
     const key = await admin.apiKeys.create(team.teamId, { name: 'test' });
     seeded = { teamId: team.teamId, apiKey: key.apiKey, keyId: key.keyId, layoutId: layout.layoutId, config };
   }
-  const gw = await startGateway(config, { log: o.log ?? createLogger('test-gateway', 'silent'), ...(o.now && { now: o.now }) });
+  const gw = await startGateway(config, { log: o.log ?? createLogger('test-gateway', 'silent'), ...(o.now && { now: o.now }) }).catch((e: unknown) => {
+    adminRedis.disconnect(); // a gateway that does not start leaves no client behind
+    throw e;
+  });
   return {
     gw,
     url: `http://127.0.0.1:${gw.port}`,

@@ -23,6 +23,7 @@ const dir = mkdtempSync(join(tmpdir(), 'ac-tls-'));
 const f = (name: string) => join(dir, name);
 const children: ChildProcess[] = [];
 const servers: RedisServer[] = [];
+const plains: Redis[] = [];
 let sink: UdpSink;
 
 function openssl(...args: string[]): void {
@@ -52,6 +53,7 @@ async function tlsRedis(authClients: boolean): Promise<{ server: RedisServer; tl
   });
   servers.push(server);
   const plain = new Redis(server.url);
+  plains.push(plain);
   return { server, tlsPort, plain };
 }
 
@@ -92,6 +94,7 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   for (const c of children) await stopProcess(c, 'SIGKILL');
+  for (const p of plains) p.disconnect();
   for (const s of servers) await s.stop();
   await sink.stop();
   rmSync(dir, { recursive: true, force: true });
