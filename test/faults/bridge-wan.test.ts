@@ -6,44 +6,57 @@
 // seen within 5 s and recovered. Throughout, the watchdog keeps being pinged (no restart loop) and
 // /readyz tells what is going on.
 import type { ChildProcess } from 'node:child_process';
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ACTION_FIELD } from '../../schemas/action-entry.js';
 import { actionStreamKey } from '../../schemas/redis-keys.js';
 import { configFile, spawnBridge, stopProcess } from '../helpers/bridge.js';
 import { FaultProxy } from '../helpers/fault-proxy.js';
 import { recordFigure } from '../helpers/figures.js';
-import { DEMO_LAYOUT, eventually, mintToken, postAction, startTestGateway, type TestGateway } from '../helpers/gateway.js';
+import { DEMO_LAYOUT, eventually, mintToken, postAction } from '../helpers/gateway.js';
+import { seedLayout, spawnGateway, type GatewayProcess } from '../helpers/gateway-process.js';
 import { sample, scrape } from '../helpers/metrics.js';
 import { startFakeNotifySocket, type FakeNotifySocket } from '../helpers/notify-socket.js';
-import { useRedis } from '../helpers/redis.js';
+import { randomPrefix, useRedis } from '../helpers/redis.js';
+import { createStores, type Stores } from '../../gateway/store/stores.js';
 import { UdpSink } from '../helpers/udp-sink.js';
 
 const ONE_WAY_MS = 40;
 const redis = useRedis();
-let t: TestGateway;
+const prefix = randomPrefix();
+// the gateway is a process of its own: the file then runs in a worker thread, beside the ALONE
+// files (vitest.config.ts), which a gateway in the test's own process (uWS) would keep from ending
+let gateway: GatewayProcess;
+let stores: Stores;
+let teamId = '';
+let apiKey = '';
 let plain: Redis;
 const children: ChildProcess[] = [];
 const sinks: UdpSink[] = [];
 const proxies: FaultProxy[] = [];
 
 beforeAll(async () => {
-  t = await startTestGateway({ redisUrl: redis.get().server.url });
-  plain = new Redis(redis.get().server.url);
+  const url = redis.get().server.url;
+  const seeded = await seedLayout(url, prefix, { ...DEMO_LAYOUT, layoutId: 'wan-0' });
+  plain = seeded.admin;
+  apiKey = seeded.apiKey;
+  stores = createStores(plain, prefix);
+  teamId = (await stores.layouts.get('wan-0'))!.teamId;
+  gateway = await spawnGateway({ REDIS_URL: url, REDIS_PREFIX: prefix });
 });
 afterAll(async () => {
   for (const c of children) await stopProcess(c, 'SIGKILL');
   for (const s of sinks) await s.stop();
   for (const p of proxies) await p.stop();
-  plain.disconnect();
-  await t.close();
+  if (gateway) await stopProcess(gateway.child, 'SIGTERM');
+  plain?.disconnect();
 });
 
 let layouts = 0;
 async function newLayout(): Promise<{ layoutId: string; token: string }> {
   const layoutId = `wan-${++layouts}`;
-  await t.admin.layouts.import(t.teamId, { ...DEMO_LAYOUT, layoutId });
-  return { layoutId, token: await mintToken(t, layoutId, t.apiKey) };
+  await stores.layouts.import(teamId, { ...DEMO_LAYOUT, layoutId });
+  return { layoutId, token: await mintToken(gateway, layoutId, apiKey) };
 }
 
 /** The venue's link: a proxy to Redis adding ONE_WAY_MS each way. */
@@ -63,7 +76,7 @@ async function sink(): Promise<UdpSink> {
 
 /** A bridge process for `layoutId` reaching Redis on `redisPort`, sending to `to`, its watchdog at 2 s. */
 async function bridge(layoutId: string, redisPort: number, to: UdpSink, systemd?: FakeNotifySocket): Promise<{ opsPort: number; output: () => string }> {
-  const file = configFile({ redisUrl: `redis://127.0.0.1:${redisPort}`, prefix: t.config.redisPrefix, bridgeId: `wan-${Math.random().toString(36).slice(2, 8)}`, layouts: [{ layoutId, targets: [{ host: '127.0.0.1', port: to.port }] }] });
+  const file = configFile({ redisUrl: `redis://127.0.0.1:${redisPort}`, prefix: prefix, bridgeId: `wan-${Math.random().toString(36).slice(2, 8)}`, layouts: [{ layoutId, targets: [{ host: '127.0.0.1', port: to.port }] }] });
   const b = await spawnBridge(['--config', file], systemd ? { NOTIFY_SOCKET: systemd.path, WATCHDOG_USEC: '2000000' } : {});
   children.push(b.child);
   return { opsPort: Number(/"opsPort":(\d+)/.exec(b.output())?.[1]), output: b.output };
@@ -89,7 +102,7 @@ const played = (s: UdpSink) => s.messages.filter((m) => m.address === '/005').ma
 
 /** Each stored action's value and stamp (`ts`, the gateway's receive time). */
 async function stamps(layoutId: string): Promise<Map<string, number>> {
-  const entries = (await plain.xrange(actionStreamKey(t.config.redisPrefix, layoutId), '-', '+')) as [string, string[]][];
+  const entries = (await plain.xrange(actionStreamKey(prefix, layoutId), '-', '+')) as [string, string[]][];
   return new Map(entries.map(([, f]) => {
     const e = JSON.parse(f[f.indexOf(ACTION_FIELD) + 1]!) as { value: string; ts: number };
     return [e.value, e.ts];
@@ -122,7 +135,7 @@ describe(`a venue link of ${ONE_WAY_MS} ms each way between the bridge and Redis
     const busyFrom = { ...link.bytes, at: Date.now() };
     const values = Array.from({ length: 40 }, (_, i) => `lat-${i}`);
     for (const value of values) {
-      expect((await postAction(t, l.token, { layoutId: l.layoutId, lid: 5, type: 'String', value })).status).toBe(200);
+      expect((await postAction(gateway, l.token, { layoutId: l.layoutId, lid: 5, type: 'String', value })).status).toBe(200);
       await pause(50); // 20 a second
     }
     await eventually(() => played(near).length >= 40 && played(far).length >= 40);
@@ -156,7 +169,7 @@ describe(`a venue link of ${ONE_WAY_MS} ms each way between the bridge and Redis
     const poster = (async () => {
       for (let i = 0; posting; i++) {
         const value = `cut-${i}`;
-        const { status } = await postAction(t, l.token, { layoutId: l.layoutId, lid: 5, type: 'String', value });
+        const { status } = await postAction(gateway, l.token, { layoutId: l.layoutId, lid: 5, type: 'String', value });
         if (status === 200) accepted.push(value);
         else refused.push(status);
         await pause(250);
@@ -222,7 +235,7 @@ describe(`a venue link of ${ONE_WAY_MS} ms each way between the bridge and Redis
     const restoredPerf = performance.now();
     const values = Array.from({ length: 10 }, (_, i) => `after-stall-${i}`);
     for (const value of values) {
-      expect((await postAction(t, l.token, { layoutId: l.layoutId, lid: 5, type: 'String', value })).status).toBe(200);
+      expect((await postAction(gateway, l.token, { layoutId: l.layoutId, lid: 5, type: 'String', value })).status).toBe(200);
       await pause(100);
     }
     await eventually(() => values.every((v) => played(display).some((p) => p.value === v)));
