@@ -71,9 +71,12 @@ export default defineConfig({
   test: {
     sequence: { sequencer: AloneInOrder },
     globalSetup: ['test/global-setup.ts'],
-    // uWebSockets.js is a native addon: run each file in its own process.
+    // uWebSockets.js is a native addon: files run in processes, not in worker threads
     pool: 'forks',
-    poolOptions: { forks: { maxForks: FORKS, minForks: 1 } },
+    // isolate: false: a fork runs file after file (the pool keeps its workers) and keeps the modules
+    // it loaded, so a module is loaded once per fork, not once per file; each file still starts
+    // and stops its own Redis, servers and clients in its hooks
+    poolOptions: { forks: { maxForks: FORKS, minForks: 1, isolate: false } },
     testTimeout: 30_000,
     // expect.poll waits for something that must happen as long as eventually does (1 s by default)
     expect: { poll: { timeout: LOADED_MACHINE_MS } },
@@ -82,7 +85,8 @@ export default defineConfig({
     hookTimeout: 60_000,
     projects: [
       { extends: true, test: { name: 'tests', include: ['test/**/*.test.ts'], exclude: [...configDefaults.exclude, ...ALONE, ...PACED], sequence: { groupOrder: 0 } } },
-      { extends: true, test: { name: 'alone', include: ALONE, poolOptions: { forks: { singleFork: true } }, sequence: { groupOrder: 1 } } },
+      // one process for them all, as a single fork is; each file's modules made afresh
+      { extends: true, test: { name: 'alone', include: ALONE, poolOptions: { forks: { singleFork: true, isolate: true } }, sequence: { groupOrder: 1 } } },
       // a pool of its own: the ALONE files' single fork would take these in turn after its own
       { extends: true, test: { name: 'paced', include: PACED, pool: 'threads', poolOptions: { threads: { singleThread: true } }, sequence: { groupOrder: 1 } } },
     ],
