@@ -21,6 +21,10 @@ const ALONE = [
   'test/faults/show-across-hosts.test.ts',
   'test/faults/live-drain.test.ts',
   'test/faults/bridge-chaos.test.ts',
+  // not PACED: run in the PACED worker thread after the moderation file, the thread could not be
+  // ended at the run's end ("Failed to terminate worker", .ci/run 2026-12-07), which held the run
+  // open; what kept it is not known
+  'test/faults/bridge-wan.test.ts',
   'test/client/package.test.ts',
   'test/bridge/fuzz.test.ts',
   'test/ops/container.test.ts',
@@ -38,17 +42,13 @@ const ALONE = [
 
 /**
  * Files that hold a latency to a bound but spend most of their time waiting at a fixed pace (a
- * minute of texts at show pace, a 30 s cut of the venue's link) and use under half a core: they
- * run one at a time beside the first ALONE files, not beside the busy rest, each in a worker
- * thread (their gateways and bridges are processes of their own: uWS in the test's own process
- * keeps a worker thread from ending). Their bounds hold with margin there: moderation's
- * approval-to-display p99 measured 13 to 18 ms against its 60 ms (npm test, 2026-12-06). Alone,
- * the venue link's file used 27 s of CPU in 57 s and the first ALONE file 42 s in 107 s (the
- * machine's busy time from /proc/stat around `vitest run` of each, 2026-12-07).
+ * minute of texts at show pace) and use under a quarter of a core: they run one at a time beside
+ * the first ALONE file, not beside the busy rest, each in a worker thread (their gateways and
+ * bridges are processes of their own). Their bounds hold with margin there: moderation's
+ * approval-to-display p99 measured 13 to 18 ms against its 60 ms (npm test, 2026-12-06).
  */
 const PACED = [
   'test/gateway/moderation-throughput.test.ts',
-  'test/faults/bridge-wan.test.ts',
 ];
 
 /** The ALONE files run in the order listed (the rest as vitest orders them). */
