@@ -108,26 +108,38 @@ describe('LiveClient', () => {
     c.stop();
   });
   it('keeps a new socket when an action sent while the link was down times out just after it opened: only a socket that heard nothing for heartbeatDeadMs is left', async () => {
-    // 500 ms each way: the resent action's ack comes a second after the open, the timeout before it
-    const proxy = new FaultProxy({ targets: () => [t.gw.port], up: { latencyMs: 500 }, down: { latencyMs: 500 } });
+    // A second each way: the socket opens two seconds after the link returns, and the resent action's
+    // ack comes two seconds after the open. The timeout falls between them, a second from each, so
+    // that a test process slowed by its neighbours still sees the order it names.
+    const latencyMs = 1000;
+    const ackTimeoutMs = 4000;
+    const restoreAfterMs = ackTimeoutMs - 3 * latencyMs;
+    const proxy = new FaultProxy({ targets: () => [t.gw.port], up: { latencyMs }, down: { latencyMs } });
     await proxy.start();
-    const c = new LiveClient({ url: `ws://127.0.0.1:${proxy.port}/live`, token: await mintToken(t, t.layoutId, t.apiKey), WebSocket: WebSocket, baseDelayMs: 50, maxDelayMs: 100, ackTimeoutMs: 2500, maxFailedOpens: 1000 });
+    const c = new LiveClient({ url: `ws://127.0.0.1:${proxy.port}/live`, token: await mintToken(t, t.layoutId, t.apiKey), WebSocket: WebSocket, baseDelayMs: 50, maxDelayMs: 100, ackTimeoutMs, maxFailedOpens: 1000 });
     try {
       await eventually(() => c.state === 'open' && c.page !== null);
       proxy.cut();
       await eventually(() => c.state !== 'open');
-      const sent = c.send({ lid: 5, type: 'String', value: 'sent while the link was down' });
       const sentAt = Date.now();
-      await new Promise((r) => setTimeout(r, 1000));
+      const outcome = c.send({ lid: 5, type: 'String', value: 'sent while the link was down' }).then(
+        () => ({ settledAt: Date.now(), error: null }),
+        (error: unknown) => ({ settledAt: Date.now(), error }),
+      );
+      await new Promise((r) => setTimeout(r, restoreAfterMs));
       const events: string[] = [];
-      c.on('state', (s) => events.push(s));
+      let openedAt = 0;
+      c.on('state', (s) => {
+        events.push(s);
+        if (s === 'open' && openedAt === 0) openedAt = Date.now();
+      });
       c.on('closed', (e) => events.push(`closed ${e.code} ${e.reason}`));
       proxy.restore();
-      await eventually(() => c.state === 'open');
-      const openedAfter = Date.now() - sentAt;
-      await expect(sent).rejects.toMatchObject({ code: 'timeout' });
-      expect(openedAfter, 'the socket opened before the timeout').toBeLessThan(2500);
-      await new Promise((r) => setTimeout(r, 1500)); // the resend's ack, a time exchange: the socket answers
+      const { settledAt, error } = await outcome;
+      expect(error).toMatchObject({ code: 'timeout' });
+      expect(openedAt, 'the socket opened before the timeout').toBeGreaterThan(0);
+      expect(openedAt - sentAt, 'the socket opened before the timeout').toBeLessThan(settledAt - sentAt);
+      await new Promise((r) => setTimeout(r, 2 * latencyMs + 500)); // the resend's ack, a time exchange: the socket answers
       expect(events.filter((e) => e !== 'connecting' && e !== 'waiting'), 'the socket that opened is kept').toEqual(['open']);
       expect(c.state).toBe('open');
     } finally {
