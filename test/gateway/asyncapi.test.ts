@@ -32,7 +32,8 @@ describe('the AsyncAPI document of the live channel', () => {
 
   it('is a valid AsyncAPI 3.0 document for the AsyncAPI parser: no error, no warning', async () => {
     const { document, diagnostics } = await new Parser().parse(JSON.stringify(COMMITTED));
-    const problems = diagnostics.filter((d) => Number(d.severity) <= 1) // 0 error, 1 warning (2 and 3 are hints, e.g. a newer version exists).map((d) => `${d.path.join('.')}: ${d.message}`);
+    // severity 0 is an error, 1 a warning (2 and 3 are hints, e.g. that a newer version exists)
+    const problems = diagnostics.filter((d) => Number(d.severity) <= 1).map((d) => `${d.path.join('.')}: ${d.message}`);
     expect(problems).toEqual([]);
     expect(document?.version()).toBe('3.0.0');
     expect(document?.channels().get('live')?.address()).toBe('/live');
