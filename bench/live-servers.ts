@@ -9,6 +9,7 @@ import { DEMO_LAYOUT_FILE } from '../schemas/demo-layout.js';
 import { GATEWAY_NODE_FLAGS } from '../gateway/node-flags.js';
 import { createStores } from '../gateway/store/stores.js';
 import { createRedisClient } from '../runtime/redis.js';
+import { freePort } from '../dev/redis-server.js';
 import { spawnPinned, stopChild } from './harness.js';
 import { mintTokens, seedDemo } from './audience.js';
 import { BENCH_LIMITS } from './limits.js';
@@ -67,7 +68,7 @@ function lightLooks(play: (look: { zone: string; color: string }, n: number) => 
 /** The gateway as a target; `health`: a line on how its workers fared (replaced, and their silences). */
 export async function gatewayTarget(redisUrl: string, workers: number, tokenCount = 1000): Promise<LiveTarget & { health(): Promise<string> }> {
   const key = await seedDemo(redisUrl, 'ac:', [benchLayout()]);
-  const port = 20000 + Math.floor(Math.random() * 20000);
+  const port = await freePort(); // below the ephemeral range, and free a moment ago
   const env = { ...BENCH_LIMITS, REDIS_URL: redisUrl, PORT: String(port), OPS_PORT: '0', LOG_LEVEL: 'info', GATEWAY_WORKERS: String(workers), LIVE_MAX_SOCKETS: '18000', LIVE_NEW_SOCKETS_PER_SECOND: '5000' };
   // with the V8 flags it ships with (its workers inherit them), as every other bench runs it
   const started = await spawnPinned('0-1', MAIN, [], env, /"opsPort":(\d+),"pids":\[([\d,]+)\].*workers listening/, [...GATEWAY_NODE_FLAGS]);
@@ -126,7 +127,7 @@ export async function bareTarget(processes: number): Promise<LiveTarget> {
   const layout = benchLayout();
   let version = 1;
   const page = (pageId: string) => JSON.stringify({ op: 'page', layoutId: LAYOUT, activePageId: pageId, controls: layout.pages.find((p) => p.pageId === pageId)!.controls, destinationCount: 0, version: version++ });
-  const port = 20000 + Math.floor(Math.random() * 20000);
+  const port = await freePort(); // below the ephemeral range, and free a moment ago
   const children: ChildProcess[] = [];
   for (let i = 0; i < processes; i++) {
     const { child } = await spawnPinned('0-1', BARE, [String(port), page('main')], {}, /listening/, [], process.execPath, true);
