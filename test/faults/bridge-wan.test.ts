@@ -40,8 +40,8 @@ beforeAll(async () => {
   const seeded = await seedLayout(url, prefix, { ...DEMO_LAYOUT, layoutId: 'wan-0' });
   plain = seeded.admin;
   apiKey = seeded.apiKey;
+  teamId = seeded.teamId;
   stores = createStores(plain, prefix);
-  teamId = (await stores.layouts.get('wan-0'))!.teamId;
   gateway = await spawnGateway({ REDIS_URL: url, REDIS_PREFIX: prefix });
 });
 afterAll(async () => {

@@ -77,12 +77,12 @@ export async function spawnGateway(env: Record<string, string>, timeoutMs = 15_0
  * for gateway processes spawned on that data; `admin` stays open for the test's own reads
  * (disconnect it after).
  */
-export async function seedLayout(redisUrl: string, prefix: string, layout: LayoutDefinition, ...more: LayoutDefinition[]): Promise<{ apiKey: string; admin: Redis }> {
+export async function seedLayout(redisUrl: string, prefix: string, layout: LayoutDefinition, ...more: LayoutDefinition[]): Promise<{ apiKey: string; teamId: string; admin: Redis }> {
   const admin = new Redis(redisUrl);
   const stores = createStores(admin, prefix);
   const team = await stores.teams.create('Spawned gateways');
   for (const l of [layout, ...more]) await stores.layouts.import(team.teamId, l);
-  return { apiKey: (await stores.apiKeys.create(team.teamId, { name: 'backend' })).apiKey, admin };
+  return { apiKey: (await stores.apiKeys.create(team.teamId, { name: 'backend' })).apiKey, teamId: team.teamId, admin };
 }
 
 /** A gateway process on its own prefix of `redisUrl`, serving `layout` with one API key. */
